@@ -1,0 +1,59 @@
+// Command kvrouter is a KV-cache-aware router for fleets of LLM inference
+// workers. Each subcommand lives in its own file and only binds flags to a
+// library's config; the work is done by the packages at the module root and
+// under internal/.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "kvrouter:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kvrouter",
+		Short:         "KV-cache-aware router for LLM inference fleets",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newHashCmd(),
+		newEventsCmd(),
+		newBenchCmd(),
+		newSimCmd(),
+		newMockerCmd(),
+		newServeCmd(),
+		newUpCmd(),
+		newReplayCmd(),
+		newBridgeCmd(),
+	)
+	return root
+}
+
+// newEventsCmd groups the event tools.
+func newEventsCmd() *cobra.Command {
+	c := &cobra.Command{Use: "events", Short: "Decode and tail KV events"}
+	c.AddCommand(newEventsDecodeCmd(), newEventsTailCmd())
+	return c
+}
+
+// newBenchCmd groups the benchmarks.
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{Use: "bench", Short: "Benchmarks: index, event ingestion, frontend"}
+	c.AddCommand(newBenchIndexCmd(), newBenchEventsCmd(), newBenchFrontendCmd())
+	return c
+}

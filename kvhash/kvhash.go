@@ -1,0 +1,128 @@
+package kvhash
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/zeebo/xxh3"
+)
+
+// DefaultSeed is the XXH3 seed of every local and sequence hash (Dynamo's).
+const DefaultSeed uint64 = 1337
+
+// Seed returns the local-hash seed for a LoRA adapter name and a cache
+// namespace: 1337, plus XXH3(lora, 0) when lora is set, plus
+// XXH3(namespace, 1) when namespace is set (wrapping adds). An empty string
+// means absent, so Seed("", "") == DefaultSeed.
+func Seed(lora, namespace string) uint64 {
+	seed := DefaultSeed
+	if lora != "" {
+		seed += xxh3.HashStringSeed(lora, 0)
+	}
+	if namespace != "" {
+		seed += xxh3.HashStringSeed(namespace, 1)
+	}
+	return seed
+}
+
+// maxStackBlock is the largest block (in tokens) hashed from a stack buffer;
+// larger blocks allocate once per call.
+const maxStackBlock = 256
+
+// Local returns the local hash of one block of tokens with the given seed.
+func Local(tokens []uint32, seed uint64) uint64 {
+	var stack [maxStackBlock * 4]byte
+	var buf []byte
+	if len(tokens) <= maxStackBlock {
+		buf = stack[:len(tokens)*4]
+	} else {
+		buf = make([]byte, len(tokens)*4)
+	}
+	putTokens(buf, tokens)
+	return xxh3.HashSeed(buf, seed)
+}
+
+// LocalMM returns the local hash of a block that overlaps multimodal
+// objects: their hashes, sorted ascending, are appended to the token bytes as
+// little-endian uint64. With no mm hashes it equals Local.
+func LocalMM(tokens []uint32, mmHashes []uint64, seed uint64) uint64 {
+	if len(mmHashes) == 0 {
+		return Local(tokens, seed)
+	}
+	sorted := slices.Clone(mmHashes)
+	slices.Sort(sorted)
+	buf := make([]byte, len(tokens)*4+len(sorted)*8)
+	putTokens(buf, tokens)
+	off := len(tokens) * 4
+	for _, h := range sorted {
+		binary.LittleEndian.PutUint64(buf[off:], h)
+		off += 8
+	}
+	return xxh3.HashSeed(buf, seed)
+}
+
+func putTokens(buf []byte, tokens []uint32) {
+	for i, t := range tokens {
+		binary.LittleEndian.PutUint32(buf[i*4:], t)
+	}
+}
+
+// AppendLocal appends the local hash of every full block of tokens to dst
+// and returns the extended slice. blockSize must be positive; a trailing
+// partial block is ignored.
+func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
+	if blockSize <= 0 {
+		panic("kvhash: block size must be positive")
+	}
+	n := len(tokens) / blockSize
+	dst = slices.Grow(dst, n)
+	var stack [maxStackBlock * 4]byte
+	var buf []byte
+	if blockSize <= maxStackBlock {
+		buf = stack[:blockSize*4]
+	} else {
+		buf = make([]byte, blockSize*4)
+	}
+	for i := 0; i < n; i++ {
+		putTokens(buf, tokens[i*blockSize:(i+1)*blockSize])
+		dst = append(dst, xxh3.HashSeed(buf, seed))
+	}
+	return dst
+}
+
+// LocalHashes returns the local hash of every full block of tokens.
+func LocalHashes(tokens []uint32, blockSize int, seed uint64) []uint64 {
+	return AppendLocal(nil, tokens, blockSize, seed)
+}
+
+// SeqNext returns the sequence hash of a block whose prefix has sequence
+// hash parent and whose local hash is local: XXH3(LE64(parent) ||
+// LE64(local), seed 1337). Sequence hashes are never salted.
+func SeqNext(parent, local uint64) uint64 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[0:], parent)
+	binary.LittleEndian.PutUint64(buf[8:], local)
+	return xxh3.HashSeed(buf[:], DefaultSeed)
+}
+
+// AppendSeq appends the sequence-hash chain of locals to dst:
+// seq[0] = local[0], seq[i] = SeqNext(seq[i-1], local[i]).
+func AppendSeq(dst []uint64, locals []uint64) []uint64 {
+	dst = slices.Grow(dst, len(locals))
+	var prev uint64
+	for i, l := range locals {
+		if i == 0 {
+			prev = l
+		} else {
+			prev = SeqNext(prev, l)
+		}
+		dst = append(dst, prev)
+	}
+	return dst
+}
+
+// SeqHashes returns the sequence-hash chain of locals.
+func SeqHashes(locals []uint64) []uint64 { return AppendSeq(nil, locals) }
+
+// Blocks is the number of full blocks in n tokens.
+func Blocks(n, blockSize int) int { return n / blockSize }
