@@ -1,0 +1,67 @@
+package mocker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// checkInvariants verifies the pool and queue bookkeeping; O(blocks +
+// requests). Tests call it after every step.
+func (e *Engine) checkInvariants() error {
+	p := &e.pool
+	var errs []error
+	if got := len(p.free) + p.lruLen + p.active; got != len(p.blocks) {
+		errs = append(errs, fmt.Errorf("free %d + inactive %d + active %d != %d blocks", len(p.free), p.lruLen, p.active, len(p.blocks)))
+	}
+	refs := make([]int32, len(p.blocks))
+	for _, s := range e.running {
+		for _, b := range s.blocks {
+			refs[b]++
+		}
+		B := e.cfg.BlockSize
+		if len(s.blocks) != (s.numComputed+B-1)/B || s.registered != s.numComputed/B {
+			errs = append(errs, fmt.Errorf("r%d holds %d blocks (%d registered) for %d computed tokens",
+				s.req.ID, len(s.blocks), s.registered, s.numComputed))
+		}
+	}
+	for i := 0; i < e.waiting.len(); i++ {
+		if s := e.waiting.at(i); len(s.blocks) != 0 {
+			errs = append(errs, fmt.Errorf("waiting r%d holds blocks", s.req.ID))
+		}
+	}
+	inLRU := make([]bool, len(p.blocks))
+	n := 0
+	for x := p.head; x != none; x = p.blocks[x].next {
+		inLRU[x] = true
+		n++
+		if n > len(p.blocks) {
+			return errors.New("LRU has a cycle")
+		}
+	}
+	if n != p.lruLen {
+		errs = append(errs, fmt.Errorf("LRU list has %d blocks, count says %d", n, p.lruLen))
+	}
+	for _, b := range p.free {
+		if p.blocks[b].cached || p.blocks[b].ref != 0 || inLRU[b] {
+			errs = append(errs, fmt.Errorf("free block b%d is cached, referenced or in the LRU", b))
+		}
+	}
+	for i := range p.blocks {
+		bl := &p.blocks[i]
+		if bl.ref != refs[i] {
+			errs = append(errs, fmt.Errorf("b%d refcount %d, referenced %d times", i, bl.ref, refs[i]))
+		}
+		if inLRU[i] && (bl.ref != 0 || !bl.cached) {
+			errs = append(errs, fmt.Errorf("LRU block b%d has ref %d cached %t", i, bl.ref, bl.cached))
+		}
+		if bl.cached && p.byHash[bl.hash] != int32(i) {
+			errs = append(errs, fmt.Errorf("cached b%d not indexed by its hash", i))
+		}
+	}
+	for h, b := range p.byHash {
+		if !p.blocks[b].cached || p.blocks[b].hash != h {
+			errs = append(errs, fmt.Errorf("hash %x maps to b%d which does not hold it", h, b))
+		}
+	}
+	return errors.Join(errs...)
+}

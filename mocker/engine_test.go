@@ -1,0 +1,189 @@
+package mocker
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// parseTokens parses token specs: "5" (one token), "1-8" (a range,
+// inclusive), "7x64" (token 7 repeated 64 times).
+func parseTokens(t testing.TB, vals []string) []uint32 {
+	var out []uint32
+	for _, v := range vals {
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			switch {
+			case part == "":
+			case strings.Contains(part, "-"):
+				a, b, _ := strings.Cut(part, "-")
+				lo, err1 := strconv.Atoi(a)
+				hi, err2 := strconv.Atoi(b)
+				if err1 != nil || err2 != nil || hi < lo {
+					t.Fatalf("bad token range %q", part)
+				}
+				for x := lo; x <= hi; x++ {
+					out = append(out, uint32(x))
+				}
+			case strings.Contains(part, "x"):
+				a, b, _ := strings.Cut(part, "x")
+				tok, err1 := strconv.Atoi(a)
+				n, err2 := strconv.Atoi(b)
+				if err1 != nil || err2 != nil {
+					t.Fatalf("bad token repeat %q", part)
+				}
+				for range n {
+					out = append(out, uint32(tok))
+				}
+			default:
+				x, err := strconv.Atoi(part)
+				if err != nil {
+					t.Fatalf("bad token %q", part)
+				}
+				out = append(out, uint32(x))
+			}
+		}
+	}
+	return out
+}
+
+func formatStep(b *strings.Builder, r *StepResult) {
+	if r.Idle {
+		fmt.Fprintf(b, "pass start=%v idle\n", r.Start)
+	} else {
+		fmt.Fprintf(b, "pass start=%v dur=%v prefill=%d decodes=%d usage=%.3f\n",
+			r.Start, r.Duration, r.PrefillTokens, r.Decodes, r.Usage)
+	}
+	for i := range r.Events {
+		fmt.Fprintf(b, "  event %s\n", FormatEvent(&r.Events[i]))
+	}
+	for _, id := range r.Preempted {
+		fmt.Fprintf(b, "  preempted r%d\n", id)
+	}
+	if len(r.Outputs) > 0 {
+		b.WriteString("  tokens:")
+		for _, o := range r.Outputs {
+			fmt.Fprintf(b, " r%d#%d", o.ID, o.Index)
+			if o.First {
+				b.WriteString("(first)")
+			}
+			if o.Finished {
+				b.WriteString("(last)")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	for _, f := range r.Finished {
+		fmt.Fprintf(b, "  finished %s\n", formatResult(&f))
+	}
+}
+
+func formatResult(f *Result) string {
+	return fmt.Sprintf("r%d ttft=%v itl-sum=%v itl-max=%v out=%d prompt=%d cached=%d computed=%d recomputed=%d preemptions=%d cancelled=%t",
+		f.ID, f.TTFT, f.ITLSum, f.ITLMax, f.OutputTokens, f.PromptTokens, f.CachedTokens, f.ComputedTokens,
+		f.RecomputedTokens, f.Preemptions, f.Cancelled)
+}
+
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var e *Engine
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "config":
+				cfg := DefaultConfig()
+				cfg.SpeedupRatio = 1
+				d.MaybeScanArgs(t, "blocks", &cfg.NumBlocks)
+				d.MaybeScanArgs(t, "block-size", &cfg.BlockSize)
+				d.MaybeScanArgs(t, "max-seqs", &cfg.MaxNumSeqs)
+				d.MaybeScanArgs(t, "max-tokens", &cfg.MaxNumBatchedTokens)
+				d.MaybeScanArgs(t, "watermark", &cfg.Watermark)
+				d.MaybeScanArgs(t, "caching", &cfg.EnablePrefixCaching)
+				d.MaybeScanArgs(t, "speedup", &cfg.SpeedupRatio)
+				e = New(cfg)
+				return fmt.Sprintf("blocks=%d block-size=%d max-seqs=%d max-tokens=%d watermark-blocks=%d caching=%t",
+					cfg.NumBlocks, cfg.BlockSize, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.watermarkBlocks(), cfg.EnablePrefixCaching)
+			case "add":
+				var req Request
+				d.ScanArgs(t, "id", &req.ID)
+				arg, ok := d.Arg("tokens")
+				if !ok {
+					d.Fatalf(t, "add needs tokens=")
+				}
+				req.Tokens = parseTokens(t, arg.Vals)
+				req.MaxOutputTokens = 1
+				d.MaybeScanArgs(t, "out", &req.MaxOutputTokens)
+				var at string
+				if d.MaybeScanArgs(t, "at", &at) {
+					dur, err := time.ParseDuration(at)
+					if err != nil {
+						d.Fatalf(t, "bad at: %v", err)
+					}
+					req.Arrival = dur
+				}
+				if err := e.Add(req); err != nil {
+					return "error: " + err.Error()
+				}
+				return fmt.Sprintf("r%d: %d prompt tokens", req.ID, len(req.Tokens))
+			case "step":
+				n := 1
+				d.MaybeScanArgs(t, "n", &n)
+				var b strings.Builder
+				for range n {
+					now := e.Now()
+					var at string
+					if d.MaybeScanArgs(t, "now", &at) {
+						dur, err := time.ParseDuration(at)
+						if err != nil {
+							d.Fatalf(t, "bad now: %v", err)
+						}
+						now = dur
+					}
+					r := e.Step(now)
+					formatStep(&b, &r)
+				}
+				if !d.HasArg("quiet") {
+					b.WriteString(e.String())
+				}
+				return b.String()
+			case "run":
+				// Step until idle, printing only events, preemptions and
+				// finishes.
+				var b strings.Builder
+				for i := 0; e.Busy(); i++ {
+					if i > 10000 {
+						d.Fatalf(t, "engine does not drain")
+					}
+					r := e.Step(e.Now())
+					for j := range r.Events {
+						fmt.Fprintf(&b, "event %s\n", FormatEvent(&r.Events[j]))
+					}
+					for _, id := range r.Preempted {
+						fmt.Fprintf(&b, "preempted r%d\n", id)
+					}
+					for _, f := range r.Finished {
+						fmt.Fprintf(&b, "finished %s\n", formatResult(&f))
+					}
+				}
+				b.WriteString(e.String())
+				return b.String()
+			case "cancel":
+				var id uint64
+				d.ScanArgs(t, "id", &id)
+				res, ok := e.Cancel(id)
+				if !ok {
+					return "unknown request\n" + e.String()
+				}
+				return formatResult(&res) + "\n" + e.String()
+			case "state":
+				return e.String()
+			default:
+				d.Fatalf(t, "unknown command %q", d.Cmd)
+				return ""
+			}
+		})
+	})
+}

@@ -1,0 +1,104 @@
+package mocker
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// ShortHash is the 4-hex-digit label of an engine hash used by String and
+// FormatEvent (the top 16 bits).
+func ShortHash(h uint64) string { return fmt.Sprintf("%04x", h>>48) }
+
+// FormatEvent formats an event compactly with ShortHash labels, e.g.
+// "#3 stored parent=9a1f start=2 [c2d1 77aa]" or "#4 removed [9a1f]".
+func FormatEvent(ev *kvevents.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "#%d %s", ev.EventID, ev.Kind)
+	switch ev.Kind {
+	case kvevents.KindStored:
+		if ev.HasParent {
+			fmt.Fprintf(&b, " parent=%s", ShortHash(ev.Parent))
+		} else {
+			b.WriteString(" parent=-")
+		}
+		if ev.HasStart {
+			fmt.Fprintf(&b, " start=%d", ev.StartPosition)
+		}
+		b.WriteString(" [")
+		for i, bl := range ev.Blocks {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ShortHash(bl.Hash))
+		}
+		b.WriteByte(']')
+	case kvevents.KindRemoved:
+		b.WriteString(" [")
+		for i, h := range ev.Hashes {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(ShortHash(h))
+		}
+		b.WriteByte(']')
+	}
+	return b.String()
+}
+
+// String prints the engine's whole state: clock and counters, the running and
+// waiting queues, the pool (active blocks with refcounts and hashes, the LRU
+// oldest first, the free count). Meant for tests and debugging; O(blocks).
+func (e *Engine) String() string {
+	var b strings.Builder
+	st := e.Stats()
+	fmt.Fprintf(&b, "now=%v passes=%d next-event=%d prefill-pending=%d preemptions=%d cached/computed/recomputed=%d/%d/%d\n",
+		st.Now, st.Passes, st.Events, st.ActivePrefillTokens, st.Preemptions,
+		st.PromptTokensCached, st.PromptTokensComputed, st.RecomputedTokens)
+	fmt.Fprintf(&b, "blocks: active=%d inactive=%d free=%d\n", st.ActiveBlocks, st.InactiveBlocks, st.FreeBlocks)
+	b.WriteString("running:")
+	for _, s := range e.running {
+		b.WriteByte(' ')
+		e.writeSeq(&b, s)
+	}
+	b.WriteString("\nwaiting:")
+	for i := 0; i < e.waiting.len(); i++ {
+		b.WriteByte(' ')
+		e.writeSeq(&b, e.waiting.at(i))
+	}
+	b.WriteString("\nactive:")
+	for i := range e.pool.blocks {
+		bl := &e.pool.blocks[i]
+		if bl.ref == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, " b%d", i)
+		if bl.cached {
+			fmt.Fprintf(&b, "=%s", ShortHash(bl.hash))
+		}
+		if bl.ref > 1 {
+			fmt.Fprintf(&b, "x%d", bl.ref)
+		}
+	}
+	b.WriteString("\nlru:")
+	for x := e.pool.head; x != none; x = e.pool.blocks[x].next {
+		fmt.Fprintf(&b, " b%d=%s", x, ShortHash(e.pool.blocks[x].hash))
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func (e *Engine) writeSeq(b *strings.Builder, s *seq) {
+	fmt.Fprintf(b, "r%d(tokens=%d computed=%d out=%d/%d", s.req.ID, s.numTokens, s.numComputed, s.outputs, s.req.MaxOutputTokens)
+	if len(s.blocks) > 0 {
+		b.WriteString(" blocks=")
+		for i, x := range s.blocks {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%d", x)
+		}
+	}
+	b.WriteByte(')')
+}
