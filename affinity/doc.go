@@ -1,0 +1,12 @@
+// Package affinity binds a session id to the worker+rank that served it,
+// with an idle TTL (DESIGN.md §4, off by default).
+//
+// Bindings are advisory: the router uses a binding only while the bound
+// worker is eligible, and rebinds otherwise. A binding expires when unused
+// for TTL, and is dropped when its worker leaves (DropWorker) or a dispatch
+// to it fails (Drop). Expiry is lazy (Get ignores and deletes stale
+// entries) plus an explicit Sweep.
+//
+// The package is pure (time enters as a value) and a Table is NOT safe for
+// concurrent use; the router serializes access to it.
+package affinity

@@ -1,0 +1,24 @@
+// Package loads tracks the active load of every worker+rank from routing
+// decisions and request lifecycle (DESIGN.md §4), never from guesses.
+//
+// A request enters with Add when it is routed: its prompt blocks (router
+// sequence hashes) join the worker's active block set, reference-counted so a
+// block shared by several active requests on that worker counts once, and its
+// uncached prompt tokens (isl - cached_tokens) join the worker's active
+// prefill tokens. PrefillDone (first output token) moves the request out of
+// prefill; its blocks stay as decode load. Free (finish, error, cancel)
+// releases everything. Sweep releases requests that made no progress for
+// Config.StaleAfter (default 5 min) so lost completions cannot leak load.
+//
+// Because every request adds the whole chain seq[0..n-1] of its prompt, the
+// active block set of a worker is prefix-closed: if seq[i] is active then so
+// is seq[0..i]. NewBlocks uses this to count a candidate's new blocks with a
+// binary search (O(log n) lookups instead of n).
+//
+// Invariant: per-worker counters are never negative and equal the sums over
+// that worker's active requests (checked under internal/invariants.Enabled).
+//
+// The package is pure: time enters as a time.Time, nothing reads a clock,
+// starts goroutines or logs. A Tracker is NOT safe for concurrent use; the
+// router serializes access to it.
+package loads

@@ -1,0 +1,142 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/loads"
+	"github.com/kvrouter/kvrouter/queue"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+// Mode is where overlap comes from.
+type Mode uint8
+
+const (
+	// ModeKV (default): overlap from the event-fed per-tier indexes.
+	ModeKV Mode = iota
+	// ModeApprox: no KV events; overlap from the approximate side index,
+	// which the router updates on every routing decision.
+	ModeApprox
+	// ModeLoadOnly: no overlap at all; cost is load only.
+	ModeLoadOnly
+)
+
+var modeNames = [...]string{"kv", "approx", "load"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", m)
+}
+
+// ParseMode parses "kv", "approx" or "load".
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if n == s {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("router: unknown mode %q (want kv, approx or load)", s)
+}
+
+// DefaultBlockSize is the default block size in tokens (the mocker's and
+// vLLM's common setting for kvrouter fleets).
+const DefaultBlockSize = 64
+
+// QueueConfig configures the wait queue (DESIGN.md §4).
+type QueueConfig struct {
+	// Threshold enables the queue: a request waits while every eligible
+	// worker+rank has active_prefill_tokens > Threshold *
+	// max_num_batched_tokens. Default 0 = off (no queue).
+	Threshold float64
+	// Policy orders waiting requests. Default FCFS.
+	Policy queue.Policy
+	// Capacity bounds the queue; a request that would overflow it fails
+	// with an error matching selector.ErrAllOverloaded (529) and
+	// queue.ErrFull. Default 1024; 0 = unbounded.
+	Capacity int
+}
+
+// AffinityConfig configures session affinity (DESIGN.md §4).
+type AffinityConfig struct {
+	// Enabled turns session affinity on. Default false.
+	Enabled bool
+	// TTL is the idle time after which a binding expires. Default 5 min;
+	// 0 = bindings never expire (they still go when the worker leaves).
+	TTL time.Duration
+}
+
+// Config composes the router's component configurations.
+type Config struct {
+	// Mode: ModeKV (default), ModeApprox or ModeLoadOnly.
+	Mode Mode
+	// BlockSize is B in tokens, which must equal every worker's block size.
+	// Default 64; must be > 0.
+	BlockSize int
+	// Index configures the default indexes (Flash stride; Approx TTL,
+	// size bound). Zero fields mean the indexer defaults.
+	Index indexer.Config
+	// Selector holds the cost knobs, temperature and busy thresholds.
+	Selector selector.Config
+	// Loads holds the stale limit of the load tracker.
+	Loads loads.Config
+	// Queue configures the wait queue (off by default).
+	Queue QueueConfig
+	// Affinity configures session affinity (off by default).
+	Affinity AffinityConfig
+	// TrackOutputBlocks, when true, charges a request's expected output
+	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
+	// its worker. Default false.
+	TrackOutputBlocks bool
+}
+
+// DefaultConfig returns the defaults of DESIGN.md §4.
+func DefaultConfig() Config {
+	return Config{
+		Mode:      ModeKV,
+		BlockSize: DefaultBlockSize,
+		Index:     indexer.DefaultConfig(),
+		Selector:  selector.DefaultConfig(),
+		Loads:     loads.DefaultConfig(),
+		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
+		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
+	}
+}
+
+// Validate reports every problem with c, joined.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Mode > ModeLoadOnly {
+		errs = append(errs, fmt.Errorf("router: unknown mode %d", c.Mode))
+	}
+	if c.BlockSize <= 0 {
+		errs = append(errs, fmt.Errorf("router: block size %d must be > 0", c.BlockSize))
+	}
+	if err := c.Index.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Selector.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Loads.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if t := c.Queue.Threshold; math.IsNaN(t) || math.IsInf(t, 0) || t < 0 {
+		errs = append(errs, fmt.Errorf("router: queue threshold %v must be finite and >= 0", t))
+	}
+	if c.Queue.Policy > queue.WSPT {
+		errs = append(errs, fmt.Errorf("router: unknown queue policy %d", c.Queue.Policy))
+	}
+	if c.Queue.Capacity < 0 {
+		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.Affinity.TTL < 0 {
+		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))
+	}
+	return errors.Join(errs...)
+}

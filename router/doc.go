@@ -1,0 +1,62 @@
+// Package router is kvrouter's library API: it composes the event-fed
+// prefix indexes (one indexer.Index per storage tier), the approximate side
+// index, the load tracker (loads), the selector (cost, filters, softmax),
+// the wait queue (queue) and session affinity (affinity) into
+// Route(request) -> Decision. See DESIGN.md §3 and §4.
+//
+// # Use
+//
+//	cfg := router.DefaultConfig()             // then set fields; cfg.Validate()
+//	r, err := router.New(cfg, router.Options{
+//		Rand: rand.New(rand.NewPCG(seed1, seed2)), // required; NewIndex/Approx default to indexer.NewFlash/NewApprox
+//	})
+//	r.AddWorker(router.WorkerInfo{ID: 1, MaxNumBatchedTokens: 8192, TotalKVBlocks: 16384, BlockSize: 64})
+//	r.ApplyEvent(ev)                          // KV events, any goroutine (per-worker order)
+//	d, err := r.Route(ctx, req, now)          // pick a worker; d.Queued: wait for Release
+//	r.PrefillDone(req.ID, now)                // first output token
+//	r.Free(req.ID, now)                       // finished, error or cancel (Fail: dispatch failed)
+//	r.Sweep(now)                              // periodically: stale requests, idle sessions
+//	for _, rel := range r.Release(now) { ... } // after capacity frees, when the queue is on
+//
+// # Modes
+//
+// ModeKV (default) reads overlap from the event-fed indexes (per tier;
+// ApplyEvent feeds them, or the shell applies through its own wrapper on
+// Index(t)). ModeApprox has no events: on every decision the router
+// inserts the request's blocks for the chosen worker into the approximate
+// side index (TTL, DESIGN.md §3) and reads device overlap from it.
+// ModeLoadOnly never looks at caches.
+//
+// # Time and randomness
+//
+// Nothing here reads a clock: every call that depends on time takes now,
+// so a discrete-event simulator drives the router on simulated time by
+// passing its own clock's value, and a shell passes time.Now(). The only
+// randomness is Options.Rand (ties at temperature 0, softmax sampling):
+// seeded, a simulation is reproducible.
+//
+// # Block size
+//
+// Config.BlockSize must equal every engine's block size: AddWorker rejects
+// a worker with another (ErrBlockSize), since a mismatch would silently
+// yield zero overlap.
+//
+// # Errors
+//
+// Route returns selector.ErrNoneEligible (HTTP 503) when no worker passes
+// the request's constraints, selector.ErrAllOverloaded (HTTP 529) when all
+// that do are over a busy threshold or the queue is full, ErrBadRequest
+// for malformed requests; selector.HTTPStatus maps them.
+//
+// # Concurrency
+//
+// A Router is safe for concurrent use by many goroutines (the HTTP
+// frontend calls Route from every request goroutine). One mutex guards
+// the load tracker, rng, queue, affinity table, approximate index and
+// worker set; the decision itself (candidates, cost, pick) runs under it,
+// which is what makes concurrent decisions see each other's load. Prefix
+// index lookups in Route run before the lock, concurrently with each
+// other and with ApplyEvent (indexes are safe for concurrent use); only
+// Release looks up under the lock. ApplyEvent takes the lock only to
+// count. Events callbacks run after the lock is released.
+package router

@@ -1,0 +1,235 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/loads"
+	"github.com/kvrouter/kvrouter/queue"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+type outcome uint8
+
+const (
+	dispatched outcome = iota
+	queued
+	wait // Release: the head must keep waiting
+)
+
+// routeLocked decides p at now. A fresh request (from Route) may be queued;
+// a released one (from Release) reports wait instead. r.mu is held.
+func (r *Router) routeLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, now time.Time, fresh bool) (Decision, bool, error) {
+	d, oc, err := r.decideLocked(p, ov, now, fresh)
+	return d, oc == queued, err
+}
+
+func (r *Router) decideLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, now time.Time, fresh bool) (Decision, outcome, error) {
+	req := &p.req
+	if fresh {
+		if _, _, ok := r.loads.Request(req.ID); ok || (r.queue != nil && r.queue.Contains(req.ID)) {
+			return Decision{}, dispatched, fmt.Errorf("%w: request %q is already active", ErrBadRequest, req.ID)
+		}
+	}
+	if r.cfg.Mode == ModeApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
+		ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
+	}
+	outBlocks := 0
+	if r.cfg.TrackOutputBlocks {
+		outBlocks = (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
+	}
+	cands := r.candidates(p, ov, outBlocks)
+	sreq := selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides}
+
+	if r.queue != nil {
+		if fresh && r.queue.Len() > 0 {
+			return r.enqueueLocked(p, cands, now)
+		}
+		if r.saturated(&sreq, cands) {
+			if fresh {
+				return r.enqueueLocked(p, cands, now)
+			}
+			return Decision{}, wait, nil
+		}
+	}
+	res, err := r.sel.Select(&sreq, cands, r.rng)
+	if err != nil {
+		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
+			if fresh {
+				return r.enqueueLocked(p, cands, now)
+			}
+			return Decision{}, wait, nil
+		}
+		return Decision{RequestID: req.ID, ISL: p.isl, Blocks: len(p.locals), Candidates: res.Breakdowns},
+			dispatched, fmt.Errorf("router: request %q: %w", req.ID, err)
+	}
+	chosen, aff := res.Chosen, false
+	if r.cfg.Affinity.Enabled && req.Session != "" {
+		if w, ok := r.aff.Get(req.Session, now); ok {
+			for i := range cands {
+				if cands[i].Worker == w && res.Breakdowns[i].Out == selector.ReasonNone {
+					chosen, aff = i, true
+					r.stats.AffinityHits++
+					break
+				}
+			}
+		}
+	}
+	return r.commitLocked(p, &cands[chosen], res.Breakdowns, chosen, aff, outBlocks, now)
+}
+
+// candidates builds one selector.Candidate per rank, in rank order.
+func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, outBlocks int) []selector.Candidate {
+	cands := make([]selector.Candidate, len(r.ranks))
+	var pos [kvevents.NumTiers]int
+	for i, w := range r.ranks {
+		ws := r.workers[w.ID]
+		l := r.loads.Load(w)
+		c := &cands[i]
+		c.Worker = w
+		c.Labels = ws.info.Labels
+		c.MaxNumBatchedTokens = ws.info.MaxNumBatchedTokens
+		c.ActivePrefillTokens = l.PrefillTokens
+		c.ActiveDecodeBlocks = l.DecodeBlocks
+		c.ActiveRequests = l.Requests
+		c.NewBlocks = r.loads.NewBlocks(w, p.seq) + outBlocks
+		switch {
+		case ws.hasMet[w.Rank]:
+			c.KVUsage = ws.metrics[w.Rank].KVUsage
+		case ws.info.TotalKVBlocks > 0:
+			c.KVUsage = float64(l.DecodeBlocks) / float64(ws.info.TotalKVBlocks)
+		default:
+			c.KVUsage = -1
+		}
+		// Both lists are sorted by worker: merge.
+		for t := range kvevents.NumTiers {
+			o := ov[t]
+			for pos[t] < len(o) && o[pos[t]].Worker.Less(w) {
+				pos[t]++
+			}
+			if pos[t] < len(o) && o[pos[t]].Worker == w {
+				c.Overlap[t] = o[pos[t]].Blocks
+			}
+		}
+	}
+	return cands
+}
+
+// saturated reports whether every candidate passing the hard constraints
+// has active prefill tokens above Threshold * max_num_batched_tokens (a
+// rank with unknown max is never saturated; no eligible rank: not
+// saturated, Select reports the error).
+func (r *Router) saturated(sreq *selector.Request, cands []selector.Candidate) bool {
+	out := make([]selector.Reason, len(cands))
+	r.sel.Eligible(sreq, cands, out)
+	t, any := r.cfg.Queue.Threshold, false
+	for i := range cands {
+		if out[i] != selector.ReasonNone && !out[i].Overload() {
+			continue
+		}
+		any = true
+		c := &cands[i]
+		if c.MaxNumBatchedTokens <= 0 || float64(c.ActivePrefillTokens) <= t*float64(c.MaxNumBatchedTokens) {
+			return false
+		}
+	}
+	return any
+}
+
+func (r *Router) enqueueLocked(p *pending, cands []selector.Candidate, now time.Time) (Decision, outcome, error) {
+	best := 0
+	for i := range cands {
+		best = max(best, cachedBlocks(&cands[i].Overlap))
+	}
+	uncached := max(0, p.isl-best*r.cfg.BlockSize)
+	err := r.queue.Push(queue.Item[*pending]{ID: p.req.ID, Priority: p.req.Priority, Arrival: now, Uncached: uncached, Value: p})
+	if err != nil {
+		if errors.Is(err, queue.ErrFull) {
+			return Decision{}, dispatched, fmt.Errorf("router: request %q: %w: %w", p.req.ID, selector.ErrAllOverloaded, err)
+		}
+		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
+	}
+	r.stats.Queued++
+	return Decision{RequestID: p.req.ID, Queued: true, ISL: p.isl, Blocks: len(p.locals)}, queued, nil
+}
+
+// cachedBlocks is the deepest prefix held in any credited tier.
+func cachedBlocks(ov *[kvevents.NumTiers]int) int {
+	return max(ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk])
+}
+
+func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.Breakdown, chosen int, aff bool, outBlocks int, now time.Time) (Decision, outcome, error) {
+	B := r.cfg.BlockSize
+	cached := min(p.isl, cachedBlocks(&c.Overlap)*B)
+	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.seq, PrefillTokens: p.isl - cached, OutputBlocks: outBlocks}
+	if err := r.loads.Add(e, now); err != nil {
+		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
+	}
+	if r.cfg.Mode == ModeApprox && len(p.locals) > 0 {
+		r.approx.Insert(c.Worker, p.locals, now)
+	}
+	if r.cfg.Affinity.Enabled && p.req.Session != "" {
+		r.aff.Bind(p.req.Session, c.Worker, now)
+		r.sessions[p.req.ID] = p.req.Session
+	}
+	r.stats.Routed++
+	return Decision{
+		RequestID:     p.req.ID,
+		Worker:        c.Worker,
+		Overlap:       c.Overlap,
+		Blocks:        len(p.locals),
+		ISL:           p.isl,
+		CachedTokens:  cached,
+		PrefillTokens: p.isl - cached,
+		NewBlocks:     c.NewBlocks,
+		Cost:          bs[chosen].Cost,
+		Affinity:      aff,
+		Candidates:    bs,
+	}, dispatched, nil
+}
+
+// Release dispatches waiting requests, best first, while the head of the
+// queue is not saturated, each scored against the load at now. Call it
+// after anything that frees capacity (PrefillDone, Free, Fail, Sweep,
+// UpdateWorkerMetrics, AddWorker) and after a Route that queued. A
+// released request that cannot run at all (ErrNoneEligible, e.g. its
+// pinned worker left) comes back with Err set.
+func (r *Router) Release(now time.Time) []Released {
+	if r.queue == nil {
+		return nil
+	}
+	var out []Released
+	var reqs []Request
+	r.mu.Lock()
+	for r.queue.Len() > 0 {
+		head, _ := r.queue.Peek()
+		p := head.Value
+		var ov [kvevents.NumTiers]indexer.Overlaps
+		if r.cfg.Mode == ModeKV && r.wantsOverlap(&p.req) {
+			ov = r.lookupKV(p.locals) // under the lock: Release is rare
+		}
+		d, oc, err := r.decideLocked(p, &ov, now, false)
+		if oc == wait {
+			break
+		}
+		r.queue.Pop()
+		if err != nil {
+			r.stats.Rejected++
+		}
+		out = append(out, Released{Decision: d, Err: err})
+		reqs = append(reqs, p.req)
+	}
+	r.mu.Unlock()
+	for i := range out {
+		switch {
+		case out[i].Err != nil && r.events.OnReject != nil:
+			r.events.OnReject(&reqs[i], out[i].Err)
+		case out[i].Err == nil && r.events.OnRoute != nil:
+			r.events.OnRoute(&reqs[i], &out[i].Decision)
+		}
+	}
+	return out
+}

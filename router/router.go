@@ -1,0 +1,515 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/affinity"
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
+	"github.com/kvrouter/kvrouter/loads"
+	"github.com/kvrouter/kvrouter/queue"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+// Options are the router's collaborators (not configuration).
+type Options struct {
+	// Rand breaks ties and samples at temperature > 0. Required: seed it
+	// differently in every router replica (several routers must not pile
+	// onto one worker), and identically in tests and simulations.
+	Rand *rand.Rand
+	// NewIndex builds the event-fed index of one storage tier (ModeKV
+	// only; called once per tier in New). Default: indexer.NewFlash with
+	// Config.Index.
+	NewIndex func(kvevents.Tier) indexer.Index
+	// Approx is the approximate side index (ModeApprox only). Default:
+	// indexer.NewApprox with Config.Index (TTL 120 s).
+	Approx Approx
+	// Events are optional callbacks.
+	Events Events
+}
+
+var _ Approx = (*indexer.Approx)(nil)
+
+type workerState struct {
+	info    WorkerInfo
+	metrics []Metrics // per rank
+	hasMet  []bool
+}
+
+type pending struct {
+	req    Request
+	locals []uint64
+	seq    []uint64
+	isl    int
+}
+
+// Router composes index, approximate index, loads, selector, queue and
+// affinity. Build with New. Safe for concurrent use (see the package doc).
+type Router struct {
+	cfg    Config
+	sel    *selector.Selector
+	idx    [kvevents.NumTiers]indexer.Index // immutable after New
+	events Events
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	approx   Approx
+	loads    *loads.Tracker
+	queue    *queue.Queue[*pending]
+	aff      *affinity.Table
+	workers  map[uint64]*workerState
+	ranks    []kvevents.Worker // every rank of every worker, sorted
+	sessions map[string]string // active request id -> session
+	stats    Stats
+}
+
+// New validates cfg and builds a router.
+func New(cfg Config, opts Options) (*Router, error) {
+	var errs []error
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if opts.Rand == nil {
+		errs = append(errs, errors.New("router: Options.Rand is required"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == ModeKV && opts.NewIndex == nil {
+		opts.NewIndex = func(kvevents.Tier) indexer.Index { return indexer.NewFlash(cfg.Index) }
+	}
+	if cfg.Mode == ModeApprox && opts.Approx == nil {
+		opts.Approx = indexer.NewApprox(cfg.Index)
+	}
+	r := &Router{
+		cfg:      cfg,
+		sel:      selector.New(cfg.Selector),
+		events:   opts.Events,
+		rng:      opts.Rand,
+		approx:   opts.Approx,
+		loads:    loads.New(cfg.Loads),
+		aff:      affinity.New(cfg.Affinity.TTL),
+		workers:  make(map[uint64]*workerState),
+		sessions: make(map[string]string),
+	}
+	if cfg.Queue.Threshold > 0 {
+		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
+	}
+	if cfg.Mode == ModeKV {
+		for t := range kvevents.NumTiers {
+			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
+		}
+	}
+	return r, nil
+}
+
+// Config returns the router's configuration.
+func (r *Router) Config() Config { return r.cfg }
+
+// Index returns the event-fed index of tier t (nil outside ModeKV), for
+// shells that apply events through their own wrapper (indexer.Concurrent)
+// instead of ApplyEvent.
+func (r *Router) Index(t kvevents.Tier) indexer.Index {
+	if int(t) >= kvevents.NumTiers {
+		return nil
+	}
+	return r.idx[t]
+}
+
+// ApplyEvent applies a KV event to its tier's index. Outside ModeKV it is
+// a no-op. Events of one worker+rank must be applied in order by one
+// goroutine at a time (the Index contract); different workers may apply
+// concurrently with each other and with Route.
+//
+// NB: events of workers not (yet) added are applied too (a worker may
+// publish before it registers); they are never candidates until AddWorker.
+func (r *Router) ApplyEvent(ev *kvevents.Event) error {
+	if r.cfg.Mode != ModeKV {
+		return nil
+	}
+	if int(ev.Tier) >= kvevents.NumTiers {
+		return fmt.Errorf("router: event of %s: %w", ev.Tier, indexer.ErrBadEvent)
+	}
+	err := r.idx[ev.Tier].Apply(ev)
+	r.mu.Lock()
+	if err != nil {
+		r.stats.EventsRejected++
+	} else {
+		r.stats.EventsApplied++
+	}
+	r.mu.Unlock()
+	if r.events.OnEvent != nil {
+		r.events.OnEvent(ev, err)
+	}
+	if err != nil {
+		return fmt.Errorf("router: apply %s: %w", ev.Kind, err)
+	}
+	return nil
+}
+
+// AddWorker adds a worker (all ranks 0..DPSize-1) or updates its info. It
+// fails with ErrBlockSize when the worker's block size differs from the
+// router's.
+func (r *Router) AddWorker(info WorkerInfo) error {
+	if info.BlockSize != 0 && info.BlockSize != r.cfg.BlockSize {
+		return fmt.Errorf("%w: worker %d has block size %d, router %d", ErrBlockSize, info.ID, info.BlockSize, r.cfg.BlockSize)
+	}
+	if info.DPSize < 0 || info.MaxNumBatchedTokens < 0 || info.TotalKVBlocks < 0 {
+		return fmt.Errorf("%w: worker %d: negative dp size, max batched tokens or kv blocks", ErrBadWorker, info.ID)
+	}
+	if info.DPSize == 0 {
+		info.DPSize = 1
+	}
+	info.BlockSize = r.cfg.BlockSize
+	info.Labels = cloneLabels(info.Labels)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ws := &workerState{info: info, metrics: make([]Metrics, info.DPSize), hasMet: make([]bool, info.DPSize)}
+	if old := r.workers[info.ID]; old != nil {
+		copy(ws.metrics, old.metrics)
+		copy(ws.hasMet, old.hasMet)
+	}
+	r.workers[info.ID] = ws
+	r.rebuildRanks()
+	return nil
+}
+
+func cloneLabels(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (r *Router) rebuildRanks() {
+	r.ranks = r.ranks[:0]
+	for id, ws := range r.workers {
+		for rk := range ws.info.DPSize {
+			r.ranks = append(r.ranks, kvevents.Worker{ID: id, Rank: uint32(rk)})
+		}
+	}
+	slices.SortFunc(r.ranks, cmpWorker)
+}
+
+func cmpWorker(a, b kvevents.Worker) int {
+	if a.Less(b) {
+		return -1
+	}
+	if b.Less(a) {
+		return 1
+	}
+	return 0
+}
+
+// RemoveWorker removes a worker: its ranks leave the candidate set, and its
+// index entries (every tier), approximate entries, active loads and session
+// bindings are dropped. It returns the ids of the requests it released.
+func (r *Router) RemoveWorker(id uint64) []string {
+	if r.cfg.Mode == ModeKV {
+		for _, ix := range r.idx {
+			ix.RemoveWorker(id)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.approx != nil {
+		r.approx.RemoveWorker(id)
+	}
+	delete(r.workers, id)
+	r.rebuildRanks()
+	ids := r.loads.RemoveWorker(id)
+	for _, rid := range ids {
+		delete(r.sessions, rid)
+	}
+	r.aff.DropWorker(id)
+	return ids
+}
+
+// UpdateWorkerMetrics records what a rank reported (for busy thresholds).
+func (r *Router) UpdateWorkerMetrics(w kvevents.Worker, m Metrics) error {
+	if m.KVUsage < 0 || m.KVUsage > 1 || m.KVUsage != m.KVUsage {
+		return fmt.Errorf("%w: kv usage %v of w%s not in [0, 1]", ErrBadWorker, m.KVUsage, w)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ws := r.workers[w.ID]
+	if ws == nil || int(w.Rank) >= ws.info.DPSize {
+		return fmt.Errorf("%w: w%s", ErrUnknownWorker, w)
+	}
+	ws.metrics[w.Rank], ws.hasMet[w.Rank] = m, true
+	return nil
+}
+
+// Workers returns the workers' infos sorted by id.
+func (r *Router) Workers() []WorkerInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]WorkerInfo, 0, len(r.workers))
+	for _, ws := range r.workers {
+		out = append(out, ws.info)
+	}
+	slices.SortFunc(out, func(a, b WorkerInfo) int { return cmpU64(a.ID, b.ID) })
+	return out
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Load returns the tracked load of a worker+rank.
+func (r *Router) Load(w kvevents.Worker) loads.Load {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.loads.Load(w)
+}
+
+// Pending returns the number of queued requests.
+func (r *Router) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue == nil {
+		return 0
+	}
+	return r.queue.Len()
+}
+
+// Stats returns a snapshot of the counters.
+func (r *Router) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Workers = len(r.workers)
+	s.Ranks = len(r.ranks)
+	s.Active = r.loads.Stats().Requests
+	if r.queue != nil {
+		s.Pending = r.queue.Len()
+	}
+	s.Sessions = r.aff.Len()
+	return s
+}
+
+// PrefillDone records the first output token of request id at now: its
+// prefill tokens leave the prefill load.
+func (r *Router) PrefillDone(id string, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.loads.PrefillDone(id, now); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
+	}
+	return nil
+}
+
+// Touch records progress of request id at now (keeps Sweep away).
+func (r *Router) Touch(id string, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.loads.Touch(id, now); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
+	}
+	return nil
+}
+
+// Free releases request id (finished, failed or cancelled), or removes it
+// from the queue if it is still waiting.
+func (r *Router) Free(id string, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.freeLocked(id)
+}
+
+func (r *Router) freeLocked(id string) error {
+	if r.queue != nil {
+		if _, ok := r.queue.Remove(id); ok {
+			return nil
+		}
+	}
+	if err := r.loads.Free(id); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
+	}
+	delete(r.sessions, id)
+	return nil
+}
+
+// Fail releases request id because dispatching it to its worker failed,
+// and drops its session binding so the next request of the session routes
+// afresh.
+func (r *Router) Fail(id string, now time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, _, ok := r.loads.Request(id)
+	if s := r.sessions[id]; ok && s != "" {
+		if w, bound := r.aff.Get(s, now); bound && w == e.Worker {
+			r.aff.Drop(s)
+		}
+	}
+	return r.freeLocked(id)
+}
+
+// Sweep releases requests without progress for the stale limit and expired
+// session bindings, and returns the released request ids, sorted.
+func (r *Router) Sweep(now time.Time) []string {
+	r.mu.Lock()
+	ids := r.loads.Sweep(now)
+	for _, id := range ids {
+		delete(r.sessions, id)
+	}
+	r.stats.Swept += uint64(len(ids))
+	r.aff.Sweep(now)
+	r.mu.Unlock()
+	if len(ids) > 0 && r.events.OnSweep != nil {
+		r.events.OnSweep(ids)
+	}
+	return ids
+}
+
+// String prints the router's whole state: workers with their load, the
+// active requests, the queue and the session bindings. For tests.
+func (r *Router) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, w := range r.ranks {
+		ws := r.workers[w.ID]
+		fmt.Fprintf(&b, "w%s: %s", w, r.loads.Load(w))
+		if ws.hasMet[w.Rank] {
+			fmt.Fprintf(&b, " kv=%.3g", ws.metrics[w.Rank].KVUsage)
+		}
+		b.WriteByte('\n')
+	}
+	if s := r.loads.String(); s != "idle\n" {
+		for _, line := range strings.SplitAfter(s, "\n") {
+			if strings.HasPrefix(line, "  ") {
+				b.WriteString(line)
+			}
+		}
+	}
+	if r.queue != nil {
+		b.WriteString(r.queue.String())
+	}
+	if r.cfg.Affinity.Enabled {
+		b.WriteString(r.aff.String())
+	}
+	return b.String()
+}
+
+// prepare validates req and computes its hashes.
+func (r *Router) prepare(req *Request) (*pending, error) {
+	if req.ID == "" {
+		return nil, fmt.Errorf("%w: empty request id", ErrBadRequest)
+	}
+	if req.ISL < 0 || req.OutputTokens < 0 {
+		return nil, fmt.Errorf("%w: request %q has negative isl or output tokens", ErrBadRequest, req.ID)
+	}
+	if err := req.Overrides.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: request %q: %w", ErrBadRequest, req.ID, err)
+	}
+	p := &pending{req: *req}
+	B := r.cfg.BlockSize
+	switch {
+	case req.Tokens != nil:
+		p.locals = kvhash.LocalHashes(req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
+		p.isl = len(req.Tokens)
+	default:
+		p.locals = req.Locals
+		p.isl = len(req.Locals) * B
+	}
+	if req.ISL > 0 {
+		p.isl = req.ISL
+	}
+	if len(p.locals)*B > p.isl {
+		return nil, fmt.Errorf("%w: request %q: %d blocks of %d tokens exceed isl %d", ErrBadRequest, req.ID, len(p.locals), B, p.isl)
+	}
+	p.seq = kvhash.SeqHashes(p.locals)
+	return p, nil
+}
+
+// Route routes req at now. It returns the Decision (Queued when it has to
+// wait: it will come back from Release), or an error: ErrBadRequest,
+// selector.ErrNoneEligible (503), selector.ErrAllOverloaded (529; also a
+// full queue, with queue.ErrFull), or ctx's error.
+func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	p, err := r.prepare(&req)
+	if err != nil {
+		r.reject(&req, err)
+		return Decision{}, err
+	}
+	// Index reads run outside the router lock (indexes are safe for
+	// concurrent use), so routing never waits behind event application.
+	var ov [kvevents.NumTiers]indexer.Overlaps
+	if r.cfg.Mode == ModeKV && r.wantsOverlap(&req) {
+		ov = r.lookupKV(p.locals)
+	}
+
+	r.mu.Lock()
+	d, queued, err := r.routeLocked(p, &ov, now, true)
+	var pendingN int
+	if queued {
+		pendingN = r.queue.Len()
+	}
+	r.mu.Unlock()
+
+	switch {
+	case err != nil:
+		r.reject(&req, err)
+	case queued:
+		if r.events.OnQueue != nil {
+			r.events.OnQueue(&req, pendingN)
+		}
+	case r.events.OnRoute != nil:
+		r.events.OnRoute(&req, &d)
+	}
+	return d, err
+}
+
+func (r *Router) reject(req *Request, err error) {
+	r.mu.Lock()
+	r.stats.Rejected++
+	r.mu.Unlock()
+	if r.events.OnReject != nil {
+		r.events.OnReject(req, err)
+	}
+}
+
+// wantsOverlap reports whether any tier earns credit for req.
+func (r *Router) wantsOverlap(req *Request) bool {
+	c := r.cfg.Selector
+	credit := c.OverlapCredit
+	if req.Overrides.OverlapCredit != nil {
+		credit = *req.Overrides.OverlapCredit
+	}
+	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0
+}
+
+func (r *Router) lookupKV(locals []uint64) (ov [kvevents.NumTiers]indexer.Overlaps) {
+	if len(locals) == 0 {
+		return ov
+	}
+	for t := range kvevents.NumTiers {
+		if kvevents.Tier(t) == kvevents.TierExternal {
+			continue // G4 earns no credit (DESIGN.md §7)
+		}
+		ov[t] = r.idx[t].FindMatches(locals)
+	}
+	return ov
+}

@@ -1,0 +1,191 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+// Sentinel errors; test with errors.Is. selector.ErrNoneEligible (503) and
+// selector.ErrAllOverloaded (529) come back from Route and Release too;
+// selector.HTTPStatus maps any router error to a status.
+var (
+	ErrUnknownWorker  = errors.New("router: unknown worker")
+	ErrUnknownRequest = errors.New("router: unknown request")
+	ErrBlockSize      = errors.New("router: block size mismatch")
+	ErrBadRequest     = errors.New("router: bad request")
+	ErrBadWorker      = errors.New("router: bad worker info")
+)
+
+// Request is one request to route.
+type Request struct {
+	// ID names the request for its lifecycle calls (PrefillDone, Free...);
+	// unique among active and queued requests. Required.
+	ID string
+	// Tokens is the prompt. The router cuts it into blocks of BlockSize and
+	// hashes them (kvhash, salted by LoRA and Namespace).
+	Tokens []uint32
+	// Locals are precomputed local block hashes (already salted), used when
+	// Tokens is nil (e.g. multimodal prompts hashed by the caller).
+	Locals []uint64
+	// ISL is the prompt length in tokens; 0 means len(Tokens), or
+	// len(Locals)*BlockSize when only Locals are given.
+	ISL int
+	// LoRA is the adapter name ("" = base model); salts the hashes.
+	LoRA string
+	// Namespace is the cache namespace ("" = shared); salts the hashes.
+	Namespace string
+	// Priority orders the wait queue (queue package); higher is sooner.
+	Priority float64
+	// Session binds the request to a worker when affinity is on ("" = none).
+	Session string
+	// Constraints are hard placement rules (allow-list, pin, ranks, labels).
+	Constraints selector.Constraints
+	// Overrides replace the credit, prefill scale or temperature for this
+	// request only.
+	Overrides selector.Overrides
+	// OutputTokens is the expected output length (optional; used when
+	// Config.TrackOutputBlocks is on).
+	OutputTokens int
+}
+
+// Decision is where a request goes and why.
+type Decision struct {
+	RequestID string
+	// Queued reports that the request is waiting in the queue: it has no
+	// worker yet and will come back from Release.
+	Queued bool
+	// Worker is the chosen worker+rank.
+	Worker kvevents.Worker
+	// Overlap is the chosen worker's overlap per storage tier, in blocks.
+	Overlap [kvevents.NumTiers]int
+	// Blocks is the number of full prompt blocks; ISL the prompt tokens.
+	Blocks, ISL int
+	// CachedTokens are the prompt tokens the worker already holds (the
+	// deepest prefix in any credited tier, capped at ISL); PrefillTokens =
+	// ISL - CachedTokens is what it must compute (its prefill load).
+	CachedTokens, PrefillTokens int
+	// NewBlocks are the decode blocks the request adds on the worker.
+	NewBlocks int
+	// Cost is the chosen candidate's cost.
+	Cost float64
+	// Affinity reports that the session binding chose the worker.
+	Affinity bool
+	// Candidates holds every worker+rank's cost breakdown or the reason it
+	// was filtered out, sorted by worker.
+	Candidates []selector.Breakdown
+}
+
+// String prints the decision and every candidate, one per line.
+func (d *Decision) String() string {
+	var b strings.Builder
+	if d.Queued {
+		fmt.Fprintf(&b, "%s: queued\n", d.RequestID)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s -> w%s cost=%.4g overlap=%d/%d/%d blocks=%d isl=%d cached=%d prefill=%d new=%d",
+		d.RequestID, d.Worker, d.Cost, d.Overlap[kvevents.TierDevice], d.Overlap[kvevents.TierHostPinned],
+		d.Overlap[kvevents.TierDisk], d.Blocks, d.ISL, d.CachedTokens, d.PrefillTokens, d.NewBlocks)
+	if d.Affinity {
+		b.WriteString(" affinity")
+	}
+	b.WriteByte('\n')
+	for _, c := range d.Candidates {
+		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	return b.String()
+}
+
+// Released is one queued request that Release dispatched (Err nil) or
+// failed (Err non-nil, e.g. selector.ErrNoneEligible).
+type Released struct {
+	Decision Decision
+	Err      error
+}
+
+// WorkerInfo describes a worker (all its data-parallel ranks).
+type WorkerInfo struct {
+	ID uint64
+	// DPSize is the number of data-parallel ranks, 0..DPSize-1; 0 means 1.
+	DPSize int
+	// MaxNumBatchedTokens is the engine's token budget per step (busy
+	// fraction and queue threshold); 0 = unknown.
+	MaxNumBatchedTokens int
+	// TotalKVBlocks is the KV capacity per rank in blocks; when the worker
+	// reports no KV usage, usage is estimated as active decode blocks /
+	// TotalKVBlocks. 0 = unknown.
+	TotalKVBlocks int
+	// BlockSize must equal Config.BlockSize; 0 means "the router's".
+	BlockSize int
+	// Labels are matched by Constraints.Labels.
+	Labels map[string]string
+}
+
+// Metrics are what a worker rank reports about itself.
+type Metrics struct {
+	// KVUsage is the fraction of the rank's KV cache in use, in [0, 1].
+	KVUsage float64
+}
+
+// Approx is the approximate side index the router needs in ModeApprox
+// (indexer.NewApprox satisfies it). It must be safe for concurrent use or
+// be used by this router only (the router calls it under its lock).
+type Approx interface {
+	// Insert records that w received a request with these local hashes at
+	// now (refreshing their TTL).
+	Insert(w kvevents.Worker, locals []uint64, now time.Time)
+	// FindMatches returns per-worker overlaps at now, ignoring expired
+	// blocks.
+	FindMatches(locals []uint64, now time.Time) indexer.Overlaps
+	// RemoveWorker forgets every rank of worker id.
+	RemoveWorker(id uint64)
+}
+
+// Events are optional callbacks (pebble style) for metrics, logs and tests.
+// The router calls them after releasing its lock, on the caller's
+// goroutine, so they may call back into the router; they must be cheap.
+type Events struct {
+	// OnRoute is called for every dispatched decision (from Route or
+	// Release).
+	OnRoute func(req *Request, d *Decision)
+	// OnQueue is called when a request starts waiting; pending is the
+	// queue length after it joined.
+	OnQueue func(req *Request, pending int)
+	// OnReject is called when Route or Release fails a request.
+	OnReject func(req *Request, err error)
+	// OnSweep is called with the ids Sweep released as stale.
+	OnSweep func(ids []string)
+	// OnEvent is called after ApplyEvent (err nil when applied).
+	OnEvent func(ev *kvevents.Event, err error)
+}
+
+// Stats is a snapshot of the router's counters.
+type Stats struct {
+	Workers        int // workers (not ranks)
+	Ranks          int
+	Active         int // requests routed and not yet freed
+	Pending        int // requests waiting in the queue
+	Sessions       int // affinity bindings
+	Routed         uint64
+	Queued         uint64
+	Rejected       uint64
+	Swept          uint64
+	AffinityHits   uint64
+	EventsApplied  uint64
+	EventsRejected uint64
+}
+
+// HTTPStatus maps a router error to an HTTP status: 400 for
+// ErrBadRequest, otherwise selector.HTTPStatus (529 overloaded, 503 none
+// eligible, 500 other, 200 nil).
+func HTTPStatus(err error) int {
+	if errors.Is(err, ErrBadRequest) {
+		return 400
+	}
+	return selector.HTTPStatus(err)
+}

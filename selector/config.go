@@ -1,0 +1,144 @@
+package selector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Config holds every knob of the cost function and the busy thresholds.
+// Field docs state the default (DefaultConfig) and what zero means.
+type Config struct {
+	// OverlapCredit multiplies device-tier (G1) overlap blocks in the
+	// credit. Default 1.0; 0 ignores the cache (pure load balancing).
+	// Values above 1 chase cache hits onto busier workers.
+	OverlapCredit float64
+	// PrefillLoadScale multiplies the adjusted prefill term. Default 1.0;
+	// 0 ignores prefill load (decode footprint only).
+	PrefillLoadScale float64
+	// HostWeight is the credit per host-pinned (G2) overlap block beyond the
+	// device prefix. Default 0.75; 0 ignores the host tier.
+	HostWeight float64
+	// DiskWeight is the credit per disk (G3) overlap block beyond the device
+	// and host prefixes. Default 0.25; 0 ignores the disk tier.
+	DiskWeight float64
+
+	// CreditDecay shrinks the device credit of a cache-rich worker with a
+	// prefill backlog: the device credit is multiplied by
+	//
+	//	1 / (1 + CreditDecay * excess_prefill_blocks / request_blocks)
+	//
+	// where request_blocks = max(1, isl/B) and excess_prefill_blocks =
+	// (active_prefill_tokens - floor_tokens) / B, floor_tokens being the
+	// least active prefill tokens among the eligible candidates of this
+	// request (the "load floor"; see DecayAbsolute). With CreditDecay 1 the
+	// credit halves at one request-equivalent of excess backlog; workers at
+	// the floor keep their full credit. Matches Dynamo's
+	// router-kv-overlap-score-credit-decay. Default 0 = no decay.
+	CreditDecay float64
+	// DecayAbsolute is the decay's floor switch: when true the excess is
+	// measured from zero (all of a worker's active prefill counts as
+	// excess), instead of from the load floor. Default false (Dynamo's
+	// meaning: decay relative to the least-loaded eligible worker).
+	DecayAbsolute bool
+	// Unclamped is the prefill floor switch: when false (default) the
+	// adjusted prefill is max(0, raw - credit), as in Dynamo, so credit
+	// never pays more than the prefill it saves; when true the clamp is
+	// removed and the adjusted prefill may go negative, so with
+	// OverlapCredit > 1 deeper cache hits keep lowering the cost even past
+	// the worker's backlog.
+	Unclamped bool
+
+	// ActiveRequestWeight charges this many blocks per active request on a
+	// worker. Default 0 (off).
+	ActiveRequestWeight float64
+	// Temperature of the softmax over min-max-normalized costs. Default 0:
+	// the lowest cost wins, ties broken at random.
+	Temperature float64
+
+	// BusyKVUsage: a rank is over its busy threshold when its KV usage
+	// fraction exceeds this. Default 0 = off. Range (0, 1].
+	BusyKVUsage float64
+	// BusyPrefillTokens: a rank is over when its active prefill tokens
+	// exceed this. Default 0 = off.
+	BusyPrefillTokens int
+	// BusyPrefillFraction: a rank is over when its active prefill tokens
+	// exceed this fraction of its max_num_batched_tokens (ranks with an
+	// unknown max are never over by this rule). Default 0 = off.
+	BusyPrefillFraction float64
+}
+
+// DefaultConfig returns the defaults of DESIGN.md §4.
+func DefaultConfig() Config {
+	return Config{
+		OverlapCredit:    1.0,
+		PrefillLoadScale: 1.0,
+		HostWeight:       0.75,
+		DiskWeight:       0.25,
+	}
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	nonneg := func(name string, v float64) {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			errs = append(errs, fmt.Errorf("selector: %s = %v must be finite and >= 0", name, v))
+		}
+	}
+	nonneg("OverlapCredit", c.OverlapCredit)
+	nonneg("PrefillLoadScale", c.PrefillLoadScale)
+	nonneg("HostWeight", c.HostWeight)
+	nonneg("DiskWeight", c.DiskWeight)
+	nonneg("CreditDecay", c.CreditDecay)
+	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
+	nonneg("Temperature", c.Temperature)
+	nonneg("BusyKVUsage", c.BusyKVUsage)
+	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)
+	if c.BusyKVUsage > 1 {
+		errs = append(errs, fmt.Errorf("selector: BusyKVUsage = %v must be <= 1", c.BusyKVUsage))
+	}
+	if c.BusyPrefillTokens < 0 {
+		errs = append(errs, fmt.Errorf("selector: BusyPrefillTokens = %d must be >= 0", c.BusyPrefillTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Overrides are per-request replacements of Config knobs; nil keeps the
+// configured value.
+type Overrides struct {
+	OverlapCredit    *float64
+	PrefillLoadScale *float64
+	Temperature      *float64
+}
+
+// Validate reports every problem with o.
+func (o Overrides) Validate() error {
+	var errs []error
+	check := func(name string, p *float64) {
+		if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0) || *p < 0) {
+			errs = append(errs, fmt.Errorf("selector: override %s = %v must be finite and >= 0", name, *p))
+		}
+	}
+	check("OverlapCredit", o.OverlapCredit)
+	check("PrefillLoadScale", o.PrefillLoadScale)
+	check("Temperature", o.Temperature)
+	return errors.Join(errs...)
+}
+
+// Float returns a pointer to v, for Overrides literals.
+func Float(v float64) *float64 { return &v }
+
+// effective returns c with o applied.
+func (c Config) effective(o Overrides) Config {
+	if o.OverlapCredit != nil {
+		c.OverlapCredit = *o.OverlapCredit
+	}
+	if o.PrefillLoadScale != nil {
+		c.PrefillLoadScale = *o.PrefillLoadScale
+	}
+	if o.Temperature != nil {
+		c.Temperature = *o.Temperature
+	}
+	return c
+}

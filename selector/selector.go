@@ -1,0 +1,421 @@
+package selector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// Sentinel errors of Select; test with errors.Is. HTTPStatus maps them.
+var (
+	// ErrNoneEligible: no candidate passes the request's hard constraints
+	// (or there are no workers at all). HTTP 503.
+	ErrNoneEligible = errors.New("selector: no eligible worker")
+	// ErrAllOverloaded: some candidates pass the hard constraints but every
+	// one of them is over a busy threshold (or the wait queue is full).
+	// HTTP 529.
+	ErrAllOverloaded = errors.New("selector: all eligible workers overloaded")
+)
+
+// StatusOverloaded is the HTTP status for ErrAllOverloaded (non-standard,
+// used by several LLM APIs for "overloaded").
+const StatusOverloaded = 529
+
+// HTTPStatus maps a Select (or router) error to an HTTP status: 529 for
+// ErrAllOverloaded, 503 for ErrNoneEligible, 500 for any other non-nil
+// error, 200 for nil.
+func HTTPStatus(err error) int {
+	switch {
+	case err == nil:
+		return 200
+	case errors.Is(err, ErrAllOverloaded):
+		return StatusOverloaded
+	case errors.Is(err, ErrNoneEligible):
+		return 503
+	}
+	return 500
+}
+
+// Candidate is one worker+rank as the selector sees it.
+type Candidate struct {
+	Worker kvevents.Worker
+	// Labels of the worker (shared by its ranks), matched by
+	// Constraints.Labels.
+	Labels map[string]string
+	// MaxNumBatchedTokens is the engine's token budget per step; 0 unknown.
+	MaxNumBatchedTokens int
+	// KVUsage is the rank's KV cache usage fraction in [0, 1]; negative
+	// means unknown (never busy by that rule).
+	KVUsage float64
+	// Overlap is the number of leading request blocks held per storage
+	// tier (indexed by kvevents.Tier).
+	Overlap [kvevents.NumTiers]int
+	// ActivePrefillTokens, ActiveDecodeBlocks and ActiveRequests are the
+	// rank's current load (package loads).
+	ActivePrefillTokens int
+	ActiveDecodeBlocks  int
+	ActiveRequests      int
+	// NewBlocks is the number of decode blocks this request would add here
+	// (its prompt blocks not yet active on the rank, plus any output blocks).
+	NewBlocks int
+}
+
+// RankRange bounds data-parallel ranks, inclusive.
+type RankRange struct{ Min, Max uint32 }
+
+// Constraints are a request's hard rules on where it may run.
+type Constraints struct {
+	// Allow lists the worker ids the request may use; empty allows all.
+	Allow []uint64
+	// Pin, when set, admits exactly that worker+rank.
+	Pin *kvevents.Worker
+	// Ranks, when set, admits only ranks within [Min, Max].
+	Ranks *RankRange
+	// Labels lists key=value pairs the worker must carry.
+	Labels map[string]string
+}
+
+// Request is what the selector needs to know about one request.
+type Request struct {
+	// ISL is the prompt length in tokens.
+	ISL int
+	// BlockSize is B, in tokens (> 0).
+	BlockSize   int
+	Constraints Constraints
+	Overrides   Overrides
+}
+
+// Reason says why a candidate was not scored; ReasonNone means it was.
+type Reason uint8
+
+const (
+	ReasonNone      Reason = iota // eligible and scored
+	ReasonNotAllow                // not in the allow-list
+	ReasonNotPinned               // not the pinned worker+rank
+	ReasonRank                    // rank outside the bounds
+	ReasonLabel                   // missing a required label
+	ReasonBusy                    // every rank of the worker is over a busy threshold
+)
+
+var reasonNames = [...]string{"", "not-allowed", "not-pinned", "rank-out-of-bounds", "missing-label", "busy"}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("reason(%d)", r)
+}
+
+// Overload reports whether r is a load rule (busy) rather than a hard
+// constraint: a request whose candidates are all out for overload reasons
+// gets ErrAllOverloaded (529), not ErrNoneEligible (503).
+func (r Reason) Overload() bool { return r == ReasonBusy }
+
+// Breakdown is one candidate's cost and its terms, in blocks.
+type Breakdown struct {
+	Worker kvevents.Worker
+	// Out is why the candidate was filtered out (ReasonNone: scored; the
+	// cost fields are then meaningful).
+	Out Reason
+	// Overlap per tier, copied from the candidate.
+	Overlap [kvevents.NumTiers]int
+	// Decay is the factor applied to the device credit (1 = none).
+	Decay float64
+	// Credit is the overlap credit in blocks.
+	Credit float64
+	// Prefill is the adjusted prefill, before PrefillLoadScale.
+	Prefill float64
+	// Decode is active decode blocks + new blocks.
+	Decode float64
+	// Requests is the active-request term (ActiveRequestWeight * requests).
+	Requests float64
+	// Cost = PrefillLoadScale*Prefill + Decode + Requests.
+	Cost float64
+	// Prob is the selection probability (1/k for the k tied minima at
+	// temperature 0, the softmax probability otherwise; 0 if filtered).
+	Prob float64
+}
+
+// String formats b on one line, e.g.
+// "w1: overlap=48/0/0 credit=48 prefill=12 decode=46 cost=58 p=1".
+func (b Breakdown) String() string {
+	if b.Out != ReasonNone {
+		return fmt.Sprintf("w%s: overlap=%d/%d/%d out=%s", b.Worker, b.Overlap[kvevents.TierDevice], b.Overlap[kvevents.TierHostPinned], b.Overlap[kvevents.TierDisk], b.Out)
+	}
+	s := fmt.Sprintf("w%s: overlap=%d/%d/%d credit=%s", b.Worker, b.Overlap[kvevents.TierDevice], b.Overlap[kvevents.TierHostPinned], b.Overlap[kvevents.TierDisk], fmtf(b.Credit))
+	if b.Decay != 1 {
+		s += " decay=" + fmtf(b.Decay)
+	}
+	s += " prefill=" + fmtf(b.Prefill) + " decode=" + fmtf(b.Decode)
+	if b.Requests != 0 {
+		s += " reqs=" + fmtf(b.Requests)
+	}
+	return s + " cost=" + fmtf(b.Cost) + " p=" + fmtf(b.Prob)
+}
+
+func fmtf(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// Result is the outcome of Select.
+type Result struct {
+	// Chosen indexes the winning candidate; -1 when Select failed.
+	Chosen int
+	// Breakdowns has one entry per candidate, in candidate order.
+	Breakdowns []Breakdown
+	// FloorTokens is the least active prefill tokens among the eligible
+	// candidates (the decay's load floor).
+	FloorTokens int
+}
+
+// Selector scores and picks. Build with New; immutable afterwards.
+type Selector struct {
+	cfg     Config
+	filters []Filter
+}
+
+// New returns a Selector for cfg (which should pass Validate).
+func New(cfg Config) *Selector {
+	return &Selector{cfg: cfg, filters: Filters(cfg)}
+}
+
+// Config returns the selector's configuration.
+func (s *Selector) Config() Config { return s.cfg }
+
+// Filter marks the candidates it rejects: it sets out[i] to its Reason for
+// every candidate i it drops and leaves out[i] alone otherwise (an earlier
+// filter's reason wins). len(out) == len(cands).
+type Filter func(req *Request, cands []Candidate, out []Reason)
+
+// Filters builds the filter chain for cfg, applied in order before scoring.
+// A new filter is one line here.
+func Filters(cfg Config) []Filter {
+	return []Filter{
+		allowFilter,
+		pinFilter,
+		rankFilter,
+		labelFilter,
+		busyFilter(cfg),
+	}
+}
+
+// Eligible runs the filters, writing each candidate's Reason to out (which
+// must have len(cands) and be zeroed).
+func (s *Selector) Eligible(req *Request, cands []Candidate, out []Reason) {
+	for _, f := range s.filters {
+		f(req, cands, out)
+	}
+}
+
+// Select filters, scores and picks one candidate. rng must not be nil: it
+// breaks ties and samples at temperature > 0. On error Result.Chosen is -1
+// and Breakdowns still tells why every candidate was dropped.
+func (s *Selector) Select(req *Request, cands []Candidate, rng *rand.Rand) (Result, error) {
+	res := Result{Chosen: -1, Breakdowns: make([]Breakdown, len(cands))}
+	if req.BlockSize <= 0 {
+		return res, fmt.Errorf("selector: block size %d must be > 0", req.BlockSize)
+	}
+	if err := req.Overrides.Validate(); err != nil {
+		return res, err
+	}
+	out := make([]Reason, len(cands))
+	s.Eligible(req, cands, out)
+	cfg := s.cfg.effective(req.Overrides)
+
+	n, overloaded := 0, false
+	floor := math.MaxInt
+	for i := range cands {
+		if out[i] == ReasonNone {
+			n++
+			floor = min(floor, cands[i].ActivePrefillTokens)
+		} else if out[i].Overload() {
+			overloaded = true
+		}
+	}
+	for i := range cands {
+		res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
+	}
+	if n == 0 {
+		if overloaded {
+			return res, fmt.Errorf("%w: %d candidates over their busy thresholds", ErrAllOverloaded, len(cands))
+		}
+		return res, fmt.Errorf("%w: %d candidates, none passes the constraints", ErrNoneEligible, len(cands))
+	}
+	res.FloorTokens = floor
+	cmin, cmax := math.Inf(1), math.Inf(-1)
+	for i := range cands {
+		if out[i] != ReasonNone {
+			continue
+		}
+		b := Cost(cfg, req.ISL, req.BlockSize, floor, &cands[i])
+		b.Worker, b.Out = cands[i].Worker, ReasonNone
+		res.Breakdowns[i] = b
+		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
+	}
+	res.Chosen = pick(res.Breakdowns, cfg.Temperature, cmin, cmax, rng)
+	return res, nil
+}
+
+// Cost computes a candidate's cost breakdown under cfg for a request of isl
+// tokens with block size b, floorTokens being the load floor of the decay.
+func Cost(cfg Config, isl, b, floorTokens int, c *Candidate) Breakdown {
+	B := float64(b)
+	reqBlocks := max(1, float64(isl)/B)
+	decay := 1.0
+	if cfg.CreditDecay > 0 {
+		excess := c.ActivePrefillTokens
+		if !cfg.DecayAbsolute {
+			excess -= floorTokens
+		}
+		excess = max(0, excess)
+		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/reqBlocks)
+	}
+	credit := tierCredit(&c.Overlap, [3]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight})
+	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
+	if !cfg.Unclamped {
+		prefill = max(0, prefill)
+	}
+	decode := float64(c.ActiveDecodeBlocks + c.NewBlocks)
+	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
+	return Breakdown{
+		Worker:   c.Worker,
+		Overlap:  c.Overlap,
+		Decay:    decay,
+		Credit:   credit,
+		Prefill:  prefill,
+		Decode:   decode,
+		Requests: reqs,
+		Cost:     cfg.PrefillLoadScale*prefill + decode + reqs,
+	}
+}
+
+// tieEps is the relative tolerance under which two costs tie: costs are
+// sums of a few float64 terms, so exact equality would let rounding pick.
+const tieEps = 1e-9
+
+// pick fills Prob on the scored breakdowns and draws the winner.
+func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
+	if temp <= 0 || cmax-cmin <= tieEps*max(1, math.Abs(cmin)) {
+		// Lowest cost; uniform among ties.
+		k := 0
+		for i := range bs {
+			if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= tieEps*max(1, math.Abs(cmin)) {
+				k++
+			}
+		}
+		j := 0
+		if k > 1 {
+			j = rng.IntN(k)
+		}
+		chosen := -1
+		for i := range bs {
+			if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= tieEps*max(1, math.Abs(cmin)) {
+				bs[i].Prob = 1 / float64(k)
+				if j == 0 && chosen < 0 {
+					chosen = i
+				}
+				j--
+			}
+		}
+		return chosen
+	}
+	sum := 0.0
+	for i := range bs {
+		if bs[i].Out == ReasonNone {
+			bs[i].Prob = softmaxWeight(bs[i].Cost, cmin, cmax, temp)
+			sum += bs[i].Prob
+		}
+	}
+	u := rng.Float64() * sum
+	last := -1
+	for i := range bs {
+		if bs[i].Out != ReasonNone {
+			continue
+		}
+		last = i
+		u -= bs[i].Prob
+		bs[i].Prob /= sum
+		if u < 0 {
+			// Keep normalizing the rest.
+			for k := i + 1; k < len(bs); k++ {
+				if bs[k].Out == ReasonNone {
+					bs[k].Prob /= sum
+				}
+			}
+			return i
+		}
+	}
+	return last // rounding: u landed at the very end
+}
+
+// tierCredit credits every leading block once, at the best weight among
+// the tiers (device, host, disk) holding it: block i is held by tier t when
+// i < overlap[t]. With the default weights (1 >= 0.75 >= 0.25) this is
+// device + 0.75*(host beyond device) + 0.25*(disk beyond both).
+func tierCredit(ov *[kvevents.NumTiers]int, w [3]float64) float64 {
+	credit, prev := 0.0, 0
+	for {
+		// Next breakpoint above prev.
+		next := math.MaxInt
+		for t := range 3 {
+			if ov[t] > prev {
+				next = min(next, ov[t])
+			}
+		}
+		if next == math.MaxInt {
+			return credit
+		}
+		best := 0.0
+		for t := range 3 {
+			if ov[t] >= next {
+				best = max(best, w[t])
+			}
+		}
+		credit += best * float64(next-prev)
+		prev = next
+	}
+}
+
+func softmaxWeight(c, cmin, cmax, temp float64) float64 {
+	return math.Exp(-(c - cmin) / ((cmax - cmin) * temp))
+}
+
+// Probabilities returns the selection probability of each cost at
+// temperature temp (DESIGN.md §4): at temp 0 (or when all costs are equal)
+// 1/k for each of the k minimal costs and 0 elsewhere; otherwise
+// p_i ∝ exp(-(c_i - c_min) / ((c_max - c_min) * temp)).
+func Probabilities(costs []float64, temp float64) []float64 {
+	p := make([]float64, len(costs))
+	if len(costs) == 0 {
+		return p
+	}
+	cmin, cmax := math.Inf(1), math.Inf(-1)
+	for _, c := range costs {
+		cmin, cmax = min(cmin, c), max(cmax, c)
+	}
+	eps := tieEps * max(1, math.Abs(cmin))
+	if temp <= 0 || cmax-cmin <= eps {
+		k := 0
+		for _, c := range costs {
+			if c-cmin <= eps {
+				k++
+			}
+		}
+		for i, c := range costs {
+			if c-cmin <= eps {
+				p[i] = 1 / float64(k)
+			}
+		}
+		return p
+	}
+	sum := 0.0
+	for i, c := range costs {
+		p[i] = softmaxWeight(c, cmin, cmax, temp)
+		sum += p[i]
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
+}
