@@ -5,8 +5,21 @@
 // engine's opaque sequence hash; Stored events also carry each block's local
 // hash (kvhash) so the router can match prompts against them.
 //
-// The package does no I/O. Codecs: the RouterEvent JSON of DESIGN.md §2
-// (Dynamo-compatible field names), the same shape in msgpack, and a decoder
-// for vLLM/SGLang ZMQ payloads. Decoders return errors on malformed input and
-// never panic. All functions are safe for concurrent use.
+// The package does no I/O. Codecs:
+//   - JSON (AppendJSON, DecodeJSON, DecodeJSONEvents; Event implements
+//     json.Marshaler/Unmarshaler): Dynamo's RouterEvent JSON, field for field.
+//   - msgpack (AppendMsgpack, DecodeMsgpack, DecodeMsgpackEvents; Event
+//     implements vmihailenco/msgpack's CustomEncoder/CustomDecoder): the same
+//     shape as msgpack maps with the same field names.
+//   - VLLMDecoder: vLLM/SGLang ZMQ payloads (array and map forms), computing
+//     local hashes from token ids at the configured block size.
+//
+// The hot paths are hand-written (no reflection) and allocate only the
+// events' own slices. Decoders return errors wrapping ErrMalformed on
+// malformed input and never panic (fuzzed: FuzzDecodeJSON, FuzzDecodeMsgpack,
+// FuzzDecodeVLLM). Invariant: every event a decoder returns passes
+// Event.Validate, and AppendJSON/AppendMsgpack of a decoded event decode
+// back to the same event.
+//
+// All functions are safe for concurrent use, and so is a VLLMDecoder.
 package kvevents

@@ -1,6 +1,7 @@
 package kvevents
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 )
@@ -116,9 +117,12 @@ type Block struct {
 //
 // JSON wire form (Dynamo-compatible):
 //
-//	{"worker_id":1,"storage_tier":"device","event":{"event_id":7,"dp_rank":0,
-//	 "data":{"stored":{"parent_hash":null,"start_position":null,"blocks":[{"block_hash":1,"tokens_hash":2}]}}}}
+//	{"worker_id":1,"storage_tier":"device","event":{"event_id":7,
+//	 "data":{"stored":{"parent_hash":null,"start_position":null,"blocks":[{"block_hash":1,"tokens_hash":2}]}},"dp_rank":0}}
 //	... "data":{"removed":{"block_hashes":[1,2]}} ... "data":"cleared"
+//
+// (Key order as Dynamo's serde emits it; decoders accept any order.) See
+// AppendJSON/DecodeJSON, AppendMsgpack/DecodeMsgpack and VLLMDecoder.
 type Event struct {
 	WorkerID uint64
 	Tier     Tier
@@ -174,4 +178,31 @@ func (e Event) String() string {
 		s += fmt.Sprintf(" %v", e.Hashes)
 	}
 	return s
+}
+
+// Validate reports what makes e unencodable or inconsistent: an unknown
+// Kind or Tier, Hashes on a Stored event, Blocks on a Removed one, or a
+// payload or parent on a Cleared one. Decoders only produce valid events.
+func (e *Event) Validate() error {
+	var errs []error
+	if e.Tier >= numTiers {
+		errs = append(errs, fmt.Errorf("kvevents: invalid tier %d", e.Tier))
+	}
+	switch e.Kind {
+	case KindStored:
+		if len(e.Hashes) > 0 {
+			errs = append(errs, fmt.Errorf("kvevents: stored event carries %d removed hashes", len(e.Hashes)))
+		}
+	case KindRemoved:
+		if len(e.Blocks) > 0 || e.HasParent || e.HasStart {
+			errs = append(errs, fmt.Errorf("kvevents: removed event carries stored fields"))
+		}
+	case KindCleared:
+		if len(e.Blocks) > 0 || len(e.Hashes) > 0 || e.HasParent || e.HasStart {
+			errs = append(errs, fmt.Errorf("kvevents: cleared event carries a payload"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("kvevents: invalid kind %d", e.Kind))
+	}
+	return errors.Join(errs...)
 }
