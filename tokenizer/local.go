@@ -1,0 +1,191 @@
+package tokenizer
+
+import (
+	"context"
+	"fmt"
+)
+
+// Options configures a [Local] tokenizer. The zero value is valid.
+type Options struct {
+	// Name overrides the tokenizer's name. Default ("" ): the model
+	// directory's base name for [Load], "hf" for [FromJSON], the encoding
+	// name for [Default].
+	Name string
+	// CacheBytes bounds the segment cache (cached text plus ids, bytes).
+	// Default (0): [DefaultCacheBytes]. Negative disables the cache.
+	CacheBytes int64
+	// MinCacheSegment is the shortest plain-text segment (bytes) worth
+	// caching; shorter ones are encoded directly. Default (0): 256.
+	MinCacheSegment int
+}
+
+// DefaultCacheBytes is the segment cache budget when Options.CacheBytes is 0.
+const DefaultCacheBytes = 64 << 20
+
+// core encodes text that contains no added tokens, already normalized.
+type core interface {
+	appendOrdinary(dst []uint32, text string) []uint32
+	// tokenBytes returns the raw bytes of a vocabulary (non-added) token.
+	tokenBytes(id uint32) ([]byte, bool)
+}
+
+// Local is an in-process tokenizer: a HuggingFace ByteLevel BPE model
+// ([Load], [FromJSON]) or the built-in encoding ([Default]). It implements
+// [Tokenizer] and adds context-free methods for callers that do not need the
+// remote mode. Safe for concurrent use.
+type Local struct {
+	name      string
+	core      core
+	special   *matcher // added tokens; never nil
+	normalize func(string) string
+	prefix    []uint32 // post-processor ids before the sequence (add_special_tokens=True)
+	suffix    []uint32 // ... and after it
+	tmpl      *ChatTemplate
+	cache     *segmentCache // nil when disabled
+	minCache  int
+}
+
+var _ Tokenizer = (*Local)(nil)
+
+func newLocal(name string, c core, added []addedToken, norm func(string) string, opts Options) *Local {
+	l := &Local{name: name, core: c, special: newMatcher(added), normalize: norm, minCache: opts.MinCacheSegment}
+	if opts.Name != "" {
+		l.name = opts.Name
+	}
+	if l.minCache <= 0 {
+		l.minCache = 256
+	}
+	switch {
+	case opts.CacheBytes == 0:
+		l.cache = newSegmentCache(DefaultCacheBytes)
+	case opts.CacheBytes > 0:
+		l.cache = newSegmentCache(opts.CacheBytes)
+	}
+	return l
+}
+
+// Name implements [Tokenizer].
+func (l *Local) Name() string { return l.name }
+
+// Encode implements [Tokenizer]; it never blocks, and fails only if ctx is
+// already done.
+func (l *Local) Encode(ctx context.Context, prompt string) ([]uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return l.EncodeText(prompt, true), nil
+}
+
+// EncodeChat implements [Tokenizer].
+func (l *Local) EncodeChat(ctx context.Context, msgs []Message, addGenerationPrompt bool) ([]uint32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	text, err := l.ApplyChatTemplate(msgs, addGenerationPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return l.EncodeText(text, false), nil
+}
+
+// ApplyChatTemplate renders the conversation like HF's
+// apply_chat_template(msgs, tokenize=False, add_generation_prompt=...).
+// It returns [ErrNoChatTemplate] when the model has none and wraps
+// [ErrTemplate] when the template fails.
+func (l *Local) ApplyChatTemplate(msgs []Message, addGenerationPrompt bool) (string, error) {
+	if l.tmpl == nil {
+		return "", fmt.Errorf("%s: %w", l.name, ErrNoChatTemplate)
+	}
+	return l.tmpl.Render(msgs, addGenerationPrompt)
+}
+
+// ChatTemplate returns the model's chat template, or nil if it has none.
+func (l *Local) ChatTemplate() *ChatTemplate { return l.tmpl }
+
+// EncodeText tokenizes text like HF's tokenizer.encode(text,
+// add_special_tokens=addSpecialTokens): added tokens written in the text are
+// recognized (leftmost-longest), the remaining segments are normalized and
+// BPE-encoded, and with addSpecialTokens the post-processor's tokens (e.g. a
+// BOS) are added.
+func (l *Local) EncodeText(text string, addSpecialTokens bool) []uint32 {
+	ids := make([]uint32, 0, len(text)/3+len(l.prefix)+len(l.suffix)+4)
+	if addSpecialTokens {
+		ids = append(ids, l.prefix...)
+	}
+	pos := 0
+	for pos < len(text) {
+		m, ok := l.special.find(text, pos)
+		if !ok {
+			ids = l.appendSegment(ids, text[pos:])
+			break
+		}
+		ids = l.appendSegment(ids, text[pos:m.segEnd])
+		ids = append(ids, m.id)
+		pos = m.next
+	}
+	if addSpecialTokens {
+		ids = append(ids, l.suffix...)
+	}
+	return ids
+}
+
+// appendSegment encodes a text segment that contains no added token.
+// Invariant: segments are independent (BPE and the pre-tokenizer never look
+// across an added token), so caching a segment's ids is exact.
+func (l *Local) appendSegment(dst []uint32, seg string) []uint32 {
+	if seg == "" {
+		return dst
+	}
+	if l.cache == nil || len(seg) < l.minCache {
+		return l.core.appendOrdinary(dst, l.norm(seg))
+	}
+	// NB: the key is the raw segment, so a hit skips normalization too.
+	key := segmentKey(seg)
+	if ids, ok := l.cache.get(key); ok {
+		return append(dst, ids...)
+	}
+	n := len(dst)
+	dst = l.core.appendOrdinary(dst, l.norm(seg))
+	l.cache.put(key, dst[n:], len(seg))
+	return dst
+}
+
+func (l *Local) norm(s string) string {
+	if l.normalize == nil {
+		return s
+	}
+	return l.normalize(s)
+}
+
+// Decode turns ids back into text (added tokens included, as HF's
+// decode(ids, skip_special_tokens=False)). Byte sequences that are not valid
+// UTF-8 are kept as is. It wraps [ErrInvalidToken] for an unknown id.
+func (l *Local) Decode(ids []uint32) (string, error) {
+	out := make([]byte, 0, len(ids)*4)
+	for _, id := range ids {
+		if s, ok := l.special.byID[id]; ok {
+			out = append(out, s...)
+			continue
+		}
+		b, ok := l.core.tokenBytes(id)
+		if !ok {
+			return "", fmt.Errorf("%s: decode %d: %w", l.name, id, ErrInvalidToken)
+		}
+		out = append(out, b...)
+	}
+	return string(out), nil
+}
+
+// TokenID returns the id of an added token (e.g. "<|im_end|>"), if any.
+func (l *Local) TokenID(content string) (uint32, bool) {
+	id, ok := l.special.byContent[content]
+	return id, ok
+}
+
+// CacheStats reports the segment cache counters (zero when disabled).
+func (l *Local) CacheStats() CacheStats {
+	if l.cache == nil {
+		return CacheStats{}
+	}
+	return l.cache.stats()
+}

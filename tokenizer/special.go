@@ -1,0 +1,129 @@
+package tokenizer
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// addedToken is an entry of tokenizer.json's added_tokens.
+type addedToken struct {
+	content    string
+	id         uint32
+	lstrip     bool // absorb whitespace on the left
+	rstrip     bool // absorb whitespace on the right
+	singleWord bool // match only as a whole word
+}
+
+// matcher finds added tokens in text the way HF does: leftmost match, and
+// the longest one at that position.
+type matcher struct {
+	toks      []addedToken
+	byFirst   [256][]int // token indexes by first byte, longest first
+	firsts    string     // distinct first bytes, for IndexAny-style scans
+	byID      map[uint32]string
+	byContent map[string]uint32
+}
+
+func newMatcher(toks []addedToken) *matcher {
+	m := &matcher{byID: make(map[uint32]string, len(toks)), byContent: make(map[string]uint32, len(toks))}
+	for _, t := range toks {
+		if t.content == "" {
+			continue
+		}
+		m.toks = append(m.toks, t)
+		m.byID[t.id] = t.content
+		m.byContent[t.content] = t.id
+	}
+	var firsts []byte
+	for i, t := range m.toks {
+		b := t.content[0]
+		if len(m.byFirst[b]) == 0 {
+			firsts = append(firsts, b)
+		}
+		m.byFirst[b] = append(m.byFirst[b], i)
+	}
+	for b := range m.byFirst {
+		idx := m.byFirst[b]
+		sort.SliceStable(idx, func(i, j int) bool { return len(m.toks[idx[i]].content) > len(m.toks[idx[j]].content) })
+	}
+	m.firsts = string(firsts)
+	return m
+}
+
+// match is one added token found in text.
+type match struct {
+	segEnd int    // end of the plain segment before the token (after lstrip)
+	next   int    // where scanning resumes (after the token and rstrip)
+	id     uint32 // the token's id
+}
+
+// find returns the first added token at or after from.
+func (m *matcher) find(text string, from int) (match, bool) {
+	if len(m.toks) == 0 {
+		return match{}, false
+	}
+	for i := from; i < len(text); {
+		var j int
+		if len(m.firsts) == 1 {
+			j = strings.IndexByte(text[i:], m.firsts[0])
+		} else {
+			j = strings.IndexAny(text[i:], m.firsts)
+		}
+		if j < 0 {
+			return match{}, false
+		}
+		i += j
+		for _, k := range m.byFirst[text[i]] {
+			t := &m.toks[k]
+			if !strings.HasPrefix(text[i:], t.content) {
+				continue
+			}
+			end := i + len(t.content)
+			if t.singleWord && (isWordBefore(text, i) || isWordAfter(text, end)) {
+				continue
+			}
+			start := i
+			if t.lstrip {
+				for start > from {
+					r, n := utf8.DecodeLastRuneInString(text[from:start])
+					if !unicode.IsSpace(r) {
+						break
+					}
+					start -= n
+				}
+			}
+			if t.rstrip {
+				for end < len(text) {
+					r, n := utf8.DecodeRuneInString(text[end:])
+					if !unicode.IsSpace(r) {
+						break
+					}
+					end += n
+				}
+			}
+			return match{segEnd: start, next: end, id: t.id}, true
+		}
+		i++
+	}
+	return match{}, false
+}
+
+func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func isWordBefore(s string, i int) bool {
+	if i == 0 {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(s[:i])
+	return isWordRune(r)
+}
+
+func isWordAfter(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return isWordRune(r)
+}

@@ -1,0 +1,63 @@
+// Golden-file generator: node gen.mjs CACHE_DIR PROMPTS_JSON OUT_DIR
+// For each model, writes OUT_DIR/<model>.json with the ids that the HF
+// reference tokenizer (@huggingface/tokenizers) gives for every prompt, and
+// the chat-template renderings (@huggingface/jinja, as transformers.js uses)
+// with their ids.
+import fs from "node:fs";
+import path from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { Template } from "@huggingface/jinja";
+
+const [cacheDir, promptsPath, outDir] = process.argv.slice(2);
+const spec = JSON.parse(fs.readFileSync(promptsPath, "utf8"));
+
+// Deterministic long texts (no randomness): built from the spec's pieces.
+function longText(recipe) {
+  let s = "";
+  let i = 0;
+  while (s.length < recipe.chars) {
+    s += recipe.pieces[i % recipe.pieces.length].replaceAll("{i}", String(i));
+    i++;
+  }
+  return s;
+}
+
+function tokenString(v) {
+  if (v == null) return "";
+  if (typeof v === "string") return v;
+  return v.content ?? "";
+}
+
+for (const model of spec.models) {
+  const dir = path.join(cacheDir, model);
+  const tj = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+  const tc = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
+  const tok = new Tokenizer(tj, tc);
+  const out = { model, source: fs.readFileSync(path.join(dir, "SOURCE"), "utf8").trim(),
+    reference: "@huggingface/tokenizers@0.2.0, @huggingface/jinja@0.5.11", encode: [], chat: [] };
+  const texts = [...spec.prompts];
+  for (const r of spec.long) texts.push({ name: r.name, text: longText(r), long: true });
+  for (const p of texts) {
+    for (const add of (p.long ? [false] : [false, true])) {
+      const ids = tok.encode(p.text, { add_special_tokens: add }).ids;
+      out.encode.push({ name: p.name, add_special_tokens: add, text: p.text, ids });
+    }
+  }
+  const tpl = typeof tc.chat_template === "string" ? new Template(tc.chat_template) : null;
+  if (tpl) {
+    for (const c of spec.chats) {
+      for (const gen of [true, false]) {
+        const text = tpl.render({
+          messages: c.messages,
+          add_generation_prompt: gen,
+          bos_token: tokenString(tc.bos_token),
+          eos_token: tokenString(tc.eos_token),
+        });
+        const ids = tok.encode(text, { add_special_tokens: false }).ids;
+        out.chat.push({ name: c.name, add_generation_prompt: gen, messages: c.messages, text, ids });
+      }
+    }
+  }
+  fs.writeFileSync(path.join(outDir, model + ".json"), JSON.stringify(out, null, 0) + "\n");
+  console.log(model, out.encode.length, "encodings,", out.chat.length, "chats");
+}

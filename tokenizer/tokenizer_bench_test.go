@@ -1,0 +1,136 @@
+package tokenizer
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchText builds a deterministic text of about n bytes from the long
+// recipes in testdata/prompts.json-like pieces.
+func benchText(kind string, n int) string {
+	var pieces []string
+	switch kind {
+	case "english":
+		pieces = []string{
+			"The router keeps a prefix index of every worker's KV cache. ",
+			"When request %d arrives, it hashes the prompt into blocks and looks up the longest cached prefix. ",
+			"Workers publish events whenever blocks are stored or removed, so the index stays current.\n",
+			"Load matters too: a worker with a long queue may lose to a colder but idle one. ",
+			"\"Why not just round-robin?\" asked the operator; the answer is cache hits, latency, and cost.\n\n",
+		}
+	case "code":
+		pieces = []string{
+			"func handler%d(w http.ResponseWriter, r *http.Request) {\n",
+			"\tctx := r.Context()\n\tids, err := tok.Encode(ctx, prompt)\n",
+			"\tif err != nil {\n\t\thttp.Error(w, err.Error(), http.StatusBadRequest)\n\t\treturn\n\t}\n",
+			"\t// route by overlap; ties broken by seeded rng\n\tdecision := router.Route(ids)\n}\n\n",
+			"    def step_%d(self, batch):\n        return [x * 2 for x in batch if x %% 3 != 0]\n\n",
+		}
+	}
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		p := pieces[i%len(pieces)]
+		if strings.Contains(p, "%d") {
+			p = fmt.Sprintf(p, i)
+		} else {
+			p = strings.ReplaceAll(p, "%%", "%")
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// benchChat builds a conversation of turns messages totalling about n bytes.
+func benchChat(kind string, n, turns int) []Message {
+	text := benchText(kind, n)
+	per := len(text) / turns
+	msgs := []Message{{Role: "system", Content: "You are a helpful assistant."}}
+	for i := 0; i < turns; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, Message{Role: role, Content: text[i*per : (i+1)*per]})
+	}
+	return msgs
+}
+
+func benchModels(b *testing.B) map[string]*Local {
+	m := map[string]*Local{}
+	for _, name := range []string{"qwen3", "llama3"} {
+		m[name] = loadFixture(b, name)
+	}
+	d, err := Default(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m[DefaultName] = d
+	return m
+}
+
+// BenchmarkEncodeText: one long prompt without special tokens (nothing to
+// cache across requests unless it repeats verbatim), cache off.
+func BenchmarkEncodeText(b *testing.B) {
+	models := benchModels(b)
+	for _, model := range []string{"qwen3", "llama3", DefaultName} {
+		for _, kind := range []string{"english", "code"} {
+			text := benchText(kind, 72_000) // ~16k tokens
+			l := models[model]
+			nc := *l
+			nc.cache = nil
+			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) {
+				tokens := len(nc.EncodeText(text, false))
+				b.SetBytes(int64(len(text)))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					nc.EncodeText(text, false)
+				}
+				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+				b.ReportMetric(float64(tokens), "tokens/op")
+			})
+		}
+	}
+}
+
+// BenchmarkEncodeChat: a multi-turn conversation (~16k tokens) resent with
+// one new user turn per request, as chat clients do; with and without the
+// segment cache.
+func BenchmarkEncodeChat(b *testing.B) {
+	models := benchModels(b)
+	for _, model := range []string{"qwen3", "llama3", DefaultName} {
+		for _, kind := range []string{"english", "code"} {
+			for _, cache := range []bool{false, true} {
+				l := models[model]
+				lc := *l
+				if cache {
+					lc.cache = newSegmentCache(DefaultCacheBytes)
+				} else {
+					lc.cache = nil
+				}
+				msgs := benchChat(kind, 72_000, 16)
+				b.Run(fmt.Sprintf("model=%s/text=%s/cache=%v", model, kind, cache), func(b *testing.B) {
+					text, err := lc.ApplyChatTemplate(msgs, true)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tokens := len(lc.EncodeText(text, false))
+					b.ReportAllocs()
+					b.ResetTimer()
+					var total int
+					for i := range b.N {
+						turn := append(msgs[:len(msgs):len(msgs)], Message{Role: "user", Content: fmt.Sprintf("Follow-up question number %d: and then what happened next?", i)})
+						text, err := lc.ApplyChatTemplate(turn, true)
+						if err != nil {
+							b.Fatal(err)
+						}
+						total += len(lc.EncodeText(text, false))
+					}
+					b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "tokens/s")
+					b.ReportMetric(float64(tokens), "tokens/op")
+				})
+			}
+		}
+	}
+}
