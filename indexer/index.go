@@ -59,6 +59,9 @@ type Stats struct {
 	Applied       uint64
 	Rejected      uint64
 	UnknownRemove uint64 // removes of hashes the worker did not hold
+	// Queued is the number of events enqueued but not yet applied
+	// (Concurrent only; 0 elsewhere).
+	Queued int
 }
 
 // Sentinel errors of Apply; test with errors.Is.

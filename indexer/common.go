@@ -1,0 +1,190 @@
+package indexer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// invariantsLimit bounds the index size up to which invariant builds run
+// the O(n) self-check after every mutation, so that large replays under
+// -tags invariants stay usable.
+const invariantsLimit = 1 << 8
+
+// slotTable maps worker+ranks to dense slots so that worker sets are small
+// sorted []uint32-keyed slices. Slots are reused once a worker holds nothing.
+type slotTable struct {
+	ids   map[kvevents.Worker]uint32
+	names []kvevents.Worker // slot -> worker; valid while used[slot]
+	used  []bool
+	free  []uint32
+}
+
+func (s *slotTable) lookup(w kvevents.Worker) (uint32, bool) {
+	slot, ok := s.ids[w]
+	return slot, ok
+}
+
+func (s *slotTable) acquire(w kvevents.Worker) uint32 {
+	if slot, ok := s.ids[w]; ok {
+		return slot
+	}
+	if s.ids == nil {
+		s.ids = make(map[kvevents.Worker]uint32)
+	}
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		// Reuse the lowest free slot: keeps slots dense and, for workers
+		// registered in order, keeps slot order equal to worker order so
+		// FindMatches' final sort is a linear scan.
+		i := 0
+		for j, f := range s.free {
+			if f < s.free[i] {
+				i = j
+			}
+		}
+		slot = s.free[i]
+		s.free[i] = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.names[slot] = w
+		s.used[slot] = true
+	} else {
+		slot = uint32(len(s.names))
+		s.names = append(s.names, w)
+		s.used = append(s.used, true)
+	}
+	s.ids[w] = slot
+	return slot
+}
+
+func (s *slotTable) release(slot uint32) {
+	delete(s.ids, s.names[slot])
+	s.used[slot] = false
+	s.names[slot] = kvevents.Worker{}
+	s.free = append(s.free, slot)
+}
+
+// sorted returns the used slots ordered by worker.
+func (s *slotTable) sorted() []uint32 {
+	out := make([]uint32, 0, len(s.ids))
+	for _, slot := range s.ids {
+		out = append(out, slot)
+	}
+	slices.SortFunc(out, func(a, b uint32) int { return cmpWorker(s.names[a], s.names[b]) })
+	return out
+}
+
+// ranksOf returns the slots of every rank of worker id.
+func (s *slotTable) ranksOf(id uint64) []uint32 {
+	var out []uint32
+	for w, slot := range s.ids {
+		if w.ID == id {
+			out = append(out, slot)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func cmpWorker(a, b kvevents.Worker) int {
+	if c := cmp.Compare(a.ID, b.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Rank, b.Rank)
+}
+
+func cmpOverlap(a, b Overlap) int { return cmpWorker(a.Worker, b.Worker) }
+
+// sortOverlaps sorts o by worker; slots usually follow worker order, so the
+// check first makes the common case linear.
+func sortOverlaps(o Overlaps) {
+	if !slices.IsSortedFunc(o, cmpOverlap) {
+		slices.SortFunc(o, cmpOverlap)
+	}
+}
+
+// mapBytes estimates the memory of Go maps holding n entries of kv bytes
+// in total: swiss-table slots hold key+value plus one control byte, at a
+// load factor between 7/16 and 7/8 (taken as 5/8), and a map with at most
+// 8 entries is one whole group plus its header (~200 bytes); this counts
+// the entries only, callers add per-map overheads.
+func mapBytes(n int, kv uintptr) int64 { return int64(n) * int64(kv+1) * 8 / 5 }
+
+// roundAlloc rounds an object size up to the allocator's size class
+// (approximately: classes are 16-byte multiples up to 128 bytes).
+func roundAlloc(size uintptr) int64 { return int64((size + 15) &^ 15) }
+
+const ptrSize = unsafe.Sizeof(uintptr(0))
+
+// dumpBlock is one held block of one worker, as Dump sees it.
+type dumpBlock struct {
+	hash      uint64
+	parent    uint64
+	hasParent bool
+	local     uint64
+}
+
+// dumpWorker appends the canonical Stored events that rebuild blocks (one
+// worker's prefix-closed set): a pre-order walk with children in engine-hash
+// order, one event per maximal single-child chain. Radix and Flash share it
+// so that their dumps are byte-identical.
+func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []kvevents.Event {
+	slices.SortFunc(blocks, func(a, b dumpBlock) int { return cmp.Compare(a.hash, b.hash) })
+	children := make(map[uint64][]int, len(blocks))
+	var roots []int
+	for i, b := range blocks {
+		if b.hasParent {
+			children[b.parent] = append(children[b.parent], i)
+		} else {
+			roots = append(roots, i)
+		}
+	}
+	var walk func(start int)
+	walk = func(start int) {
+		b := blocks[start]
+		ev := kvevents.Event{
+			WorkerID: w.ID, DPRank: w.Rank, Kind: kvevents.KindStored,
+			HasParent: b.hasParent, Parent: b.parent,
+		}
+		cur := start
+		for {
+			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: blocks[cur].hash, Local: blocks[cur].local})
+			kids := children[blocks[cur].hash]
+			if len(kids) != 1 {
+				dst = append(dst, ev)
+				for _, k := range kids {
+					walk(k)
+				}
+				return
+			}
+			cur = kids[0]
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return dst
+}
+
+// validateStore checks a Stored event against the worker's held hashes
+// without mutating anything. held reports whether the worker holds a hash.
+func validateStore(ev *kvevents.Event, held func(uint64) bool) error {
+	if ev.HasParent {
+		for _, b := range ev.Blocks {
+			if b.Hash == ev.Parent {
+				return fmt.Errorf("parent %d is one of the event's blocks: %w", ev.Parent, ErrSelfParent)
+			}
+		}
+		if !held(ev.Parent) {
+			return fmt.Errorf("parent %d: %w", ev.Parent, ErrUnknownParent)
+		}
+	}
+	return nil
+}
+
+func wrapApply(ev *kvevents.Event, err error) error {
+	return fmt.Errorf("indexer: apply %s from worker %s: %w", ev.Kind, ev.Worker(), err)
+}

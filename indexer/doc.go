@@ -1,0 +1,63 @@
+// Package indexer is the prefix index of DESIGN.md §3: which worker+rank
+// holds which prefix of KV blocks, fed by KV events (kvevents) and queried
+// with a prompt's local block hashes (kvhash).
+//
+// # Implementations
+//
+//   - Radix (NewRadix): a prefix tree keyed by local hash, with a
+//     per-worker table engine-hash -> node for O(1) event access.
+//   - Flash (NewFlash): a positional index keyed by the router-side
+//     sequence hash of each prefix (kvhash.SeqNext over local hashes, so
+//     equal local hashes under different prefixes are different entries),
+//     with jump search (stride Config.Stride, default 64). This is the fast
+//     one: use it in production.
+//   - Approx (NewApprox): the approximate TTL index for fleets without KV
+//     events; the router inserts each routed request's blocks. It is not an
+//     Index (it has no events) and is kept apart from the event-fed index.
+//   - Concurrent (NewConcurrent): wraps any Index; FindMatches runs inline on
+//     the caller's goroutine, Apply enqueues the event to one of
+//     Config.Writers writer goroutines chosen by worker+rank, so the events of
+//     one worker+rank are applied in order by one goroutine. Run(ctx) owns
+//     the goroutines; Flush(ctx) waits for everything enqueued so far.
+//
+// Radix and Flash pass the same conformance suite (indexer/indexertest,
+// scripts in indexer/testdata) with byte-identical output, and a
+// differential test against a naive reference model.
+//
+// # Semantics (identical in every Index)
+//
+//   - Stored attaches its blocks, as a chain, under the block the worker's
+//     parent hash names (the root when there is no parent). An unknown parent
+//     rejects the whole event (ErrUnknownParent); a parent that is one of the
+//     event's own block hashes rejects it (ErrSelfParent). A block whose
+//     engine hash the worker already holds is skipped and the chain continues
+//     under the block the worker holds under that hash; a block the worker
+//     already holds under another engine hash (same prefix, same local hash)
+//     is skipped likewise. A Stored event with no blocks is a no-op.
+//   - Removed: for each hash, the worker stops holding that block and every
+//     descendant it holds under it (a worker's blocks are always a
+//     prefix-closed set: it cannot use a block whose prefix it lost, and a
+//     Dump must be replayable). An unknown hash is counted in
+//     Stats.UnknownRemove and skipped. The hashes of one event are applied
+//     deepest first, so evicting a whole chain in one event counts nothing
+//     as unknown.
+//   - Cleared drops everything of that worker+rank; RemoveWorker drops every
+//     rank of a worker.
+//   - A rejected event changes nothing (events are validated before any
+//     mutation) and is counted in Stats.Rejected.
+//   - FindMatches(locals) returns, per worker+rank, the number of leading
+//     query blocks it holds with exactly the query's prefix, sorted by
+//     worker; workers with zero overlap are absent.
+//   - Dump returns one Stored event per maximal single-child chain of each
+//     worker, workers in order, parents before children, EventID 0, in a
+//     canonical order shared by all implementations.
+//
+// # Concurrency
+//
+// Radix, Flash and Approx are safe for concurrent use: FindMatches takes a
+// read lock, writes an exclusive one. Writes of one worker+rank must come
+// from one goroutine at a time in event_id order (Concurrent guarantees it).
+//
+// The package does no I/O, reads no clock (Approx takes now as an argument)
+// and starts no goroutines outside Concurrent.Run.
+package indexer
