@@ -1,0 +1,18 @@
+// Package discovery tells the router which workers exist.
+//
+// Two sources, merged by Fleet:
+//   - Registry: workers register in a NATS KV bucket (Worker as JSON under
+//     key "w.<id>") with a TTL kept alive by a heartbeat (Registry.Keepalive);
+//     Registry.Watch reports joins and leaves (a deleted key, or an entry not
+//     refreshed within the TTL).
+//   - Static: a YAML file (LoadStatic, unknown keys rejected) or repeatable
+//     --worker flags (ParseWorkerFlag) for fleets without registration.
+//
+// A worker whose block size differs from the router's is refused with
+// ErrBlockSize and counted (silent zero overlap is the most common failure
+// of KV routers). A worker that leaves triggers Membership.Leave, where the
+// router removes it from the index and the load tracker.
+//
+// Registry and Fleet are safe for concurrent use; constructors start no
+// goroutines; Keepalive and Watch run until ctx is done.
+package discovery

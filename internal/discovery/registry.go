@@ -1,0 +1,313 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Membership is told about joins and leaves (the router's side:
+// AddWorker/RemoveWorker plus removal from the index and load tracker).
+type Membership interface {
+	// Join adds or updates a worker; an error refuses it.
+	Join(w Worker) error
+	// Leave removes a worker that went away.
+	Leave(id uint64)
+}
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	// Bucket is the NATS KV bucket; default "kvrouter_workers".
+	Bucket string
+	// TTL: an entry not refreshed for this long is gone; default 15s.
+	TTL time.Duration
+	// Heartbeat is the refresh interval; default TTL/3.
+	Heartbeat time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Registry is worker registration in a NATS KV bucket.
+type Registry struct {
+	conn *eventplane.Conn
+	cfg  RegistryConfig
+
+	mu sync.Mutex
+	kv jetstream.KeyValue
+}
+
+// NewRegistry returns a Registry on conn; it does no I/O.
+func NewRegistry(conn *eventplane.Conn, cfg RegistryConfig) *Registry {
+	if cfg.Bucket == "" {
+		cfg.Bucket = "kvrouter_workers"
+	}
+	if cfg.TTL <= 0 {
+		cfg.TTL = 15 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = cfg.TTL / 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Registry{conn: conn, cfg: cfg}
+}
+
+func key(id uint64) string { return "w." + strconv.FormatUint(id, 10) }
+
+func (r *Registry) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kv != nil {
+		return r.kv, nil
+	}
+	kv, err := r.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Description: "kvrouter worker registry"})
+	if err != nil {
+		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
+	}
+	r.kv = kv
+	return kv, nil
+}
+
+// Register writes w once (Keepalive keeps it alive).
+func (r *Registry) Register(ctx context.Context, w Worker) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, key(w.ID), b); err != nil {
+		return fmt.Errorf("discovery: register worker %d: %w", w.ID, err)
+	}
+	return nil
+}
+
+// Deregister deletes w's entry (a clean leave).
+func (r *Registry) Deregister(ctx context.Context, id uint64) error {
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, key(id)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("discovery: deregister worker %d: %w", id, err)
+	}
+	return nil
+}
+
+// Keepalive registers w and refreshes it every Heartbeat until ctx is
+// done, then deregisters it. Failed refreshes are logged and retried.
+func (r *Registry) Keepalive(ctx context.Context, w Worker) error {
+	if err := r.Register(ctx, w); err != nil {
+		return err
+	}
+	t := time.NewTicker(r.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			return r.Deregister(dctx, w.ID)
+		case <-t.C:
+			if err := r.Register(ctx, w); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.Warn("worker heartbeat failed", "worker", w.ID, "err", err)
+			}
+		}
+	}
+}
+
+// List returns the registered workers.
+func (r *Registry) List(ctx context.Context) ([]Worker, error) {
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list: %w", err)
+	}
+	var ws []Worker
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var w Worker
+		if json.Unmarshal(e.Value(), &w) == nil {
+			ws = append(ws, w)
+		}
+	}
+	return NumberWorkers(ws)
+}
+
+// Watch reports registrations to m until ctx is done: every current and
+// new entry is a Join (re-registrations with changed fields too), a deleted
+// entry or one not refreshed within TTL a Leave.
+func (r *Registry) Watch(ctx context.Context, m Membership) error {
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	wch, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("discovery: watch: %w", err)
+	}
+	defer func() { _ = wch.Stop() }()
+	type seen struct {
+		at  time.Time
+		raw string
+	}
+	live := map[uint64]seen{}
+	sweep := time.NewTicker(max(r.cfg.TTL/4, 10*time.Millisecond))
+	defer sweep.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-sweep.C:
+			for id, s := range live {
+				if now.Sub(s.at) > r.cfg.TTL {
+					delete(live, id)
+					r.cfg.Logger.Info("worker expired (no heartbeat)", "worker", id)
+					m.Leave(id)
+				}
+			}
+		case e, ok := <-wch.Updates():
+			if !ok {
+				return errors.New("discovery: watch closed")
+			}
+			if e == nil {
+				continue // initial values delivered
+			}
+			idStr, ok := strings.CutPrefix(e.Key(), "w.")
+			if !ok {
+				continue
+			}
+			id, err := strconv.ParseUint(idStr, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch e.Operation() {
+			case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
+				if _, ok := live[id]; ok {
+					delete(live, id)
+					m.Leave(id)
+				}
+			case jetstream.KeyValuePut:
+				// NB: the entry's creation time is the server's clock; the
+				// local clock only measures silence from here on.
+				at := time.Now()
+				if time.Since(e.Created()) > r.cfg.TTL {
+					continue // stale
+				}
+				prev, had := live[id]
+				live[id] = seen{at: at, raw: string(e.Value())}
+				if had && prev.raw == string(e.Value()) {
+					continue // heartbeat
+				}
+				var w Worker
+				if err := json.Unmarshal(e.Value(), &w); err != nil || w.ID != id {
+					r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
+					continue
+				}
+				if err := m.Join(w); err != nil {
+					r.cfg.Logger.Error("worker refused", "worker", id, "url", w.URL, "err", err)
+				}
+			}
+		}
+	}
+}
+
+// Fleet merges static and registered workers, refuses block-size
+// mismatches and forwards to a Membership. It is itself a Membership, so
+// Registry.Watch(ctx, fleet) works. Safe for concurrent use.
+type Fleet struct {
+	blockSize int
+	next      Membership
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	workers map[uint64]Worker
+	refused atomic.Uint64
+}
+
+// NewFleet returns a Fleet for a router of the given block size.
+func NewFleet(blockSize int, next Membership, log *slog.Logger) *Fleet {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Fleet{blockSize: blockSize, next: next, log: log, workers: map[uint64]Worker{}}
+}
+
+// Join checks and forwards a worker.
+func (f *Fleet) Join(w Worker) error {
+	if err := CheckBlockSize(f.blockSize, w); err != nil {
+		f.refused.Add(1)
+		f.log.Error("worker refused", "worker", w.ID, "url", w.URL, "worker_block_size", w.BlockSize, "router_block_size", f.blockSize)
+		return err
+	}
+	if err := f.next.Join(w); err != nil {
+		f.refused.Add(1)
+		return err
+	}
+	f.mu.Lock()
+	f.workers[w.ID] = w
+	f.mu.Unlock()
+	return nil
+}
+
+// Leave forwards a leave of a known worker.
+func (f *Fleet) Leave(id uint64) {
+	f.mu.Lock()
+	_, ok := f.workers[id]
+	delete(f.workers, id)
+	f.mu.Unlock()
+	if ok {
+		f.next.Leave(id)
+	}
+}
+
+// AddStatic joins a static list; it returns every refusal joined.
+func (f *Fleet) AddStatic(ws []Worker) error {
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, f.Join(w))
+	}
+	return errors.Join(errs...)
+}
+
+// Workers returns the current members sorted by id.
+func (f *Fleet) Workers() []Worker {
+	f.mu.Lock()
+	ws := make([]Worker, 0, len(f.workers))
+	for _, w := range f.workers {
+		ws = append(ws, w)
+	}
+	f.mu.Unlock()
+	out, _ := NumberWorkers(ws)
+	return out
+}
+
+// Refused counts workers refused (block-size mismatch or the Membership's
+// error); export it as a metric.
+func (f *Fleet) Refused() uint64 { return f.refused.Load() }

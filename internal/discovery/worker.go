@@ -1,0 +1,180 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Worker is what a worker tells the router about itself.
+type Worker struct {
+	ID               uint64            `json:"id" yaml:"id"`
+	Model            string            `json:"model,omitempty" yaml:"model,omitempty"`
+	URL              string            `json:"url" yaml:"url"` // OpenAI-compatible base URL
+	BlockSize        int               `json:"block_size" yaml:"block_size"`
+	TotalKVBlocks    int               `json:"total_kv_blocks,omitempty" yaml:"total_kv_blocks,omitempty"`
+	MaxBatchedTokens int               `json:"max_num_batched_tokens,omitempty" yaml:"max_num_batched_tokens,omitempty"`
+	DPSize           int               `json:"dp_size,omitempty" yaml:"dp_size,omitempty"`
+	EventEndpoint    string            `json:"event_endpoint,omitempty" yaml:"event_endpoint,omitempty"`   // ZMQ PUB ("" = NATS stream)
+	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
+	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+}
+
+// Validate reports every problem of w.
+func (w Worker) Validate() error {
+	var errs []error
+	if w.URL == "" {
+		errs = append(errs, fmt.Errorf("discovery: worker %d: url required", w.ID))
+	} else if u, err := url.Parse(w.URL); err != nil || u.Host == "" {
+		errs = append(errs, fmt.Errorf("discovery: worker %d: bad url %q", w.ID, w.URL))
+	}
+	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 {
+		errs = append(errs, fmt.Errorf("discovery: worker %d: negative size", w.ID))
+	}
+	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
+		if ep != "" && !strings.HasPrefix(ep, "tcp://") {
+			errs = append(errs, fmt.Errorf("discovery: worker %d: endpoint %q: want tcp://host:port", w.ID, ep))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ErrBlockSize is wrapped by CheckBlockSize's error.
+var ErrBlockSize = errors.New("discovery: block size mismatch")
+
+// CheckBlockSize refuses a worker whose block size is set and differs from
+// the router's (0 on the worker means "the router's").
+func CheckBlockSize(routerBlockSize int, w Worker) error {
+	if w.BlockSize != 0 && w.BlockSize != routerBlockSize {
+		return fmt.Errorf("%w: worker %d (%s) uses block size %d, router uses %d; its KV events would never match",
+			ErrBlockSize, w.ID, w.URL, w.BlockSize, routerBlockSize)
+	}
+	return nil
+}
+
+// ParseWorkerFlag parses one --worker flag value:
+//
+//	URL[,key=value...]
+//
+// keys: id, model, zmq (event endpoint), replay, block-size (or bs),
+// kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
+//
+//	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
+//
+// A missing id is filled by the caller (see NumberWorkers).
+func ParseWorkerFlag(s string) (Worker, error) {
+	parts := strings.Split(s, ",")
+	w := Worker{URL: strings.TrimSpace(parts[0])}
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return w, fmt.Errorf("discovery: --worker %q: %q is not key=value", s, kv)
+		}
+		var err error
+		switch k {
+		case "id":
+			w.ID, err = strconv.ParseUint(v, 10, 64)
+		case "model":
+			w.Model = v
+		case "zmq", "events":
+			w.EventEndpoint = v
+		case "replay":
+			w.ReplayEndpoint = v
+		case "block-size", "bs":
+			w.BlockSize, err = strconv.Atoi(v)
+		case "kv-blocks":
+			w.TotalKVBlocks, err = strconv.Atoi(v)
+		case "max-batched-tokens":
+			w.MaxBatchedTokens, err = strconv.Atoi(v)
+		case "dp-size":
+			w.DPSize, err = strconv.Atoi(v)
+		default:
+			name, ok := strings.CutPrefix(k, "label.")
+			if !ok {
+				return w, fmt.Errorf("discovery: --worker %q: unknown key %q", s, k)
+			}
+			if w.Labels == nil {
+				w.Labels = map[string]string{}
+			}
+			w.Labels[name] = v
+		}
+		if err != nil {
+			return w, fmt.Errorf("discovery: --worker %q: %s: %w", s, k, err)
+		}
+	}
+	return w, w.Validate()
+}
+
+// StaticFile is the YAML static fleet file:
+//
+//	workers:
+//	  - id: 1
+//	    url: http://10.0.0.5:8000
+//	    block_size: 16
+//	    event_endpoint: tcp://10.0.0.5:5557
+//	    replay_endpoint: tcp://10.0.0.5:5558
+type StaticFile struct {
+	Workers []Worker `yaml:"workers"`
+}
+
+// DecodeStatic decodes a static fleet YAML document; unknown keys are errors.
+func DecodeStatic(r io.Reader) ([]Worker, error) {
+	d := yaml.NewDecoder(r)
+	d.KnownFields(true)
+	var f StaticFile
+	if err := d.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("discovery: static fleet: %w", err)
+	}
+	var errs []error
+	for _, w := range f.Workers {
+		errs = append(errs, w.Validate())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return NumberWorkers(f.Workers)
+}
+
+// LoadStatic reads a static fleet YAML file.
+func LoadStatic(path string) ([]Worker, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	defer f.Close()
+	return DecodeStatic(f)
+}
+
+// NumberWorkers gives workers without an id (0) the next free ids from 1
+// in list order, and rejects duplicate ids.
+func NumberWorkers(ws []Worker) ([]Worker, error) {
+	used := map[uint64]bool{}
+	for _, w := range ws {
+		if w.ID != 0 {
+			if used[w.ID] {
+				return nil, fmt.Errorf("discovery: duplicate worker id %d", w.ID)
+			}
+			used[w.ID] = true
+		}
+	}
+	next := uint64(1)
+	out := append([]Worker(nil), ws...)
+	for i := range out {
+		if out[i].ID == 0 {
+			for used[next] {
+				next++
+			}
+			out[i].ID = next
+			used[next] = true
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

@@ -1,0 +1,370 @@
+package eventplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// Model names the subject token kvrouter.<model>.kv.<worker>; default "default".
+	Model string
+	// Format of the payload; default msgpack.
+	Format Format
+	// MaxBatch is the most events in one stream message; default 64.
+	MaxBatch int
+	// Linger is how long a batch may wait for more events; default 0: a
+	// batch is sent as soon as the queue is momentarily empty, so batching
+	// only happens under load and adds no latency when idle.
+	Linger time.Duration
+	// AssignIDs makes the publisher number events per worker+rank (last+1,
+	// continuing from the stream after Resume). Default false: the ids the
+	// caller set are kept.
+	AssignIDs bool
+	// Queue is the capacity of the intake queue in events; default 65536.
+	// Publish blocks when it is full.
+	Queue int
+	// MaxInflight is the most unacknowledged messages; default 1024.
+	MaxInflight int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *PublisherConfig) setDefaults() {
+	if c.Model == "" {
+		c.Model = "default"
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 64
+	}
+	if c.Queue <= 0 {
+		c.Queue = 65536
+	}
+	if c.MaxInflight <= 0 {
+		c.MaxInflight = 1024
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// PublisherStats counts what a Publisher did.
+type PublisherStats struct {
+	Events   uint64 // events acknowledged by the stream
+	Messages uint64 // stream messages acknowledged
+	Retries  uint64 // messages re-published after a failed acknowledgement
+}
+
+type pubItem struct {
+	ev    kvevents.Event
+	flush chan error // non-nil: a flush marker
+}
+
+type inflight struct {
+	msg    *nats.Msg
+	fut    jetstream.PubAckFuture
+	events int
+}
+
+// Publisher batches events per worker and publishes them to the KV events
+// stream, keeping per worker+rank order. Publish may be called from many
+// goroutines; Run must be running for anything to be sent.
+//
+// Delivery: every message carries a Nats-Msg-Id derived from its first
+// event, so a re-published message is dropped by the server's duplicate
+// window; a failed acknowledgement is retried until it succeeds or ctx ends
+// (no event is lost while the stream comes back). NB: a retried message can
+// land after a later one; subscribers reorder by event_id.
+type Publisher struct {
+	conn *Conn
+	cfg  PublisherConfig
+	in   chan pubItem
+	next map[kvevents.Worker]uint64 // AssignIDs: last id given; owned by Run before start, then Run
+
+	events, messages, retries atomic.Uint64
+}
+
+// NewPublisher returns a Publisher on conn. It starts nothing; call Run.
+func NewPublisher(conn *Conn, cfg PublisherConfig) *Publisher {
+	cfg.setDefaults()
+	return &Publisher{conn: conn, cfg: cfg, in: make(chan pubItem, cfg.Queue),
+		next: make(map[kvevents.Worker]uint64)}
+}
+
+// Publish enqueues one event (copied; the caller may reuse its slices after
+// the call returns only if it does not share them: Blocks and Hashes are
+// not deep-copied). It blocks while the queue is full.
+func (p *Publisher) Publish(ctx context.Context, ev kvevents.Event) error {
+	select {
+	case p.in <- pubItem{ev: ev}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Flush returns once every event enqueued before the call has been
+// acknowledged by the stream.
+func (p *Publisher) Flush(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case p.in <- pubItem{flush: done}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Resume loads, for AssignIDs, the last event id of each rank of the given
+// workers from the stream, so a restarted publisher continues numbering
+// where it stopped. Call before Run.
+func (p *Publisher) Resume(ctx context.Context, workers ...uint64) error {
+	for _, w := range workers {
+		last, err := LastEventIDs(ctx, p.conn, p.cfg.Model, w)
+		if err != nil {
+			return err
+		}
+		for k, id := range last {
+			p.next[k] = max(p.next[k], id)
+		}
+	}
+	return nil
+}
+
+// LastEventIDs reads the last event id per rank of one worker from the
+// newest message on its subject (empty when it has none).
+func LastEventIDs(ctx context.Context, conn *Conn, model string, worker uint64) (map[kvevents.Worker]uint64, error) {
+	st, err := conn.JS.Stream(ctx, conn.cfg.Stream.Name)
+	if err != nil {
+		return nil, fmt.Errorf("eventplane: last ids: %w", err)
+	}
+	out := map[kvevents.Worker]uint64{}
+	m, err := st.GetLastMsgForSubject(ctx, conn.Subject(model, worker))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("eventplane: last ids of worker %d: %w", worker, err)
+	}
+	evs, err := DecodeEnvelope(nil, m.Data)
+	if err != nil {
+		return nil, fmt.Errorf("eventplane: last ids of worker %d: %w", worker, err)
+	}
+	for i := range evs {
+		k := evs[i].Worker()
+		out[k] = max(out[k], evs[i].EventID)
+	}
+	return out, nil
+}
+
+// Stats returns the counters.
+func (p *Publisher) Stats() PublisherStats {
+	return PublisherStats{Events: p.events.Load(), Messages: p.messages.Load(), Retries: p.retries.Load()}
+}
+
+// Run sends until ctx is done. Events still queued when ctx ends are
+// dropped; call Flush first for a clean stop.
+func (p *Publisher) Run(ctx context.Context) error {
+	var (
+		batches = make(map[uint64][]kvevents.Event)
+		order   []uint64 // workers with a pending batch, first-come order
+		queue   []inflight
+		linger  <-chan time.Time
+	)
+	flushBatch := func(w uint64) error {
+		evs := batches[w]
+		if len(evs) == 0 {
+			return nil
+		}
+		data, err := EncodeEnvelope(nil, p.cfg.Format, evs)
+		if err != nil {
+			return fmt.Errorf("eventplane: publish: %w", err)
+		}
+		msg := nats.NewMsg(p.conn.Subject(p.cfg.Model, w))
+		msg.Data = data
+		e := &evs[0]
+		// The id names subject, rank, first event id and count: unique per
+		// batch, equal for a retry.
+		msg.Header.Set(nats.MsgIdHdr, msg.Subject+"/"+strconv.FormatUint(uint64(e.DPRank), 10)+
+			"/"+strconv.FormatUint(e.EventID, 10)+"/"+strconv.Itoa(len(evs)))
+		batches[w] = evs[:0:0]
+		for len(queue) >= p.cfg.MaxInflight {
+			if queue, err = p.settle(ctx, queue, true); err != nil {
+				return err
+			}
+		}
+		fut, err := p.conn.JS.PublishMsgAsync(msg)
+		if err != nil {
+			// Not sent at all (e.g. too many pending): send it synchronously.
+			if err := p.republish(ctx, msg); err != nil {
+				return err
+			}
+			p.events.Add(uint64(len(evs)))
+			p.messages.Add(1)
+			return nil
+		}
+		queue = append(queue, inflight{msg: msg, fut: fut, events: len(evs)})
+		return nil
+	}
+	flushAll := func() error {
+		for _, w := range order {
+			if err := flushBatch(w); err != nil {
+				return err
+			}
+		}
+		order = order[:0]
+		linger = nil
+		return nil
+	}
+	add := func(ev kvevents.Event) error {
+		if p.cfg.AssignIDs {
+			k := ev.Worker()
+			p.next[k]++
+			ev.EventID = p.next[k]
+		}
+		b, ok := batches[ev.WorkerID]
+		if !ok || len(b) == 0 {
+			order = append(order, ev.WorkerID)
+		}
+		b = append(b, ev)
+		batches[ev.WorkerID] = b
+		if len(b) >= p.cfg.MaxBatch {
+			if err := flushBatch(ev.WorkerID); err != nil {
+				return err
+			}
+			for i, w := range order {
+				if w == ev.WorkerID {
+					order = append(order[:i], order[i+1:]...)
+					break
+				}
+			}
+		}
+		return nil
+	}
+	handle := func(it pubItem) error {
+		if it.flush == nil {
+			return add(it.ev)
+		}
+		if err := flushAll(); err != nil {
+			it.flush <- err
+			return err
+		}
+		var err error
+		for len(queue) > 0 && err == nil {
+			queue, err = p.settle(ctx, queue, true)
+		}
+		it.flush <- err
+		return err
+	}
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return nil
+		case it := <-p.in:
+			err = handle(it)
+			// Drain what is already queued: natural batching under load.
+		drain:
+			for err == nil {
+				select {
+				case it := <-p.in:
+					err = handle(it)
+				default:
+					break drain
+				}
+			}
+			if err == nil && len(order) > 0 {
+				if p.cfg.Linger > 0 && linger == nil {
+					linger = time.After(p.cfg.Linger)
+				} else if p.cfg.Linger == 0 {
+					err = flushAll()
+				}
+			}
+		case <-linger:
+			err = flushAll()
+		}
+		if err == nil {
+			queue, err = p.settle(ctx, queue, false)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// settle retires acknowledged messages at the head of queue, re-publishing
+// failed ones. With wait it blocks for the head's outcome.
+func (p *Publisher) settle(ctx context.Context, queue []inflight, wait bool) ([]inflight, error) {
+	n := 0
+	for n < len(queue) {
+		f := queue[n]
+		var err error
+		if wait && n == 0 {
+			select {
+			case <-f.fut.Ok():
+			case err = <-f.fut.Err():
+			case <-ctx.Done():
+				return queue, ctx.Err()
+			}
+		} else {
+			select {
+			case <-f.fut.Ok():
+			case err = <-f.fut.Err():
+			default:
+				return queue[n:], nil
+			}
+		}
+		if err != nil {
+			if err := p.republish(ctx, f.msg); err != nil {
+				return queue[n:], err
+			}
+		}
+		p.events.Add(uint64(f.events))
+		p.messages.Add(1)
+		n++
+	}
+	return queue[n:], nil
+}
+
+// republish sends msg synchronously until the stream acknowledges it.
+func (p *Publisher) republish(ctx context.Context, msg *nats.Msg) error {
+	backoff := 10 * time.Millisecond
+	for {
+		p.retries.Add(1)
+		m := nats.NewMsg(msg.Subject)
+		m.Data, m.Header = msg.Data, msg.Header
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := p.conn.JS.PublishMsg(cctx, m)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.cfg.Logger.Debug("republish failed; retrying", "subject", msg.Subject, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
+	}
+}

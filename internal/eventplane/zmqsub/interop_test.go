@@ -1,0 +1,142 @@
+package zmqsub_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
+)
+
+const python = "/usr/bin/python3"
+
+// needPython skips (locally) or fails (CI=true) without Debian's
+// python3-zmq and python3-msgpack.
+func needPython(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import zmq, msgpack").Run(); err != nil {
+		msg := "libzmq interop test needs /usr/bin/python3 with python3-zmq and python3-msgpack (run scripts/setup-test-deps): " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+}
+
+// startPublisher runs testdata/vllm_pub.py and returns its PUB and replay
+// endpoints; the script exits when the test ends (stdin closed).
+func startPublisher(t *testing.T, args ...string) (pub, replay string) {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{"testdata/vllm_pub.py"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("publisher: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	var pp, rp int
+	if _, err := fmt.Sscanf(line, "PUB %d REPLAY %d", &pp, &rp); err != nil {
+		t.Fatalf("publisher said %q: %v", line, err)
+	}
+	return fmt.Sprintf("tcp://127.0.0.1:%d", pp), fmt.Sprintf("tcp://127.0.0.1:%d", rp)
+}
+
+type result struct {
+	hash  uint64
+	stats zmqsub.Stats
+	idx   indexer.Index
+}
+
+// ingest runs a Subscriber on one python publisher until want messages
+// were handled (received live or replayed).
+func ingest(t *testing.T, want uint64, useReplay bool, args ...string) result {
+	pub, replay := startPublisher(t, args...)
+	if !useReplay {
+		replay = ""
+	}
+	idx := indexer.NewRadix(indexer.Config{})
+	var mu sync.Mutex
+	sink := zmqsub.SinkFunc(func(ev *kvevents.Event) error { mu.Lock(); defer mu.Unlock(); return idx.Apply(ev) })
+	sub := zmqsub.New(zmqsub.Config{BlockSize: 4, Logger: eventplanetest.Quiet,
+		Sources: []zmqsub.Source{{WorkerID: 7, Endpoint: pub, Replay: replay}}}, sink)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := sub.Run(ctx); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	eventplanetest.WaitFor(t, 30*time.Second, "messages ingested", func() bool {
+		st := sub.Stats()
+		return st.Messages+st.Replayed >= want
+	})
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return result{hash: eventplanetest.DumpHash(idx.Dump()), stats: sub.Stats(), idx: idx}
+}
+
+func TestLibzmqInterop(t *testing.T) {
+	needPython(t)
+	full := ingest(t, 6, true)
+	if st := full.stats; st.DecodeError != 0 || st.Gaps != 0 || st.Resyncs != 0 || st.Events < 7 {
+		t.Fatalf("stats %+v", st)
+	}
+	// The prompt of batches 0..5: 12 blocks of 4 tokens from 1000, one
+	// chain; the last batch evicted the last block, so worker 7 holds 11.
+	toks := make([]uint32, 48)
+	for i := range toks {
+		toks[i] = uint32(1000 + i)
+	}
+	locals := kvhash.LocalHashes(toks, 4, kvhash.Seed("", ""))
+	if got := full.idx.FindMatches(locals).Get(kvevents.Worker{ID: 7}); got != 11 {
+		t.Fatalf("overlap = %d, want 11 (index: %v)", got, full.idx.Dump())
+	}
+	if st := full.idx.Stats(); st.Blocks != 11 || st.UnknownRemove != 1 || st.Rejected != 0 {
+		t.Fatalf("index stats %+v", st)
+	}
+
+	// The same stream with seq 2 missing live: recovered by replay.
+	gap := ingest(t, 6, true, "--skip", "2")
+	if st := gap.stats; st.Gaps != 1 || st.Replayed != 1 || st.Resyncs != 0 {
+		t.Fatalf("gap run stats %+v", st)
+	}
+	if gap.hash != full.hash {
+		t.Fatalf("index after replayed gap %x differs from the gap-free run %x", gap.hash, full.hash)
+	}
+
+	// Without a replay endpoint the gap clears the worker: a resync, and
+	// the blocks before the gap are gone (the rest hang off unknown parents).
+	lost := ingest(t, 5, false, "--skip", "2")
+	if st := lost.stats; st.Gaps != 1 || st.Resyncs != 1 || st.Replayed != 0 {
+		t.Fatalf("unrecoverable gap stats %+v", st)
+	}
+	if got := lost.idx.FindMatches(locals).Get(kvevents.Worker{ID: 7}); got != 0 {
+		t.Fatalf("overlap after resync = %d, want 0", got)
+	}
+}

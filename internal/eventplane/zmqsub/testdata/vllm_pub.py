@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""A vLLM-style KV event publisher on real libzmq (Debian python3-zmq and
+python3-msgpack), for kvrouter's interop test.
+
+It binds an XPUB (a PUB on the wire; XPUB lets it see the subscription, so
+nothing is published before the subscriber is connected) and a ROUTER for
+replay, prints "PUB <port> REPLAY <port>", waits for a subscription, then
+publishes --batches batches [topic, seq (8 bytes BE), msgpack payload], seq
+from 0. Even batches use vLLM's array events, odd ones the newer map form.
+--skip N leaves seq N out of the live stream (it stays in the replay
+buffer). Replay: a request [start seq, 8 bytes BE] is answered with
+(b"", seq, payload) per buffered batch from start, then (b"", -1, b"").
+It exits when stdin closes.
+"""
+import argparse
+import select
+import sys
+import time
+
+import msgpack
+import zmq
+
+p = argparse.ArgumentParser()
+p.add_argument("--batches", type=int, default=6)
+p.add_argument("--block-size", type=int, default=4)
+p.add_argument("--skip", type=int, default=-1)
+p.add_argument("--topic", default="kv@10.0.0.7:8000@test-model")
+a = p.parse_args()
+bs = a.block_size
+
+ctx = zmq.Context()
+pub = ctx.socket(zmq.XPUB)
+pub.setsockopt(zmq.SNDHWM, 0)
+pub_port = pub.bind_to_random_port("tcp://127.0.0.1")
+rep = ctx.socket(zmq.ROUTER)
+rep_port = rep.bind_to_random_port("tcp://127.0.0.1")
+print("PUB %d REPLAY %d" % (pub_port, rep_port), flush=True)
+
+poller = zmq.Poller()
+poller.register(pub, zmq.POLLIN)
+poller.register(rep, zmq.POLLIN)
+
+
+def tokens(i):
+    # Two blocks of bs tokens per batch, distinct per batch.
+    return list(range(1000 + i * 2 * bs, 1000 + (i + 1) * 2 * bs))
+
+
+def batch(i):
+    # Engine hashes: batch i stores blocks 2i+1, 2i+2 (uint64 beyond int64
+    # for odd batches) chained on the previous batch's last block.
+    base = (1 << 63) if i % 2 else 0
+    hashes = [base + 2 * i + 1, base + 2 * i + 2]
+    parent = None
+    if i > 0:
+        parent = ((1 << 63) if (i - 1) % 2 else 0) + 2 * i
+    if i % 2 == 0:
+        events = [["BlockStored", hashes, parent, tokens(i), bs, None, "GPU"]]
+    else:
+        events = [{"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": parent,
+                   "token_ids": tokens(i), "block_size": bs, "lora_id": None, "medium": "GPU"}]
+    if i == a.batches - 1:
+        # Evict this batch's last block (array form) and an unknown hash (map form).
+        events.append(["BlockRemoved", [hashes[1]], "GPU"])
+        events.append({"type": "BlockRemoved", "block_hashes": [999999], "medium": "GPU"})
+    return msgpack.packb([time.time(), events, 0], use_bin_type=True)
+
+
+buf = {}
+published = False
+while True:
+    ready = dict(poller.poll(100))
+    if pub in ready:
+        msg = pub.recv()
+        if msg[:1] == b"\x01" and not published:
+            published = True
+            for i in range(a.batches):
+                buf[i] = batch(i)
+                if i != a.skip:
+                    pub.send_multipart([a.topic.encode(), i.to_bytes(8, "big"), buf[i]])
+    if rep in ready:
+        ident, *rest = rep.recv_multipart()
+        start = int.from_bytes(rest[-1], "big")
+        for s in sorted(buf):
+            if s >= start:
+                rep.send_multipart([ident, b"", s.to_bytes(8, "big"), buf[s]])
+        rep.send_multipart([ident, b"", (-1).to_bytes(8, "big", signed=True), b""])
+    if select.select([sys.stdin], [], [], 0)[0] and not sys.stdin.read(1):
+        break

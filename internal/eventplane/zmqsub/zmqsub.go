@@ -1,0 +1,469 @@
+package zmqsub
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/zeebo/xxh3"
+)
+
+// Sink receives events in per worker+rank order (an index, or a
+// Publisher adapter in the bridge). Apply is called from one goroutine per
+// publisher; it must be safe for concurrent use across workers.
+type Sink interface {
+	Apply(ev *kvevents.Event) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ev *kvevents.Event) error
+
+// Apply calls f.
+func (f SinkFunc) Apply(ev *kvevents.Event) error { return f(ev) }
+
+// DecodeFunc decodes one vLLM/SGLang payload ([ts, events, dp_rank?]) of
+// worker w (rank = the socket's rank; a payload dp_rank overrides it) into
+// events appended to dst, event ids unset.
+type DecodeFunc func(dst []kvevents.Event, payload []byte, w kvevents.Worker, blockSize int) ([]kvevents.Event, error)
+
+// Source is one engine in the connect topology.
+type Source struct {
+	// WorkerID is the router's id of the engine.
+	WorkerID uint64
+	// Endpoint is the engine's PUB endpoint, e.g. "tcp://10.0.0.5:5557".
+	Endpoint string
+	// Replay is the engine's replay ROUTER endpoint; "" = no replay.
+	Replay string
+	// DPSize is the number of data-parallel ranks; rank r publishes on the
+	// endpoint's port + r (and replays on the replay port + r). Default 1.
+	DPSize int
+	// Topic is the subscription prefix; "" (default) takes every topic. In
+	// the bind topology it is the topic that maps to WorkerID.
+	Topic string
+}
+
+// Config configures a Subscriber.
+type Config struct {
+	// BlockSize is the router's block size; a payload whose block_size
+	// differs is rejected (counted, logged). Required.
+	BlockSize int
+	// Sources to dial (connect topology).
+	Sources []Source
+	// Bind, when set, binds one SUB there for engines to connect to.
+	Bind string
+	// TopicWorker maps a bind-mode topic to a worker id. Default: a Source
+	// whose Topic equals the topic, else TopicHash of the pod address.
+	TopicWorker func(topic string) (uint64, bool)
+	// Decode decodes a payload. Default: a kvevents.VLLMDecoder per
+	// publisher.
+	Decode DecodeFunc
+	// StartID, when set, returns the last event id already assigned to w
+	// (ids continue after it). Default: ids start at 1.
+	StartID func(w kvevents.Worker) uint64
+	// ReplayTimeout bounds one replay request; default 2s.
+	ReplayTimeout time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats counts what a Subscriber did.
+type Stats struct {
+	Messages    uint64 // ZMQ messages received
+	Events      uint64 // events handed to the sink
+	Blocks      uint64
+	Duplicates  uint64 // messages with a seq already seen
+	Gaps        uint64 // seq gaps detected
+	Replayed    uint64 // messages recovered through replay
+	Resyncs     uint64 // worker+ranks cleared: gap not coverable or engine restart
+	Restarts    uint64 // seq went backwards
+	DecodeError uint64 // undecodable payloads or events
+	BlockSize   uint64 // events refused for a block-size mismatch
+	SinkErrors  uint64
+}
+
+// Subscriber ingests ZMQ KV events into a Sink.
+type Subscriber struct {
+	cfg  Config
+	sink Sink
+	log  *slog.Logger
+
+	bound atomic.Value // net.Addr
+
+	mu   sync.Mutex
+	pubs map[pubKey]*pubState // bind mode: per topic+rank; connect mode: per source+rank
+
+	st struct {
+		messages, events, blocks, dups, gaps, replayed, resyncs, restarts, decErr, bsErr, sinkErr atomic.Uint64
+	}
+}
+
+type pubKey struct {
+	topic  string
+	worker kvevents.Worker
+}
+
+type pubState struct {
+	seen    bool
+	lastSeq int64
+	nextID  uint64
+	replay  string
+	dec     *kvevents.VLLMDecoder
+	scratch []kvevents.Event
+}
+
+// New returns a Subscriber; it opens no socket until Run.
+func New(cfg Config, sink Sink) *Subscriber {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ReplayTimeout <= 0 {
+		cfg.ReplayTimeout = 2 * time.Second
+	}
+	return &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState)}
+}
+
+// Validate reports every problem of the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if c.BlockSize <= 0 {
+		errs = append(errs, errors.New("zmqsub: block size required"))
+	}
+	if len(c.Sources) == 0 && c.Bind == "" {
+		errs = append(errs, errors.New("zmqsub: no source endpoint and no bind endpoint"))
+	}
+	for _, s := range c.Sources {
+		if _, _, err := splitEndpoint(s.Endpoint); err != nil {
+			errs = append(errs, err)
+		}
+		if s.Replay != "" {
+			if _, _, err := splitEndpoint(s.Replay); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the counters.
+func (s *Subscriber) Stats() Stats {
+	return Stats{Messages: s.st.messages.Load(), Events: s.st.events.Load(), Blocks: s.st.blocks.Load(),
+		Duplicates: s.st.dups.Load(), Gaps: s.st.gaps.Load(), Replayed: s.st.replayed.Load(),
+		Resyncs: s.st.resyncs.Load(), Restarts: s.st.restarts.Load(), DecodeError: s.st.decErr.Load(),
+		BlockSize: s.st.bsErr.Load(), SinkErrors: s.st.sinkErr.Load()}
+}
+
+// Run dials every source rank (and binds Config.Bind) and ingests until ctx
+// is done; it returns nil then, or the first setup error.
+func (s *Subscriber) Run(ctx context.Context) error {
+	if err := s.cfg.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 1+len(s.cfg.Sources)*4)
+	if s.cfg.Bind != "" {
+		sub := newSub(ctx)
+		if err := sub.Listen(s.cfg.Bind); err != nil {
+			return fmt.Errorf("zmqsub: bind %s: %w", s.cfg.Bind, err)
+		}
+		if a := sub.Addr(); a != nil {
+			s.bound.Store(a)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.loop(ctx, sub, nil, 0) }()
+	}
+	for i := range s.cfg.Sources {
+		src := s.cfg.Sources[i]
+		for r := 0; r < max(src.DPSize, 1); r++ {
+			ep, _ := RankEndpoint(src.Endpoint, r)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sub := newSub(ctx)
+				if err := sub.Dial(ep); err != nil {
+					if ctx.Err() == nil {
+						errc <- fmt.Errorf("zmqsub: dial %s: %w", ep, err)
+					}
+					return
+				}
+				s.loop(ctx, sub, &src, uint32(r))
+			}()
+		}
+	}
+	<-ctx.Done()
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return nil
+}
+
+// BindAddr returns the address Config.Bind listens on once Run has bound
+// it (useful with port 0), or nil.
+func (s *Subscriber) BindAddr() net.Addr {
+	if a, ok := s.bound.Load().(net.Addr); ok {
+		return a
+	}
+	return nil
+}
+
+func newSub(ctx context.Context) zmq4.Socket {
+	sub := zmq4.NewSub(ctx, zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithDialerMaxRetries(-1),
+		zmq4.WithAutomaticReconnect(true))
+	_ = sub.SetOption(zmq4.OptionSubscribe, "")
+	return sub
+}
+
+// loop receives on one SUB socket. src is nil in bind mode.
+func (s *Subscriber) loop(ctx context.Context, sub zmq4.Socket, src *Source, rank uint32) {
+	defer sub.Close()
+	for {
+		msg, err := sub.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Debug("zmq recv", "err", err)
+			continue
+		}
+		s.st.messages.Add(1)
+		if len(msg.Frames) < 3 {
+			s.st.decErr.Add(1)
+			continue
+		}
+		topic := string(msg.Frames[0])
+		seqb, payload := msg.Frames[len(msg.Frames)-2], msg.Frames[len(msg.Frames)-1]
+		if len(seqb) != 8 {
+			s.st.decErr.Add(1)
+			continue
+		}
+		seq := int64(binary.BigEndian.Uint64(seqb))
+		key, replay, ok := s.route(topic, src, rank)
+		if !ok {
+			s.st.decErr.Add(1)
+			continue
+		}
+		s.handle(ctx, key, replay, seq, payload)
+	}
+}
+
+// route maps a message to its publisher key and replay endpoint.
+func (s *Subscriber) route(topic string, src *Source, rank uint32) (pubKey, string, bool) {
+	if src != nil {
+		replay := ""
+		if src.Replay != "" {
+			replay, _ = RankEndpoint(src.Replay, int(rank))
+		}
+		return pubKey{worker: kvevents.Worker{ID: src.WorkerID, Rank: rank}}, replay, true
+	}
+	// Bind mode: the topic names the worker; the rank rides in the topic key
+	// too (ranks of one engine each publish their own seq).
+	for _, so := range s.cfg.Sources {
+		if so.Topic != "" && so.Topic == topic {
+			return pubKey{topic: topic, worker: kvevents.Worker{ID: so.WorkerID}}, so.Replay, true
+		}
+	}
+	if s.cfg.TopicWorker != nil {
+		id, ok := s.cfg.TopicWorker(topic)
+		return pubKey{topic: topic, worker: kvevents.Worker{ID: id}}, "", ok
+	}
+	pod, _, ok := ParseTopic(topic)
+	if !ok {
+		return pubKey{}, "", false
+	}
+	return pubKey{topic: topic, worker: kvevents.Worker{ID: TopicHash(pod)}}, "", true
+}
+
+func (s *Subscriber) state(key pubKey, replay string) *pubState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps := s.pubs[key]
+	if ps == nil {
+		ps = &pubState{replay: replay}
+		if s.cfg.StartID != nil {
+			ps.nextID = s.cfg.StartID(key.worker)
+		}
+		s.pubs[key] = ps
+	}
+	return ps
+}
+
+// handle applies one message of publisher key, recovering gaps.
+func (s *Subscriber) handle(ctx context.Context, key pubKey, replay string, seq int64, payload []byte) {
+	ps := s.state(key, replay)
+	switch {
+	case !ps.seen:
+		ps.seen = true
+	case seq == ps.lastSeq+1:
+	case seq == ps.lastSeq:
+		s.st.dups.Add(1)
+		return
+	case seq < ps.lastSeq:
+		s.st.restarts.Add(1)
+		s.log.Warn("engine restarted (seq went backwards): clearing worker", "worker", key.worker.String(), "seq", seq, "last_seq", ps.lastSeq)
+		s.clear(ps, key.worker)
+	default: // gap
+		s.st.gaps.Add(1)
+		if !s.replay(ctx, ps, key, ps.lastSeq+1, seq) {
+			s.log.Warn("KV event gap not recoverable: clearing worker", "worker", key.worker.String(), "from_seq", ps.lastSeq+1, "to_seq", seq-1)
+			s.clear(ps, key.worker)
+		}
+	}
+	s.apply(ps, key.worker, payload)
+	ps.lastSeq = seq
+}
+
+// clear emits a Cleared for w and counts a resync.
+func (s *Subscriber) clear(ps *pubState, w kvevents.Worker) {
+	s.st.resyncs.Add(1)
+	ps.nextID++
+	ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, EventID: ps.nextID, Kind: kvevents.KindCleared}
+	if err := s.sink.Apply(&ev); err != nil {
+		s.st.sinkErr.Add(1)
+	}
+	s.st.events.Add(1)
+}
+
+// apply decodes a payload and hands its events to the sink with fresh ids.
+func (s *Subscriber) apply(ps *pubState, w kvevents.Worker, payload []byte) {
+	var evs []kvevents.Event
+	var err error
+	if s.cfg.Decode != nil {
+		evs, err = s.cfg.Decode(ps.scratch[:0], payload, w, s.cfg.BlockSize)
+	} else {
+		if ps.dec == nil {
+			ps.dec, err = kvevents.NewVLLMDecoder(kvevents.VLLMConfig{BlockSize: s.cfg.BlockSize, WorkerID: w.ID, DPRank: w.Rank})
+		}
+		if err == nil {
+			evs, err = ps.dec.Decode(ps.scratch[:0], payload)
+		}
+	}
+	if err != nil {
+		var bse *kvevents.BlockSizeError
+		if errors.As(err, &bse) {
+			s.st.bsErr.Add(1)
+			s.log.Error("KV event refused: block size mismatch", "worker", w.String(), "engine_block_size", bse.Got, "router_block_size", bse.Want)
+		} else {
+			s.st.decErr.Add(1)
+			s.log.Warn("undecodable KV event payload", "worker", w.String(), "err", err)
+		}
+	}
+	for i := range evs {
+		ev := &evs[i]
+		ev.WorkerID = w.ID
+		ps.nextID++
+		ev.EventID = ps.nextID
+		if err := s.sink.Apply(ev); err != nil {
+			s.st.sinkErr.Add(1)
+		}
+		s.st.events.Add(1)
+		s.st.blocks.Add(uint64(ev.NumBlocks()))
+	}
+	clear(evs)
+	ps.scratch = evs[:0]
+}
+
+// replay fetches seqs [from, to) from ps.replay and applies them; it
+// reports whether the whole range was covered.
+func (s *Subscriber) replay(ctx context.Context, ps *pubState, key pubKey, from, to int64) bool {
+	if ps.replay == "" {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.ReplayTimeout)
+	defer cancel()
+	d := zmq4.NewDealer(rctx, zmq4.WithDialerMaxRetries(3), zmq4.WithDialerRetry(50*time.Millisecond))
+	defer d.Close()
+	if err := d.Dial(ps.replay); err != nil {
+		s.log.Warn("replay dial failed", "endpoint", ps.replay, "err", err)
+		return false
+	}
+	var req [8]byte
+	binary.BigEndian.PutUint64(req[:], uint64(from))
+	if err := d.Send(zmq4.NewMsg(req[:])); err != nil {
+		return false
+	}
+	next := from
+	for {
+		m, err := d.Recv()
+		if err != nil {
+			s.log.Warn("replay recv failed", "endpoint", ps.replay, "err", err)
+			return false
+		}
+		if len(m.Frames) < 2 {
+			return false
+		}
+		seqb, payload := m.Frames[len(m.Frames)-2], m.Frames[len(m.Frames)-1]
+		if len(seqb) != 8 {
+			return false
+		}
+		seq := int64(binary.BigEndian.Uint64(seqb))
+		if seq == -1 {
+			return next >= to
+		}
+		if seq < next || seq >= to {
+			continue // before the gap (already applied) or the live message itself
+		}
+		if seq > next {
+			return false // the replay buffer no longer holds the start of the gap
+		}
+		s.apply(ps, key.worker, payload)
+		s.st.replayed.Add(1)
+		ps.lastSeq = seq
+		next = seq + 1
+	}
+}
+
+// ParseTopic splits "kv@<pod-address>@<model>" (vLLM's centralized topic).
+func ParseTopic(topic string) (pod, model string, ok bool) {
+	parts := strings.SplitN(topic, "@", 3)
+	if len(parts) != 3 || parts[1] == "" {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
+}
+
+// TopicHash is the default worker id of a pod address: XXH3 of it, limited
+// to 53 bits so it survives JSON clients that use doubles.
+func TopicHash(pod string) uint64 { return xxh3.HashString(pod) & (1<<53 - 1) }
+
+// RankEndpoint returns the endpoint of data-parallel rank r: port + r.
+func RankEndpoint(ep string, r int) (string, error) {
+	host, port, err := splitEndpoint(ep)
+	if err != nil {
+		return "", err
+	}
+	if r == 0 {
+		return ep, nil
+	}
+	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port+r)), nil
+}
+
+func splitEndpoint(ep string) (string, int, error) {
+	u, err := url.Parse(ep)
+	if err != nil || u.Scheme != "tcp" {
+		return "", 0, fmt.Errorf("zmqsub: endpoint %q: want tcp://host:port", ep)
+	}
+	h, p, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return "", 0, fmt.Errorf("zmqsub: endpoint %q: %w", ep, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("zmqsub: endpoint %q: bad port", ep)
+	}
+	return h, port, nil
+}

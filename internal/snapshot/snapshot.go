@@ -1,0 +1,279 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Dumper is the index (indexer.Index has it).
+type Dumper interface {
+	Dump() []kvevents.Event
+}
+
+// Checkpointer is the stream subscriber (eventplane.Subscriber has it).
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, fn func(eventplane.Position) error) error
+	Stats() eventplane.SubscriberStats
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Bucket is the object store; default "kvrouter_snapshots".
+	Bucket string
+	// Every is the number of applied events that calls for a snapshot;
+	// default 100000.
+	Every uint64
+	// Interval is the least time between snapshots (and the time after
+	// which any new event calls for one); default 30s.
+	Interval time.Duration
+	// Keep is how many snapshots to keep; default 3.
+	Keep int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Snapshot is an index dump and the stream position it covers.
+type Snapshot struct {
+	Position eventplane.Position
+	Events   []kvevents.Event
+	Created  time.Time
+}
+
+type header struct {
+	StreamSeq uint64      `json:"stream_seq"`
+	LastIDs   [][3]uint64 `json:"last_ids"` // [worker, rank, last event id], sorted
+	Events    int         `json:"events"`
+	Created   time.Time   `json:"created"`
+}
+
+// Manager writes and reads snapshots.
+type Manager struct {
+	conn *eventplane.Conn
+	cfg  Config
+
+	mu  sync.Mutex
+	obs jetstream.ObjectStore
+}
+
+// NewManager returns a Manager on conn; it does no I/O.
+func NewManager(conn *eventplane.Conn, cfg Config) *Manager {
+	if cfg.Bucket == "" {
+		cfg.Bucket = "kvrouter_snapshots"
+	}
+	if cfg.Every == 0 {
+		cfg.Every = 100000
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Keep <= 0 {
+		cfg.Keep = 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Manager{conn: conn, cfg: cfg}
+}
+
+func (m *Manager) store(ctx context.Context) (jetstream.ObjectStore, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.obs != nil {
+		return m.obs, nil
+	}
+	obs, err := m.conn.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: m.cfg.Bucket, Description: "kvrouter index snapshots"})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: object store %s: %w", m.cfg.Bucket, err)
+	}
+	m.obs = obs
+	return obs, nil
+}
+
+func name(seq uint64) string { return fmt.Sprintf("index-%020d", seq) }
+
+// Encode serializes a snapshot.
+func Encode(s *Snapshot) ([]byte, error) {
+	h := header{StreamSeq: s.Position.StreamSeq, Events: len(s.Events), Created: s.Created.UTC()}
+	for w, id := range s.Position.LastIDs {
+		h.LastIDs = append(h.LastIDs, [3]uint64{w.ID, uint64(w.Rank), id})
+	}
+	sort.Slice(h.LastIDs, func(i, j int) bool {
+		a, b := h.LastIDs[i], h.LastIDs[j]
+		return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1])
+	})
+	buf, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, '\n')
+	if len(s.Events) > 0 {
+		buf, err = eventplane.EncodeEnvelope(buf, eventplane.FormatMsgpack, s.Events)
+	}
+	return buf, err
+}
+
+// Decode parses a snapshot written by Encode.
+func Decode(b []byte) (*Snapshot, error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return nil, errors.New("snapshot: no header")
+	}
+	var h header
+	if err := json.Unmarshal(b[:i], &h); err != nil {
+		return nil, fmt.Errorf("snapshot: header: %w", err)
+	}
+	s := &Snapshot{Position: eventplane.Position{StreamSeq: h.StreamSeq, LastIDs: map[kvevents.Worker]uint64{}}, Created: h.Created}
+	for _, l := range h.LastIDs {
+		s.Position.LastIDs[kvevents.Worker{ID: l[0], Rank: uint32(l[1])}] = l[2]
+	}
+	if h.Events > 0 {
+		evs, err := eventplane.DecodeEnvelope(make([]kvevents.Event, 0, h.Events), b[i+1:])
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: events: %w", err)
+		}
+		if len(evs) != h.Events {
+			return nil, fmt.Errorf("snapshot: %d events, header says %d", len(evs), h.Events)
+		}
+		s.Events = evs
+	}
+	return s, nil
+}
+
+// Save writes s and prunes old snapshots beyond Keep.
+func (m *Manager) Save(ctx context.Context, s *Snapshot) error {
+	obs, err := m.store(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := Encode(s)
+	if err != nil {
+		return err
+	}
+	if _, err := obs.PutBytes(ctx, name(s.Position.StreamSeq), b); err != nil {
+		return fmt.Errorf("snapshot: put: %w", err)
+	}
+	names, err := m.names(ctx)
+	if err != nil {
+		return err
+	}
+	for len(names) > m.cfg.Keep {
+		_ = obs.Delete(ctx, names[0])
+		names = names[1:]
+	}
+	return nil
+}
+
+// names lists snapshot objects, oldest first.
+func (m *Manager) names(ctx context.Context) ([]string, error) {
+	obs, err := m.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: list: %w", err)
+	}
+	var ns []string
+	for _, in := range infos {
+		if strings.HasPrefix(in.Name, "index-") && !in.Deleted {
+			ns = append(ns, in.Name)
+		}
+	}
+	sort.Strings(ns)
+	return ns, nil
+}
+
+// Latest returns the newest snapshot, or nil when there is none.
+func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
+	ns, err := m.names(ctx)
+	if err != nil || len(ns) == 0 {
+		return nil, err
+	}
+	obs, _ := m.store(ctx)
+	b, err := obs.GetBytes(ctx, ns[len(ns)-1])
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: get %s: %w", ns[len(ns)-1], err)
+	}
+	return Decode(b)
+}
+
+// Restore applies the newest snapshot to sink (an empty index) and returns
+// the position to subscribe from (zero when there is no snapshot).
+func (m *Manager) Restore(ctx context.Context, sink eventplane.Sink) (eventplane.Position, error) {
+	s, err := m.Latest(ctx)
+	if err != nil || s == nil {
+		return eventplane.Position{}, err
+	}
+	var errs int
+	for i := range s.Events {
+		if sink.Apply(&s.Events[i]) != nil {
+			errs++
+		}
+	}
+	if f, ok := sink.(eventplane.Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			return eventplane.Position{}, err
+		}
+	}
+	m.cfg.Logger.Info("index restored from snapshot", "stream_seq", s.Position.StreamSeq,
+		"events", len(s.Events), "rejected", errs, "created", s.Created)
+	return s.Position, nil
+}
+
+// Take checkpoints cp and saves the index dump at that position.
+func (m *Manager) Take(ctx context.Context, cp Checkpointer, idx Dumper) (*Snapshot, error) {
+	var s *Snapshot
+	err := cp.Checkpoint(ctx, func(pos eventplane.Position) error {
+		s = &Snapshot{Position: pos, Events: idx.Dump(), Created: time.Now()}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, m.Save(ctx, s)
+}
+
+// Run takes snapshots per Config until ctx is done.
+func (m *Manager) Run(ctx context.Context, cp Checkpointer, idx Dumper) error {
+	tick := time.NewTicker(min(m.cfg.Interval, time.Second))
+	defer tick.Stop()
+	last := cp.Stats().Events
+	lastAt := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-tick.C:
+			n := cp.Stats().Events
+			if n == last || now.Sub(lastAt) < m.cfg.Interval && n-last < m.cfg.Every {
+				continue
+			}
+			s, err := m.Take(ctx, cp, idx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				m.cfg.Logger.Warn("snapshot failed", "err", err)
+				continue
+			}
+			m.cfg.Logger.Debug("snapshot saved", "stream_seq", s.Position.StreamSeq, "events", len(s.Events))
+			last, lastAt = n, now
+		}
+	}
+}
