@@ -1,16 +1,289 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+
+	"github.com/kvrouter/kvrouter/internal/sim"
+	"github.com/kvrouter/kvrouter/trace"
 )
 
-// PLACEHOLDER: replaced wholesale by the work that builds this command.
 func newSimCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "sim",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("sim: not built yet") },
+	cfg := sim.DefaultConfig()
+	tracePath := filepath.Join("..", "shared", "data", "conversation_trace.jsonl.gz")
+	var (
+		policies, loadsFlag, capPolicy, outDir, cpuProfile string
+		asJSON, quiet, findCap                             bool
+		speed, capScale                                    float64
+	)
+	c := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate a fleet of mocker engines behind each routing policy (deterministic, simulated time)",
+		Long: `sim replays a Mooncake trace against a simulated fleet: --workers mocker engine
+cores on simulated time (each steps through forward passes whose modeled
+durations advance its clock), with the router core in front. KV events reach
+the kv policy's index --event-delay after their pass; first tokens and
+finishes drive the router's load tracker. Every policy in --policies runs on
+the same trace and fleet, side by side:
+
+  kv           the default router (KV events)
+  kv-approx    the router in approximate mode (no events; routing history)
+  load         the router with overlap credit 0 (load only)
+  round-robin  cycle through workers
+  random       uniform, seeded
+  cache-aware  SGLang router's cache_aware policy (approximate tree per
+               worker, match-rate threshold, shortest queue when imbalanced)
+
+Per policy it reports TTFT, ITL and end-to-end latency percentiles, prompt
+tokens computed vs cached, the block hit rate and its ratio to two bounds
+(the trace's infinite-cache hit rate and that of one LRU cache as large as
+the whole fleet), throughput and load imbalance.
+
+Arrival rate: --rate-scale (alias --speed) multiplies the trace's arrival
+rate. --find-capacity measures the fleet's capacity (the saturated
+throughput of --capacity-policy with every request arriving at once) and
+--loads 0.5,0.7,0.9 runs the table at those fractions of it.
+
+The router knobs (--prefill-load-scale, --overlap-credit, ...) apply to kv,
+kv-approx and load. On the Mooncake conversation trace the DESIGN.md defaults
+(1.0 / 1.0) let the decode term (active decode blocks, i.e. KV footprint)
+outweigh cache overlap; --prefill-load-scale 64 --overlap-credit 4 brings kv
+to >= 90% of the pooled-cache bound with the best TTFT (see internal/sim).
+
+The same flags and --seed always give the same figures.`,
+		Example: `  kvrouter sim --trace ../shared/data/conversation_trace.jsonl.gz --workers 8
+  kvrouter sim --rate-scale 4 --policies kv,round-robin --json
+  kvrouter sim --loads 0.5,0.7,0.9 --out sim-out
+  kvrouter sim --loads 0.5,0.7,0.9 --capacity-rate-scale 6.5 --prefill-load-scale 64 --overlap-credit 4`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("speed") {
+				cfg.RateScale = speed
+			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			recs, err := trace.ReadFile(tracePath)
+			if err != nil {
+				return err
+			}
+			cfg.Trace = recs
+			cfg.KeepSamples = outDir != ""
+			out := cmd.OutOrStdout()
+			errOut := cmd.ErrOrStderr()
+
+			fractions, err := parseSimFractions(loadsFlag)
+			if err != nil {
+				return err
+			}
+			if findCap || len(fractions) > 0 {
+				cp, err := sim.ParsePolicies(capPolicy)
+				if err != nil || len(cp) != 1 {
+					return fmt.Errorf("--capacity-policy must name one policy: %q", capPolicy)
+				}
+				var cap sim.Capacity
+				if capScale > 0 {
+					cap, err = sim.CapacityFromScale(cfg, capScale)
+				} else {
+					capCfg := cfg
+					capCfg.Policies = cp
+					cap, err = sim.FindCapacity(cmd.Context(), capCfg, simProgress(errOut, quiet, "capacity"))
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "capacity (%s, %d workers): %.3f req/s saturated = %.2fx the trace's %.3f req/s\n",
+					cp[0], cfg.Workers, cap.RequestsPerS, cap.RateScale, cap.TraceRate)
+				for _, fr := range fractions {
+					fmt.Fprintf(out, "  %.0f%% load: --rate-scale %.3f (%.3f req/s)\n", 100*fr, fr*cap.RateScale, fr*cap.RequestsPerS)
+				}
+				if len(fractions) == 0 {
+					return nil
+				}
+				var reps []sim.Report
+				for _, fr := range fractions {
+					rc := cfg
+					rc.RateScale = fr * cap.RateScale
+					rep, err := sim.Run(cmd.Context(), rc, simProgress(errOut, quiet, fmt.Sprintf("load %.0f%%", 100*fr)))
+					if err != nil {
+						return err
+					}
+					reps = append(reps, rep)
+					if !asJSON {
+						fmt.Fprintf(out, "\n== %.0f%% of capacity ==\n", 100*fr)
+						if err := rep.WriteTable(out); err != nil {
+							return err
+						}
+					}
+				}
+				if asJSON {
+					if err := simWriteJSON(out, map[string]any{"capacity": cap, "fractions": fractions, "reports": reps}); err != nil {
+						return err
+					}
+				}
+				return simWriteOut(outDir, reps, fractions)
+			}
+
+			rep, err := sim.Run(cmd.Context(), cfg, simProgress(errOut, quiet, "sim"))
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := rep.WriteJSON(out); err != nil {
+					return err
+				}
+			} else if err := rep.WriteTable(out); err != nil {
+				return err
+			}
+			return simWriteOut(outDir, []sim.Report{rep}, nil)
+		},
 	}
+	f := c.Flags()
+	f.StringVar(&tracePath, "trace", tracePath, "Mooncake trace (JSONL, plain or gzip)")
+	f.IntVar(&cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
+	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, kv-approx, load, round-robin, random, cache-aware (all)")
+	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
+	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
+	f.Float64Var(&speed, "speed", 1, "alias of --rate-scale")
+	f.DurationVar(&cfg.EventDelay, "event-delay", cfg.EventDelay, "simulated delay of KV events to the kv policy's index")
+	f.DurationVar(&cfg.MetricsDelay, "metrics-delay", cfg.MetricsDelay, "simulated delay of worker KV usage reports (busy thresholds)")
+	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random source")
+	f.IntVar(&cfg.Parallel, "parallel", 0, "policies simulated at once (0 = GOMAXPROCS)")
+	// Engine.
+	f.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "KV block size in tokens (engines and router)")
+	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per engine")
+	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
+	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
+	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
+	// Router knobs (kv, kv-approx, load).
+	s := &cfg.Router.Selector
+	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, kv-approx)")
+	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
+	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
+	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")
+	f.Float64Var(&s.ActiveRequestWeight, "active-request-weight", s.ActiveRequestWeight, "router: blocks charged per active request")
+	f.Float64Var(&s.Temperature, "temperature", s.Temperature, "router: softmax temperature (0 = argmin)")
+	f.Float64Var(&s.BusyKVUsage, "busy-kv-usage", s.BusyKVUsage, "router: busy threshold on KV usage fraction (0 = off)")
+	f.Float64Var(&s.BusyPrefillFraction, "busy-prefill-fraction", s.BusyPrefillFraction, "router: busy threshold on active prefill / max batched tokens (0 = off)")
+	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
+	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
+	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: kv-approx TTL")
+	// Cache-aware knobs.
+	ca := &cfg.CacheAware
+	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")
+	f.IntVar(&ca.BalanceAbsThreshold, "ca-balance-abs", ca.BalanceAbsThreshold, "cache-aware: imbalance when max-min in-flight > this ...")
+	f.Float64Var(&ca.BalanceRelThreshold, "ca-balance-rel", ca.BalanceRelThreshold, "cache-aware: ... and max > this * min")
+	f.DurationVar(&ca.EvictionInterval, "ca-eviction-interval", ca.EvictionInterval, "cache-aware: tree eviction period")
+	f.IntVar(&ca.MaxTreeTokens, "ca-max-tree-tokens", ca.MaxTreeTokens, "cache-aware: tree size bound per worker, tokens")
+	// Capacity.
+	f.BoolVar(&findCap, "find-capacity", false, "measure the fleet's capacity and print the rate scales of --loads")
+	f.StringVar(&loadsFlag, "loads", "", "comma-separated fractions of capacity to run (e.g. 0.5,0.7,0.9); implies --find-capacity")
+	f.Float64Var(&capScale, "capacity-rate-scale", 0, "known capacity as a rate scale (from an earlier --find-capacity); skips measuring it")
+	f.StringVar(&capPolicy, "capacity-policy", string(sim.PolicyRoundRobin), "policy whose saturated throughput defines capacity (keep a state-independent one: round-robin or random)")
+	// Output.
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	f.StringVar(&outDir, "out", "", "directory for CSV and PNG charts (TTFT CDF, hit rate per policy)")
+	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	return c
+}
+
+func parseSimFractions(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0) {
+			return nil, fmt.Errorf("--loads: %q is not a positive fraction", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// progressFor returns a progress bar on w (nil when quiet).
+func simProgress(w io.Writer, quiet bool, desc string) sim.Progress {
+	if quiet {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int64) {
+		if bar == nil {
+			bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(desc),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetItsString("req"),
+				progressbar.OptionShowIts(),
+				progressbar.OptionThrottle(100_000_000),
+				progressbar.OptionClearOnFinish(),
+			)
+		}
+		_ = bar.Set64(done)
+		if done >= total {
+			_ = bar.Finish()
+		}
+	}
+}
+
+func simWriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeOut writes the CSV and the charts of reps into dir ("" = nowhere).
+func simWriteOut(dir string, reps []sim.Report, fractions []float64) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "sim.csv"))
+	if err != nil {
+		return err
+	}
+	for i := range reps {
+		if err := reps[i].WriteCSV(f, i == 0); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	for i := range reps {
+		suffix := ""
+		if len(fractions) > 0 {
+			suffix = fmt.Sprintf("-load%.0f", 100*fractions[i])
+		}
+		if err := sim.WriteCharts(&reps[i], dir, suffix); err != nil {
+			return err
+		}
+	}
+	return nil
 }

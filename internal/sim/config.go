@@ -1,0 +1,261 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/trace"
+)
+
+// Policy names a routing policy the simulator compares.
+type Policy string
+
+// The policies of issue 4 item 7.
+const (
+	// PolicyKV is the default router: ModeKV, overlap from KV events
+	// delivered after Config.EventDelay.
+	PolicyKV Policy = "kv"
+	// PolicyKVApprox is the router in ModeApprox: no events, overlap from
+	// the routing history (TTL side index).
+	PolicyKVApprox Policy = "kv-approx"
+	// PolicyLoad is the router with overlap credit 0 (ModeLoadOnly): the
+	// same cost function, cache ignored.
+	PolicyLoad Policy = "load"
+	// PolicyRoundRobin cycles through the workers.
+	PolicyRoundRobin Policy = "round-robin"
+	// PolicyRandom picks a worker uniformly from a seeded source.
+	PolicyRandom Policy = "random"
+	// PolicyCacheAware is SGLang router's cache_aware policy (see
+	// CacheAwareConfig).
+	PolicyCacheAware Policy = "cache-aware"
+)
+
+// AllPolicies lists every policy in report order.
+var AllPolicies = []Policy{PolicyKV, PolicyKVApprox, PolicyLoad, PolicyRoundRobin, PolicyRandom, PolicyCacheAware}
+
+// ParsePolicies parses a comma-separated list of policy names; "all" or ""
+// means AllPolicies. Duplicates are dropped, order is kept.
+func ParsePolicies(s string) ([]Policy, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "all" {
+		return slices.Clone(AllPolicies), nil
+	}
+	var out []Policy
+	for _, f := range strings.Split(s, ",") {
+		p := Policy(strings.TrimSpace(f))
+		if !slices.Contains(AllPolicies, p) {
+			return nil, fmt.Errorf("sim: unknown policy %q (want %s)", p, policyList())
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func policyList() string {
+	names := make([]string, len(AllPolicies))
+	for i, p := range AllPolicies {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}
+
+// CacheAwareConfig configures the cache-aware baseline, modelled on the
+// documented behaviour of SGLang router's cache_aware policy
+// (sgl-router --policy cache_aware; defaults are its documented defaults):
+//
+//   - Per worker, an approximate prefix tree of the prompts routed to it
+//     (routing history only, no feedback from the engines), LRU-evicted to
+//     MaxTreeTokens every EvictionInterval.
+//   - The fleet is imbalanced when max_load - min_load > BalanceAbsThreshold
+//     AND max_load > BalanceRelThreshold * min_load, load being each
+//     worker's in-flight requests. Imbalanced: route to the least-loaded
+//     worker (shortest queue).
+//   - Balanced: take the worker with the longest prefix match; if its
+//     match rate (matched / prompt tokens) exceeds CacheThreshold route
+//     there, otherwise to the worker with the smallest tree (most cache
+//     room).
+//
+// In every case the prompt is then inserted into the chosen worker's tree.
+// NB: SGLang's tree holds characters of the raw text; ours holds prompt
+// blocks of Config.BlockSize tokens (the trace has no text), so matches are
+// measured at block granularity and sizes in tokens.
+type CacheAwareConfig struct {
+	// CacheThreshold is the minimum match rate to follow the cache.
+	// Default 0.5 (SGLang's default).
+	CacheThreshold float64
+	// BalanceAbsThreshold: imbalance needs max-min in-flight requests above
+	// this. Default 32 (SGLang's default).
+	BalanceAbsThreshold int
+	// BalanceRelThreshold: imbalance needs max > this * min. Default 1.0001
+	// (SGLang's default).
+	BalanceRelThreshold float64
+	// EvictionInterval is the period of the LRU eviction sweep (simulated
+	// time). Default 60 s (SGLang's eviction_interval_secs).
+	EvictionInterval time.Duration
+	// MaxTreeTokens bounds each worker's tree, in tokens. Default 1<<24
+	// (SGLang's max_tree_size, which counts characters there).
+	MaxTreeTokens int
+}
+
+// DefaultCacheAwareConfig returns SGLang's documented defaults.
+func DefaultCacheAwareConfig() CacheAwareConfig {
+	return CacheAwareConfig{
+		CacheThreshold:      0.5,
+		BalanceAbsThreshold: 32,
+		BalanceRelThreshold: 1.0001,
+		EvictionInterval:    60 * time.Second,
+		MaxTreeTokens:       1 << 24,
+	}
+}
+
+// Validate reports every problem of c.
+func (c CacheAwareConfig) Validate() error {
+	var errs []error
+	if !(c.CacheThreshold >= 0 && c.CacheThreshold <= 1) {
+		errs = append(errs, fmt.Errorf("sim: cache-aware threshold %v must be in [0, 1]", c.CacheThreshold))
+	}
+	if c.BalanceAbsThreshold < 0 {
+		errs = append(errs, fmt.Errorf("sim: cache-aware balance abs threshold %d must be >= 0", c.BalanceAbsThreshold))
+	}
+	if !(c.BalanceRelThreshold >= 0) || math.IsInf(c.BalanceRelThreshold, 0) {
+		errs = append(errs, fmt.Errorf("sim: cache-aware balance rel threshold %v must be finite and >= 0", c.BalanceRelThreshold))
+	}
+	if c.EvictionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("sim: cache-aware eviction interval %v must be > 0", c.EvictionInterval))
+	}
+	if c.MaxTreeTokens <= 0 {
+		errs = append(errs, fmt.Errorf("sim: cache-aware max tree tokens %d must be > 0", c.MaxTreeTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Defaults of the simulator (see the package doc for why).
+const (
+	DefaultWorkers    = 8
+	DefaultBlockSize  = 64
+	DefaultEventDelay = 10 * time.Millisecond
+	DefaultSeed       = 1
+)
+
+// Config configures one simulation: one trace, one fleet, several policies.
+type Config struct {
+	// Trace is the request trace in arrival order (trace.ReadFile).
+	// Required, non-empty.
+	Trace []trace.Record
+	// Limit keeps only the first Limit requests. Default 0 = all.
+	Limit int
+	// RateScale multiplies the arrival rate (divides every timestamp).
+	// Default 1; must be > 0.
+	RateScale float64
+	// Workers is the fleet size W. Default 8.
+	Workers int
+	// BlockSize is the KV block size in tokens of every engine and of the
+	// router. Default 64 (the mocker's and vLLM's); it divides the trace's
+	// 512-token blocks, so trace reuse maps exactly onto router blocks.
+	BlockSize int
+	// Engine is every worker's mocker configuration (BlockSize and Worker
+	// are overwritten). Default mocker.DefaultConfig() with SpeedupRatio 0
+	// (simulated time advances by the unscaled model time).
+	Engine mocker.Config
+	// Router configures the kv, kv-approx and load policies (Mode and
+	// BlockSize are overwritten per policy). Default router.DefaultConfig().
+	Router router.Config
+	// CacheAware configures the cache-aware baseline.
+	CacheAware CacheAwareConfig
+	// Policies to compare. Default AllPolicies.
+	Policies []Policy
+	// EventDelay is the simulated delay between the end of the forward pass
+	// that emitted a KV event and its application to the kv policy's index.
+	// Default 10 ms; 0 applies events at the end of their pass.
+	EventDelay time.Duration
+	// MetricsDelay is the delay of the KV usage each worker reports to the
+	// router (busy thresholds) after every pass. Default 0: reported at the
+	// end of the pass.
+	MetricsDelay time.Duration
+	// Seed seeds every random source (router tie-breaks, the random
+	// policy). Default 1. The same Config always yields the same Report
+	// (apart from wall-clock fields).
+	Seed uint64
+	// Parallel is how many policies run at once on their own goroutines.
+	// Default 0 = runtime.GOMAXPROCS(0); 1 runs them one after another.
+	Parallel int
+	// KeepSamples keeps every request's TTFT in PolicyReport.TTFTSamples
+	// (for CDF charts). Default false.
+	KeepSamples bool
+}
+
+// DefaultConfig returns the defaults (Trace still to be set).
+func DefaultConfig() Config {
+	eng := mocker.DefaultConfig()
+	eng.SpeedupRatio = 0
+	eng.BlockSize = DefaultBlockSize
+	rc := router.DefaultConfig()
+	rc.BlockSize = DefaultBlockSize
+	return Config{
+		RateScale:  1,
+		Workers:    DefaultWorkers,
+		BlockSize:  DefaultBlockSize,
+		Engine:     eng,
+		Router:     rc,
+		CacheAware: DefaultCacheAwareConfig(),
+		Policies:   slices.Clone(AllPolicies),
+		EventDelay: DefaultEventDelay,
+		Seed:       DefaultSeed,
+	}
+}
+
+// Validate reports every problem of c.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Trace) == 0 {
+		errs = append(errs, errors.New("sim: empty trace"))
+	}
+	if c.Limit < 0 {
+		errs = append(errs, fmt.Errorf("sim: limit %d must be >= 0", c.Limit))
+	}
+	if !(c.RateScale > 0) || math.IsInf(c.RateScale, 0) {
+		errs = append(errs, fmt.Errorf("sim: rate scale %v must be finite and > 0", c.RateScale))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("sim: workers %d must be >= 1", c.Workers))
+	}
+	if c.BlockSize < 1 {
+		errs = append(errs, fmt.Errorf("sim: block size %d must be >= 1", c.BlockSize))
+	}
+	eng := c.Engine
+	eng.BlockSize = max(c.BlockSize, 1)
+	if err := eng.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	rc := c.Router
+	rc.BlockSize = max(c.BlockSize, 1)
+	if err := rc.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.CacheAware.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(c.Policies) == 0 {
+		errs = append(errs, errors.New("sim: no policies"))
+	}
+	for _, p := range c.Policies {
+		if !slices.Contains(AllPolicies, p) {
+			errs = append(errs, fmt.Errorf("sim: unknown policy %q (want %s)", p, policyList()))
+		}
+	}
+	if c.EventDelay < 0 || c.MetricsDelay < 0 {
+		errs = append(errs, fmt.Errorf("sim: event delay %v and metrics delay %v must be >= 0", c.EventDelay, c.MetricsDelay))
+	}
+	if c.Parallel < 0 {
+		errs = append(errs, fmt.Errorf("sim: parallel %d must be >= 0", c.Parallel))
+	}
+	return errors.Join(errs...)
+}

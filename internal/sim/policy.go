@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+)
+
+// policy is a routing policy as the event loop drives it. Request i is
+// p.reqs[i]; workers are 0..W-1.
+type policy interface {
+	// route picks a worker for request i at now, or queues it (a later
+	// release returns it), or fails it.
+	route(p *prepared, i int, now time.Duration) (w int, queued bool, err error)
+	// prefillDone: request i produced its first token.
+	prefillDone(i int, now time.Duration)
+	// free: request i finished (or could not be dispatched).
+	free(i int, now time.Duration)
+	// release returns queued requests that may now run.
+	release(now time.Duration) []released
+	// apply delivers KV events (only when wantsEvents).
+	apply(evs []kvevents.Event)
+	wantsEvents() bool
+	// metrics reports worker w's KV usage (only when wantsMetrics).
+	metrics(w int, usage float64)
+	wantsMetrics() bool
+}
+
+type released struct {
+	i, w int
+	err  error
+}
+
+func newPolicy(p Policy, cfg *Config) (policy, error) {
+	// Each policy gets its own stream from the one seed, so adding a
+	// policy to the list never changes another's results.
+	rng := func(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(cfg.Seed, stream)) }
+	switch p {
+	case PolicyKV:
+		return newRouterPolicy(cfg, router.ModeKV, rng(1))
+	case PolicyKVApprox:
+		return newRouterPolicy(cfg, router.ModeApprox, rng(2))
+	case PolicyLoad:
+		return newRouterPolicy(cfg, router.ModeLoadOnly, rng(3))
+	case PolicyRoundRobin:
+		return &roundRobin{n: cfg.Workers}, nil
+	case PolicyRandom:
+		return &random{n: cfg.Workers, rng: rng(5)}, nil
+	case PolicyCacheAware:
+		return newCacheAware(cfg.CacheAware, cfg.Workers, cfg.BlockSize, rng(6)), nil
+	}
+	return nil, fmt.Errorf("%w %q", errNoPolicy, p)
+}
+
+// epoch anchors simulated time for the router, which takes time.Time.
+var epoch = time.Unix(1_700_000_000, 0).UTC()
+
+// routerPolicy drives the real router core (kv, kv-approx, load).
+type routerPolicy struct {
+	r      *router.Router
+	mode   router.Mode
+	queue  bool
+	busyKV bool
+}
+
+func newRouterPolicy(cfg *Config, mode router.Mode, rng *rand.Rand) (*routerPolicy, error) {
+	rc := cfg.Router
+	rc.Mode = mode
+	rc.BlockSize = cfg.BlockSize
+	r, err := router.New(rc, router.Options{Rand: rng})
+	if err != nil {
+		return nil, err
+	}
+	for w := range cfg.Workers {
+		err := r.AddWorker(router.WorkerInfo{
+			ID:                  uint64(w),
+			MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens,
+			TotalKVBlocks:       cfg.Engine.NumBlocks,
+			BlockSize:           cfg.BlockSize,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0}, nil
+}
+
+func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool, error) {
+	req := &p.reqs[i]
+	d, err := rp.r.Route(context.Background(), router.Request{
+		ID:           req.id,
+		Locals:       req.locals,
+		ISL:          req.isl,
+		OutputTokens: req.rec.OutputLength,
+	}, epoch.Add(now))
+	if err != nil {
+		return 0, false, err
+	}
+	return int(d.Worker.ID), d.Queued, nil
+}
+
+func (rp *routerPolicy) prefillDone(i int, now time.Duration) {
+	// NB: an unknown id can only mean the router dropped the request
+	// (never in the simulator); ignore rather than abort the run.
+	_ = rp.r.PrefillDone(strconv.Itoa(i), epoch.Add(now))
+}
+
+func (rp *routerPolicy) free(i int, now time.Duration) {
+	_ = rp.r.Free(strconv.Itoa(i), epoch.Add(now))
+}
+
+func (rp *routerPolicy) release(now time.Duration) []released {
+	if !rp.queue {
+		return nil
+	}
+	rels := rp.r.Release(epoch.Add(now))
+	out := make([]released, 0, len(rels))
+	for _, rel := range rels {
+		i, err := strconv.Atoi(rel.Decision.RequestID)
+		if err != nil {
+			continue // not ours; cannot happen
+		}
+		out = append(out, released{i: i, w: int(rel.Decision.Worker.ID), err: rel.Err})
+	}
+	return out
+}
+
+func (rp *routerPolicy) apply(evs []kvevents.Event) {
+	for k := range evs {
+		// A rejected event is counted by the router (Stats); the
+		// simulation goes on, as a live router would.
+		_ = rp.r.ApplyEvent(&evs[k])
+	}
+}
+
+func (rp *routerPolicy) wantsEvents() bool { return rp.mode == router.ModeKV }
+
+func (rp *routerPolicy) metrics(w int, usage float64) {
+	_ = rp.r.UpdateWorkerMetrics(kvevents.Worker{ID: uint64(w)}, router.Metrics{KVUsage: min(max(usage, 0), 1)})
+}
+
+func (rp *routerPolicy) wantsMetrics() bool { return rp.busyKV }
+
+// roundRobin cycles through the workers.
+type roundRobin struct{ n, next int }
+
+func (p *roundRobin) route(_ *prepared, _ int, _ time.Duration) (int, bool, error) {
+	w := p.next
+	p.next = (p.next + 1) % p.n
+	return w, false, nil
+}
+
+func (*roundRobin) prefillDone(int, time.Duration)   {}
+func (*roundRobin) free(int, time.Duration)          {}
+func (*roundRobin) release(time.Duration) []released { return nil }
+func (*roundRobin) apply([]kvevents.Event)           {}
+func (*roundRobin) wantsEvents() bool                { return false }
+func (*roundRobin) metrics(int, float64)             {}
+func (*roundRobin) wantsMetrics() bool               { return false }
+
+// random picks uniformly from a seeded source.
+type random struct {
+	n   int
+	rng *rand.Rand
+}
+
+func (p *random) route(_ *prepared, _ int, _ time.Duration) (int, bool, error) {
+	return p.rng.IntN(p.n), false, nil
+}
+
+func (*random) prefillDone(int, time.Duration)   {}
+func (*random) free(int, time.Duration)          {}
+func (*random) release(time.Duration) []released { return nil }
+func (*random) apply([]kvevents.Event)           {}
+func (*random) wantsEvents() bool                { return false }
+func (*random) metrics(int, float64)             {}
+func (*random) wantsMetrics() bool               { return false }
