@@ -1,0 +1,149 @@
+package benchindex
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/trace"
+)
+
+// Index names accepted by Config.Indexes.
+const (
+	IndexRadix = "radix"
+	IndexFlash = "flash"
+)
+
+// AllIndexes lists every index the benchmark knows, in report order.
+var AllIndexes = []string{IndexRadix, IndexFlash}
+
+// Config is one `kvrouter bench index` run.
+type Config struct {
+	// Trace is the Mooncake JSONL(.gz) file. Required.
+	Trace string
+	// Limit replays only the first Limit requests; 0 = all.
+	Limit int
+	// Workers is W, the number of simulated workers. Default 64.
+	Workers int
+	// BlockSize is the engine's and router's block size in tokens. Default
+	// 64: the mocker's and DESIGN.md §6's engine default, so lookups and
+	// events are cut exactly as a production fleet at that size would cut
+	// them.
+	BlockSize int
+	// TokensPerID is how many tokens one trace hash id becomes. Default
+	// trace.TraceBlockTokens (512): prompts keep their recorded length, so
+	// a request has input_length/BlockSize query blocks and the engine's KV
+	// pressure is real. Set it to BlockSize for Dynamo's one-block-per-id
+	// method (8x fewer, 8x shorter blocks per request at B=64).
+	TokensPerID int
+	// Engine is the mocker configuration (BlockSize is taken from above).
+	// Default mocker.DefaultConfig().
+	Engine mocker.Config
+	// Indexes to benchmark, by name. Default AllIndexes.
+	Indexes []string
+	// Writers is the number of sticky writer goroutines of the concurrent
+	// wrapper. Default GOMAXPROCS.
+	Writers int
+	// Readers is the number of reader goroutines issuing lookups inline.
+	// Default GOMAXPROCS.
+	Readers int
+	// Window is the wall time the whole timeline is replayed in (the offered
+	// rate is its ops / Window). Zero (the default) means auto: a sweep
+	// from 1M offered block ops/s, doubling, that stops once the index
+	// stops tracking the offered rate, then one unpaced step; the report's
+	// headline is the best valid step (usually the unpaced one: the
+	// capacity) and Report.Sustained the knee.
+	Window time.Duration
+	// Sweep runs a sweep (always, even with Window set: Window is then the
+	// first step) and writes a PNG chart and a CSV into OutDir.
+	Sweep bool
+	// OutDir receives the sweep chart and CSV. Default "bench-out".
+	OutDir string
+	// Seed seeds the partition of requests across workers. Default 42.
+	Seed uint64
+	// Progress receives the progress bars (stderr in the CLI); nil = none.
+	Progress io.Writer
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults documented on Config's fields.
+func DefaultConfig() Config {
+	e := mocker.DefaultConfig()
+	return Config{
+		Workers:     64,
+		BlockSize:   e.BlockSize,
+		TokensPerID: trace.TraceBlockTokens,
+		Engine:      e,
+		Indexes:     slices.Clone(AllIndexes),
+		OutDir:      "bench-out",
+		Seed:        42,
+	}
+}
+
+// Validate reports every invalid field, joined.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Trace == "" {
+		errs = append(errs, errors.New("benchindex: trace path is required"))
+	}
+	if c.Limit < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: limit %d < 0", c.Limit))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("benchindex: workers %d < 1", c.Workers))
+	}
+	if c.BlockSize < 1 {
+		errs = append(errs, fmt.Errorf("benchindex: block size %d < 1", c.BlockSize))
+	}
+	if c.TokensPerID < 1 {
+		errs = append(errs, fmt.Errorf("benchindex: tokens per id %d < 1", c.TokensPerID))
+	}
+	if c.Writers < 0 || c.Readers < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: writers %d / readers %d must be >= 0", c.Writers, c.Readers))
+	}
+	if c.Window < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: duration %v < 0", c.Window))
+	}
+	if len(c.Indexes) == 0 {
+		errs = append(errs, errors.New("benchindex: no index selected"))
+	}
+	for _, n := range c.Indexes {
+		if !slices.Contains(AllIndexes, n) {
+			errs = append(errs, fmt.Errorf("benchindex: unknown index %q (want one of %v)", n, AllIndexes))
+		}
+	}
+	e := c.Engine
+	e.BlockSize = c.BlockSize
+	if err := e.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// ParseIndexes turns "radix", "flash" or "all" (or a comma list) into index
+// names.
+func ParseIndexes(s string) ([]string, error) {
+	if s == "all" || s == "" {
+		return slices.Clone(AllIndexes), nil
+	}
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if !slices.Contains(AllIndexes, part) {
+			return nil, fmt.Errorf("benchindex: unknown index %q (want radix, flash or all)", part)
+		}
+		if !slices.Contains(out, part) {
+			out = append(out, part)
+		}
+	}
+	return out, nil
+}

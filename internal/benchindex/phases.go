@@ -1,0 +1,49 @@
+package benchindex
+
+import (
+	"fmt"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// Preloader is implemented by targets that can apply events synchronously,
+// on the caller's goroutine, before Start (to build an index state that a
+// lookup-only replay then queries).
+type Preloader interface {
+	Preload(ev *kvevents.Event) error
+}
+
+// EventsOnly returns a stream with s's events and no lookups (shared
+// backing arrays; do not modify).
+func (s *Stream) EventsOnly() *Stream { return &Stream{Workers: s.Workers, Events: s.Events} }
+
+// LookupsOnly returns a stream with s's lookups and no events.
+func (s *Stream) LookupsOnly() *Stream { return &Stream{Workers: s.Workers, Lookups: s.Lookups} }
+
+// WithPreload returns a factory whose targets first apply evs, in order,
+// through Preload. The target must implement Preloader.
+func WithPreload(f TargetFactory, evs []TimedEvent) TargetFactory {
+	return TargetFactory{Name: f.Name, New: func() (Target, error) {
+		t, err := f.New()
+		if err != nil {
+			return nil, err
+		}
+		p, ok := t.(Preloader)
+		if !ok {
+			return nil, fmt.Errorf("benchindex: target %s cannot preload", f.Name)
+		}
+		for i := range evs {
+			if err := p.Preload(&evs[i].Event); err != nil {
+				return nil, fmt.Errorf("benchindex: preload %s event %d: %w", f.Name, i, err)
+			}
+		}
+		return t, nil
+	}}
+}
+
+// Preload implements Preloader: the event is applied directly to the
+// wrapped index. A rejection is counted in the index's stats, not returned.
+func (t *IndexTarget) Preload(ev *kvevents.Event) error {
+	_ = t.inner.Apply(ev)
+	return nil
+}

@@ -1,0 +1,232 @@
+package benchindex
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// MaxQueuedFrac is the share of events that may still be queued in the
+// writers when the wall clock stops; above it a run is invalid.
+const MaxQueuedFrac = 0.05
+
+// Params are the parameters a report must state (DESIGN.md §8).
+type Params struct {
+	Trace      string `json:"trace"`
+	Requests   int    `json:"requests"` // requests replayed (after --limit)
+	BlockSize  int    `json:"block_size"`
+	Workers    int    `json:"workers"`
+	Writers    int    `json:"writers"`
+	Readers    int    `json:"readers"`
+	Window     string `json:"duration"` // replay window, or "auto"
+	Seed       uint64 `json:"seed"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	NumCPU     int    `json:"num_cpu"`
+	GoVersion  string `json:"go_version"`
+	Mocker     string `json:"mocker,omitempty"` // engine parameters used for generation
+	// LoadAvg is /proc/loadavg when the replays ended (other processes on a
+	// shared machine take CPU from the benchmark); empty when unavailable.
+	LoadAvg string `json:"loadavg,omitempty"`
+}
+
+// Generation describes the generated stream.
+type Generation struct {
+	Seconds       float64 `json:"seconds"`
+	Lookups       int     `json:"lookups"`
+	Events        int     `json:"events"`
+	Stored        int     `json:"stored_events"`
+	Removed       int     `json:"removed_events"`
+	QueryBlocks   int64   `json:"query_blocks"`
+	StoredBlocks  int64   `json:"stored_blocks"`
+	RemovedBlocks int64   `json:"removed_blocks"`
+	SimSpanSec    float64 `json:"sim_span_seconds"` // source-clock span of the timeline
+}
+
+// Result is one replay of one index, in the units of DESIGN.md §8.
+type Result struct {
+	Index    string  `json:"index"`
+	WindowMS float64 `json:"window_ms"` // 0 = unpaced
+	WallMS   float64 `json:"wall_ms"`
+
+	Lookups     int   `json:"lookups"`
+	Events      int   `json:"events"`
+	QueryBlocks int64 `json:"query_blocks"`
+	StoredBlock int64 `json:"stored_blocks"`
+
+	OfferedOpsPerSec      float64 `json:"offered_ops_per_sec"` // 0 when unpaced
+	OfferedBlockOpsPerSec float64 `json:"offered_block_ops_per_sec"`
+	OpsPerSec             float64 `json:"ops_per_sec"`
+	BlockOpsPerSec        float64 `json:"block_ops_per_sec"`
+	LookupsPerSec         float64 `json:"lookups_per_sec"`
+
+	LookupP50us  float64 `json:"lookup_p50_us"`
+	LookupP99us  float64 `json:"lookup_p99_us"`
+	LookupP999us float64 `json:"lookup_p999_us"`
+	LookupMaxus  float64 `json:"lookup_max_us"`
+	MeanMatch    float64 `json:"mean_match"` // mean Lookup result (depth), a sanity figure
+
+	Queued        int64   `json:"events_queued_at_end"`
+	QueuedFrac    float64 `json:"events_queued_frac"`
+	Valid         bool    `json:"valid"`
+	Invalid       string  `json:"invalid_reason,omitempty"`
+	Tracking      bool    `json:"tracking"` // achieved >= 90% of offered
+	IndexBlocks   int     `json:"index_blocks"`
+	BytesPerBlock float64 `json:"bytes_per_block"`
+	Rejected      uint64  `json:"rejected_events"`
+}
+
+// TrackingFrac is how close achieved must be to offered for a paced run to
+// count as keeping up.
+const TrackingFrac = 0.90
+
+// NewResult computes a Result from a replay of tl. It is pure arithmetic.
+func NewResult(index string, tl *Timeline, s Sample) Result {
+	r := Result{
+		Index:       index,
+		WindowMS:    ms(s.Window),
+		WallMS:      ms(s.Wall),
+		Lookups:     tl.Lookups,
+		Events:      tl.Events,
+		QueryBlocks: tl.QueryBlocks,
+		StoredBlock: tl.StoredBlocks,
+		Queued:      s.Queued,
+		IndexBlocks: s.Final.Blocks,
+		Rejected:    s.Final.Rejected,
+	}
+	if secs := s.Wall.Seconds(); secs > 0 {
+		r.OpsPerSec = float64(tl.Ops()) / secs
+		r.BlockOpsPerSec = float64(tl.BlockOps()) / secs
+		r.LookupsPerSec = float64(tl.Lookups) / secs
+	}
+	if secs := s.Window.Seconds(); secs > 0 {
+		r.OfferedOpsPerSec = float64(tl.Ops()) / secs
+		r.OfferedBlockOpsPerSec = float64(tl.BlockOps()) / secs
+		r.Tracking = r.BlockOpsPerSec >= TrackingFrac*r.OfferedBlockOpsPerSec
+	}
+	if h := s.Lookups; h != nil && h.TotalCount() > 0 {
+		r.LookupP50us = us(h.ValueAtQuantile(50))
+		r.LookupP99us = us(h.ValueAtQuantile(99))
+		r.LookupP999us = us(h.ValueAtQuantile(99.9))
+		r.LookupMaxus = us(h.Max())
+	}
+	if tl.Lookups > 0 {
+		r.MeanMatch = float64(s.MatchSum) / float64(tl.Lookups)
+	}
+	if tl.Events > 0 {
+		r.QueuedFrac = float64(s.Queued) / float64(tl.Events)
+	}
+	if s.Final.Blocks > 0 && s.Final.Bytes > 0 {
+		r.BytesPerBlock = float64(s.Final.Bytes) / float64(s.Final.Blocks)
+	}
+	r.Valid, r.Invalid = validity(r)
+	return r
+}
+
+// validity marks a run invalid when it left more than MaxQueuedFrac of its
+// events queued, or when the index rejected events of a well-formed stream.
+func validity(r Result) (bool, string) {
+	var why []string
+	if r.QueuedFrac > MaxQueuedFrac {
+		why = append(why, fmt.Sprintf("%.1f%% of events still queued at the end (limit %.0f%%)",
+			100*r.QueuedFrac, 100*MaxQueuedFrac))
+	}
+	if r.Rejected > 0 {
+		why = append(why, fmt.Sprintf("%d events rejected", r.Rejected))
+	}
+	return len(why) == 0, strings.Join(why, "; ")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func us(ns int64) float64        { return float64(ns) / 1e3 }
+
+// Report is the output of Run.
+type Report struct {
+	Params     Params     `json:"params"`
+	Generation Generation `json:"generation"`
+	// Results holds one headline result per index: the run at the fixed
+	// window, or in auto/sweep mode the valid run with the highest
+	// achieved block ops/s.
+	Results []Result `json:"results"`
+	// Sweep holds every run of auto or sweep mode, per index, in the
+	// order they ran (offered rate increasing).
+	Sweep map[string][]Result `json:"sweep,omitempty"`
+	// Sustained holds, per index, the paced sweep step with the highest
+	// offered rate that the index still tracked (the knee of the chart).
+	Sustained []Result `json:"sustained,omitempty"`
+	Chart     string   `json:"chart,omitempty"` // PNG path written by --sweep
+	CSV       string   `json:"csv,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// WriteText prints the report for humans.
+func (rep *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	p := rep.Params
+	fmt.Fprintf(&b, "trace %s (%d requests), block size %d, W=%d workers, %d writers, %d readers, window %s, seed %d, GOMAXPROCS %d (%d CPUs), %s\n",
+		p.Trace, p.Requests, p.BlockSize, p.Workers, p.Writers, p.Readers, p.Window, p.Seed, p.GOMAXPROCS, p.NumCPU, p.GoVersion)
+	if p.LoadAvg != "" {
+		fmt.Fprintf(&b, "load average at the end: %s\n", p.LoadAvg)
+	}
+	g := rep.Generation
+	fmt.Fprintf(&b, "stream: %d lookups (%d query blocks), %d events (%d stored with %d blocks, %d removed with %d hashes), generated in %.1fs, simulated span %.0fs\n",
+		g.Lookups, g.QueryBlocks, g.Events, g.Stored, g.StoredBlocks, g.Removed, g.RemovedBlocks, g.Seconds, g.SimSpanSec)
+	for _, head := range rep.Results {
+		name := head.Index
+		steps, ok := rep.Sweep[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&b, "\nsweep %s:\n", name)
+		fmt.Fprintf(&b, "  (window 0 = unpaced: every entry due at once, the capacity)\n")
+		fmt.Fprintf(&b, "  %10s %14s %14s %12s %8s %8s %8s %7s %s\n", "window", "offered blk/s", "achieved blk/s", "ops/s", "p50 µs", "p99 µs", "p999 µs", "queued", "")
+		for _, r := range steps {
+			fmt.Fprintf(&b, "  %8.1fms %14s %14s %12s %8.2f %8.2f %8.2f %6.1f%% %s\n",
+				r.WindowMS, si(r.OfferedBlockOpsPerSec), si(r.BlockOpsPerSec), si(r.OpsPerSec),
+				r.LookupP50us, r.LookupP99us, r.LookupP999us, 100*r.QueuedFrac, flags(r))
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rep.Sustained {
+		fmt.Fprintf(&b, "%-6s tracks offered load up to %s block ops/s (%s ops/s, window %.1f ms)\n",
+			r.Index, si(r.OfferedBlockOpsPerSec), si(r.OfferedOpsPerSec), r.WindowMS)
+	}
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block, queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
+			r.Index, si(r.BlockOpsPerSec), si(r.OpsPerSec), si(r.LookupsPerSec), r.LookupP50us, r.LookupP99us, r.LookupP999us,
+			fmt.Sprintf("%.0f", r.BytesPerBlock), 100*r.QueuedFrac, r.WindowMS, r.WallMS, flags(r))
+	}
+	if rep.Chart != "" {
+		fmt.Fprintf(&b, "chart %s, csv %s\n", rep.Chart, rep.CSV)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func flags(r Result) string {
+	var f []string
+	if !r.Valid {
+		f = append(f, "INVALID: "+r.Invalid)
+	}
+	if r.WindowMS > 0 && !r.Tracking {
+		f = append(f, "not tracking offered")
+	}
+	return strings.Join(f, ", ")
+}
+
+// si formats a rate with an SI suffix: 1.23M, 456K.
+func si(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return fmt.Sprintf("%.2fG", v/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.1fK", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -1,0 +1,110 @@
+package benchindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// NewTargetFactory returns the factory of one of our indexes ("radix" or
+// "flash") behind indexer.Concurrent with the given number of sticky
+// writers (0 = GOMAXPROCS).
+func NewTargetFactory(name string, writers int) (TargetFactory, error) {
+	var mk func(indexer.Config) indexer.Index
+	switch name {
+	case IndexRadix:
+		mk = func(c indexer.Config) indexer.Index { return indexer.NewRadix(c) }
+	case IndexFlash:
+		mk = func(c indexer.Config) indexer.Index { return indexer.NewFlash(c) }
+	default:
+		return TargetFactory{}, fmt.Errorf("benchindex: unknown index %q", name)
+	}
+	return TargetFactory{Name: name, New: func() (Target, error) {
+		return NewIndexTarget(mk, writers)
+	}}, nil
+}
+
+// IndexTarget drives an indexer.Index through indexer.Concurrent: lookups
+// inline on the readers (allocation-free through AppendMatches and a
+// per-reader buffer), events to the sticky writers.
+type IndexTarget struct {
+	inner   indexer.Index
+	conc    *indexer.Concurrent
+	scratch []readerScratch
+
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	runErr error
+}
+
+// readerScratch is padded to its own cache lines so readers do not share one.
+type readerScratch struct {
+	buf indexer.Overlaps
+	_   [64]byte
+}
+
+// NewIndexTarget wraps the index mk builds in a Concurrent with writers
+// writer goroutines (0 = GOMAXPROCS).
+func NewIndexTarget(mk func(indexer.Config) indexer.Index, writers int) (*IndexTarget, error) {
+	cfg := indexer.DefaultConfig()
+	if writers > 0 {
+		cfg.Writers = writers
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t := &IndexTarget{inner: mk(cfg)}
+	t.conc = indexer.NewConcurrent(t.inner, cfg)
+	return t, nil
+}
+
+// Index returns the wrapped index (for tests and reports).
+func (t *IndexTarget) Index() indexer.Index { return t.inner }
+
+// Start implements Target.
+func (t *IndexTarget) Start(ctx context.Context, readers int) error {
+	t.scratch = make([]readerScratch, readers)
+	ctx, t.cancel = context.WithCancel(ctx)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if err := t.conc.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.runErr = err
+		}
+	}()
+	return nil
+}
+
+// Submit implements Target.
+func (t *IndexTarget) Submit(ev *kvevents.Event) error { return t.conc.Apply(ev) }
+
+// Lookup implements Target: the deepest overlap over all workers.
+func (t *IndexTarget) Lookup(r, _ int, locals []uint64) int {
+	sc := &t.scratch[r]
+	sc.buf = t.conc.AppendMatches(sc.buf[:0], locals)
+	best := 0
+	for _, o := range sc.buf {
+		best = max(best, o.Blocks)
+	}
+	return best
+}
+
+// Queued implements Target.
+func (t *IndexTarget) Queued() int64 { return int64(t.conc.Stats().Queued) }
+
+// Finish implements Target.
+func (t *IndexTarget) Finish(ctx context.Context) (Final, error) {
+	var ferr error
+	if t.cancel != nil { // started
+		ferr = t.conc.Flush(ctx)
+		t.cancel()
+		t.wg.Wait()
+	}
+	st := t.inner.Stats()
+	return Final{Blocks: st.Blocks, Bytes: st.Bytes, Applied: st.Applied, Rejected: st.Rejected},
+		errors.Join(ferr, t.runErr)
+}
