@@ -15,6 +15,16 @@
 // is seq[0..i]. NewBlocks uses this to count a candidate's new blocks with a
 // binary search (O(log n) lookups instead of n).
 //
+// Layout (for speed; DESIGN.md §4 hot path): every worker+rank has a dense
+// slot (Slot, LoadAt), and the active blocks of all workers share one index
+// from sequence hash to the slots holding it with their reference counts.
+// Because every active set is prefix-closed, the holders of seq[i+1] are a
+// subset of those of seq[i], so NewBlocksBySlot answers for all workers with
+// one walk down the prompt that stops at the first block nobody holds.
+// Released requests and blocks nobody holds are kept for reuse (blocks are
+// collected once they outnumber the live ones), so steady-state Add and Free
+// do not allocate and Free does no hash lookups.
+//
 // Invariant: per-worker counters are never negative and equal the sums over
 // that worker's active requests (checked under internal/invariants.Enabled).
 //

@@ -67,8 +67,8 @@ type Entry struct {
 	// Worker is where it was routed.
 	Worker kvevents.Worker
 	// Blocks are the router sequence hashes of the prompt's full blocks,
-	// seq[0..n-1] (kvhash.SeqHashes). The tracker keeps the slice: the
-	// caller must not modify it afterwards.
+	// seq[0..n-1] (kvhash.SeqHashes). The tracker copies them: the caller
+	// may reuse the slice once Add returns.
 	Blocks []uint64
 	// PrefillTokens is isl - cached_tokens (>= 0).
 	PrefillTokens int
@@ -91,28 +91,158 @@ type request struct {
 	e         Entry
 	inPrefill bool
 	last      time.Time
+	slot      int32
+	blocks    []uint64 // the tracker's copy of e.Blocks (e.Blocks aliases it)
+	nodes     []int32  // node of every block, so release needs no lookups
 }
 
-type worker struct {
-	load   Load
-	blocks map[uint64]int32 // sequence hash -> active requests holding it
+// holder is one worker slot holding a block, with the number of its active
+// requests that hold it.
+type holder struct{ slot, refs int32 }
+
+// node is one block (sequence hash) and the slots holding it. A node whose
+// holders are all gone stays in the index ("dead") until the next collection,
+// so a prefix that is routed again soon costs a lookup, not an insert.
+type node struct {
+	hash   uint64
+	first  holder   // a live holder, or refs 0 when the node has none
+	rest   []holder // the other live holders, unordered
+	listed bool     // in Tracker.deadList
+}
+
+// count is the number of live holders.
+func (nd *node) count() int {
+	if nd.first.refs == 0 {
+		return 0
+	}
+	return 1 + len(nd.rest)
+}
+
+// find returns slot s's holder, or nil.
+func (nd *node) find(s int32) *holder {
+	if nd.first.refs > 0 && nd.first.slot == s {
+		return &nd.first
+	}
+	for j := range nd.rest {
+		if nd.rest[j].slot == s {
+			return &nd.rest[j]
+		}
+	}
+	return nil
+}
+
+// add makes s a holder with one reference (s must not be one).
+func (nd *node) add(s int32) {
+	if nd.first.refs == 0 {
+		nd.first = holder{slot: s, refs: 1}
+		return
+	}
+	nd.rest = append(nd.rest, holder{slot: s, refs: 1})
+}
+
+// drop removes holder h (from find) whose refs reached 0.
+func (nd *node) drop(h *holder) {
+	last := len(nd.rest) - 1
+	if last < 0 {
+		nd.first = holder{}
+		return
+	}
+	*h = nd.rest[last]
+	nd.rest = nd.rest[:last]
+}
+
+// slot is the dense state of one worker+rank.
+type slot struct {
+	w    kvevents.Worker
+	load Load
+	held int // nodes this slot holds (its distinct active blocks)
 }
 
 // Tracker is the load tracker. The zero value is not usable; call New.
+//
+// Layout: every worker+rank gets a dense slot (slotOf); the active blocks of
+// all slots live in one index from sequence hash to node, each node listing
+// its holder slots with reference counts. Because every slot's active set is
+// prefix-closed, the holders of seq[i+1] are a subset of those of seq[i],
+// which lets NewBlocksBySlot answer for every slot with one walk down the
+// prompt.
 type Tracker struct {
-	cfg     Config
-	workers map[kvevents.Worker]*worker
-	reqs    map[string]*request
-	stats   Stats
+	cfg       Config
+	slotOf    map[kvevents.Worker]int32
+	slots     []slot
+	freeSlots []int32
+	busy      int // slots with active requests
+
+	index     table // sequence hash -> node
+	nodes     []node
+	freeNodes []int32
+	dead      int     // nodes in index without holders
+	deadList  []int32 // every dead node (and some revived ones), for collect
+
+	reqs  map[string]*request
+	spare []*request // released requests, for reuse
+	stats Stats
 }
 
 // New returns an empty Tracker.
 func New(cfg Config) *Tracker {
 	return &Tracker{
-		cfg:     cfg,
-		workers: make(map[kvevents.Worker]*worker),
-		reqs:    make(map[string]*request),
+		cfg:    cfg,
+		slotOf: make(map[kvevents.Worker]int32),
+		reqs:   make(map[string]*request),
 	}
+}
+
+// Slot returns the dense slot of w (0 <= slot < Slots()), assigning one when
+// w is new. A worker keeps its slot until RemoveWorker of its id, after which
+// the slot may go to another worker. Slots let a caller that scores every
+// worker read loads without map lookups (LoadAt, NewBlocksBySlot).
+func (t *Tracker) Slot(w kvevents.Worker) int {
+	return int(t.slotFor(w))
+}
+
+func (t *Tracker) slotFor(w kvevents.Worker) int32 {
+	if s, ok := t.slotOf[w]; ok {
+		return s
+	}
+	var s int32
+	if n := len(t.freeSlots); n > 0 {
+		s = t.freeSlots[n-1]
+		t.freeSlots = t.freeSlots[:n-1]
+		t.slots[s] = slot{w: w}
+	} else {
+		s = int32(len(t.slots))
+		t.slots = append(t.slots, slot{w: w})
+	}
+	t.slotOf[w] = s
+	return s
+}
+
+// Slots returns the number of slots (assigned or free): every slot returned
+// by Slot is below it.
+func (t *Tracker) Slots() int { return len(t.slots) }
+
+// LoadAt returns the load of the worker at slot s (see Slot).
+func (t *Tracker) LoadAt(s int) Load { return t.slots[s].load }
+
+func (t *Tracker) newRequest() *request {
+	if n := len(t.spare); n > 0 {
+		r := t.spare[n-1]
+		t.spare = t.spare[:n-1]
+		return r
+	}
+	return &request{}
+}
+
+func (t *Tracker) newNode(h uint64) int32 {
+	if n := len(t.freeNodes); n > 0 {
+		ni := t.freeNodes[n-1]
+		t.freeNodes = t.freeNodes[:n-1]
+		t.nodes[ni].hash = h
+		return ni
+	}
+	t.nodes = append(t.nodes, node{hash: h})
+	return int32(len(t.nodes) - 1)
 }
 
 // Add records a routed request at now. It fails, changing nothing, when the
@@ -124,25 +254,42 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	if _, ok := t.reqs[e.ID]; ok {
 		return fmt.Errorf("%w: %q", ErrDuplicateRequest, e.ID)
 	}
-	w := t.workers[e.Worker]
-	if w == nil {
-		w = &worker{blocks: make(map[uint64]int32)}
-		t.workers[e.Worker] = w
-	}
+	s := t.slotFor(e.Worker)
+	st := &t.slots[s]
+	r := t.newRequest()
+	r.blocks = append(r.blocks[:0], e.Blocks...)
+	e.Blocks = r.blocks
+	r.nodes = r.nodes[:0]
 	for _, h := range e.Blocks {
-		n := w.blocks[h]
-		if n == 0 {
-			w.load.DecodeBlocks++
+		ni, ok := t.index.get(h)
+		if !ok {
+			ni = t.newNode(h)
+			t.index.put(h, ni)
 		}
-		w.blocks[h] = n + 1
+		nd := &t.nodes[ni]
+		if hd := nd.find(s); hd != nil {
+			hd.refs++
+		} else {
+			if ok && nd.first.refs == 0 {
+				t.dead--
+			}
+			nd.add(s)
+			st.load.DecodeBlocks++
+			st.held++
+		}
+		r.nodes = append(r.nodes, ni)
 	}
-	w.load.DecodeBlocks += e.OutputBlocks
-	w.load.PrefillTokens += e.PrefillTokens
-	w.load.Requests++
-	w.load.PrefillRequests++
-	t.reqs[e.ID] = &request{e: e, inPrefill: true, last: now}
+	if st.load.Requests == 0 {
+		t.busy++
+	}
+	st.load.DecodeBlocks += e.OutputBlocks
+	st.load.PrefillTokens += e.PrefillTokens
+	st.load.Requests++
+	st.load.PrefillRequests++
+	r.e, r.inPrefill, r.last, r.slot = e, true, now, s
+	t.reqs[e.ID] = r
 	t.stats.Added++
-	t.check(e.Worker)
+	t.check(s)
 	return nil
 }
 
@@ -158,10 +305,10 @@ func (t *Tracker) PrefillDone(id string, now time.Time) error {
 		return nil
 	}
 	r.inPrefill = false
-	w := t.workers[r.e.Worker]
-	w.load.PrefillTokens -= r.e.PrefillTokens
-	w.load.PrefillRequests--
-	t.check(r.e.Worker)
+	st := &t.slots[r.slot]
+	st.load.PrefillTokens -= r.e.PrefillTokens
+	st.load.PrefillRequests--
+	t.check(r.slot)
 	return nil
 }
 
@@ -189,26 +336,59 @@ func (t *Tracker) Free(id string) error {
 
 func (t *Tracker) release(r *request) {
 	delete(t.reqs, r.e.ID)
-	w := t.workers[r.e.Worker]
+	s := r.slot
+	st := &t.slots[s]
 	if r.inPrefill {
-		w.load.PrefillTokens -= r.e.PrefillTokens
-		w.load.PrefillRequests--
+		st.load.PrefillTokens -= r.e.PrefillTokens
+		st.load.PrefillRequests--
 	}
-	for _, h := range r.e.Blocks {
-		n := w.blocks[h] - 1
-		if n <= 0 {
-			delete(w.blocks, h)
-			w.load.DecodeBlocks--
-		} else {
-			w.blocks[h] = n
+	for _, ni := range r.nodes {
+		nd := &t.nodes[ni]
+		hd := nd.find(s)
+		if hd.refs--; hd.refs > 0 {
+			continue
+		}
+		nd.drop(hd)
+		st.load.DecodeBlocks--
+		st.held--
+		if nd.first.refs == 0 {
+			t.dead++
+			if !nd.listed {
+				nd.listed = true
+				t.deadList = append(t.deadList, ni)
+			}
 		}
 	}
-	w.load.DecodeBlocks -= r.e.OutputBlocks
-	w.load.Requests--
-	t.check(r.e.Worker)
-	if w.load.Requests == 0 {
-		delete(t.workers, r.e.Worker)
+	st.load.DecodeBlocks -= r.e.OutputBlocks
+	st.load.Requests--
+	if st.load.Requests == 0 {
+		t.busy--
 	}
+	t.check(s)
+	r.e = Entry{}
+	t.spare = append(t.spare, r)
+	t.collect()
+}
+
+// minDead is the number of dead nodes below which collect never runs.
+const minDead = 1024
+
+// collect drops dead nodes from the index once they outnumber the live ones
+// (amortized O(1) per released block).
+func (t *Tracker) collect() {
+	if t.dead < minDead || 2*t.dead < t.index.len() {
+		return
+	}
+	for _, ni := range t.deadList {
+		nd := &t.nodes[ni]
+		nd.listed = false
+		if nd.first.refs == 0 { // not revived since it died
+			t.index.del(nd.hash)
+			t.freeNodes = append(t.freeNodes, ni)
+		}
+	}
+	t.deadList = t.deadList[:0]
+	t.dead = 0
 }
 
 // Sweep releases every request without progress for longer than
@@ -232,7 +412,7 @@ func (t *Tracker) Sweep(now time.Time) []string {
 }
 
 // RemoveWorker releases every request on any rank of worker id and returns
-// their ids, sorted.
+// their ids, sorted. The worker's slots are freed for reuse.
 func (t *Tracker) RemoveWorker(id uint64) []string {
 	var ids []string
 	for rid, r := range t.reqs {
@@ -245,15 +425,33 @@ func (t *Tracker) RemoveWorker(id uint64) []string {
 		t.release(t.reqs[rid])
 		t.stats.Freed++
 	}
+	for s := range t.slots {
+		st := &t.slots[s]
+		if st.w.ID != id {
+			continue
+		}
+		if cur, ok := t.slotOf[st.w]; !ok || cur != int32(s) {
+			continue // already free
+		}
+		delete(t.slotOf, st.w)
+		*st = slot{}
+		t.freeSlots = append(t.freeSlots, int32(s))
+	}
 	return ids
 }
 
 // Load returns the current load of w (zero when idle or unknown).
 func (t *Tracker) Load(w kvevents.Worker) Load {
-	if x := t.workers[w]; x != nil {
-		return x.load
+	if s, ok := t.slotOf[w]; ok {
+		return t.slots[s].load
 	}
 	return Load{}
+}
+
+// holds reports whether slot s holds block h.
+func (t *Tracker) holds(s int32, h uint64) bool {
+	ni, ok := t.index.get(h)
+	return ok && t.nodes[ni].find(s) != nil
 }
 
 // NewBlocks returns how many of the prompt blocks seq (router sequence
@@ -264,18 +462,18 @@ func (t *Tracker) Load(w kvevents.Worker) Load {
 // of active blocks of seq is the length of its longest active prefix, found
 // by binary search.
 func (t *Tracker) NewBlocks(w kvevents.Worker, seq []uint64) int {
-	x := t.workers[w]
-	if x == nil || len(seq) == 0 {
+	s, ok := t.slotOf[w]
+	if !ok || t.slots[s].held == 0 || len(seq) == 0 {
 		return len(seq)
 	}
 	// Longest prefix: smallest i with seq[i] not active.
 	lo, hi := 0, len(seq)
-	if _, ok := x.blocks[seq[0]]; !ok {
+	if !t.holds(s, seq[0]) {
 		hi = 0
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if _, ok := x.blocks[seq[mid]]; ok {
+		if t.holds(s, seq[mid]) {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -284,7 +482,7 @@ func (t *Tracker) NewBlocks(w kvevents.Worker, seq []uint64) int {
 	if invariants.Enabled {
 		active := 0
 		for i, h := range seq {
-			if _, ok := x.blocks[h]; ok {
+			if t.holds(s, h) {
 				if i != active {
 					panic(fmt.Sprintf("loads: active set of %s not prefix-closed at block %d", w, i))
 				}
@@ -296,6 +494,76 @@ func (t *Tracker) NewBlocks(w kvevents.Worker, seq []uint64) int {
 		}
 	}
 	return len(seq) - lo
+}
+
+// NewBlocksBySlot sets dst[s] to NewBlocks(worker of slot s, seq) for every
+// slot s < Slots() (free slots get len(seq)) and returns dst, grown as
+// needed. It serves all workers at once: every active set is
+// prefix-closed, so the holders of seq[i+1] are a subset of those of seq[i]
+// and their number never grows along seq; a galloping search finds each
+// block after which it shrinks, and only those blocks' holders are visited.
+// Lookups: O(k log n) for k distinct depths among the workers holding the
+// prompt, not O(workers log n) nor O(n).
+func (t *Tracker) NewBlocksBySlot(seq []uint64, dst []int) []int {
+	n := len(seq)
+	dst = slices.Grow(dst[:0], len(t.slots))[:len(t.slots)]
+	for i := range dst {
+		dst[i] = n
+	}
+	if t.busy == 0 || n == 0 {
+		return dst
+	}
+	cnt := func(i int) (*node, int) {
+		if ni, ok := t.index.get(seq[i]); ok {
+			nd := &t.nodes[ni]
+			return nd, nd.count()
+		}
+		return nil, 0
+	}
+	nd, c := cnt(0)
+	for i := 0; c > 0; {
+		// Find the last j >= i with cnt(j) == c: gallop, then bisect
+		// (lo has count c, hi has fewer or is n).
+		lo, hi := i, n
+		for step := 1; lo+step < n; step *= 2 {
+			x, cx := cnt(lo + step)
+			if cx != c {
+				hi = lo + step
+				break
+			}
+			lo, nd = lo+step, x
+		}
+		for hi-lo > 1 {
+			mid := int(uint(lo+hi) >> 1)
+			if x, cx := cnt(mid); cx == c {
+				lo, nd = mid, x
+			} else {
+				hi = mid
+			}
+		}
+		// Holders of seq[lo] hold lo+1 blocks at least; those holding
+		// more are overwritten at a later change.
+		for _, hd := range nd.rest {
+			dst[hd.slot] = n - lo - 1
+		}
+		dst[nd.first.slot] = n - lo - 1
+		if hi == n {
+			break
+		}
+		i = hi
+		nd, c = cnt(hi)
+	}
+	if invariants.Enabled {
+		for s := range t.slots {
+			if _, ok := t.slotOf[t.slots[s].w]; !ok {
+				continue
+			}
+			if want := t.NewBlocks(t.slots[s].w, seq); dst[s] != want {
+				panic(fmt.Sprintf("loads: NewBlocksBySlot of w%s = %d, NewBlocks %d", t.slots[s].w, dst[s], want))
+			}
+		}
+	}
+	return dst
 }
 
 // Potential returns the load of w if a request with prompt blocks seq,
@@ -311,7 +579,8 @@ func (t *Tracker) Potential(w kvevents.Worker, seq []uint64, prefillTokens, outp
 }
 
 // Request returns the entry of an active request and whether it is still in
-// prefill.
+// prefill. The entry's Blocks is the tracker's copy: valid until the
+// request is released, and not to be modified.
 func (t *Tracker) Request(id string) (e Entry, inPrefill, ok bool) {
 	r := t.reqs[id]
 	if r == nil {
@@ -323,19 +592,21 @@ func (t *Tracker) Request(id string) (e Entry, inPrefill, ok bool) {
 // Stats returns a snapshot of the counters.
 func (t *Tracker) Stats() Stats {
 	s := t.stats
-	s.Workers = len(t.workers)
+	s.Workers = t.busy
 	s.Requests = len(t.reqs)
-	for _, w := range t.workers {
-		s.PrefillRequests += w.load.PrefillRequests
+	for i := range t.slots {
+		s.PrefillRequests += t.slots[i].load.PrefillRequests
 	}
 	return s
 }
 
 // Workers returns the worker+ranks with active requests, sorted.
 func (t *Tracker) Workers() []kvevents.Worker {
-	ws := make([]kvevents.Worker, 0, len(t.workers))
-	for w := range t.workers {
-		ws = append(ws, w)
+	ws := make([]kvevents.Worker, 0, t.busy)
+	for i := range t.slots {
+		if t.slots[i].load.Requests > 0 {
+			ws = append(ws, t.slots[i].w)
+		}
 	}
 	slices.SortFunc(ws, cmpWorker)
 	return ws
@@ -359,7 +630,7 @@ func (t *Tracker) String() string {
 	}
 	var b strings.Builder
 	for _, w := range t.Workers() {
-		fmt.Fprintf(&b, "w%s: %s\n", w, t.workers[w].load)
+		fmt.Fprintf(&b, "w%s: %s\n", w, t.Load(w))
 	}
 	ids := make([]string, 0, len(t.reqs))
 	for id := range t.reqs {
@@ -381,16 +652,14 @@ func (t *Tracker) String() string {
 	return b.String()
 }
 
-// check verifies w's counters against its requests (invariants builds only).
-func (t *Tracker) check(wk kvevents.Worker) {
+// check verifies slot s's counters against its requests and the block
+// index (invariants builds only).
+func (t *Tracker) check(s int32) {
 	if !invariants.Enabled {
 		return
 	}
-	w := t.workers[wk]
-	if w == nil {
-		return
-	}
-	l := w.load
+	st := &t.slots[s]
+	wk, l := st.w, st.load
 	if l.PrefillTokens < 0 || l.DecodeBlocks < 0 || l.Requests < 0 || l.PrefillRequests < 0 {
 		panic(fmt.Sprintf("loads: negative counter on w%s: %s", wk, l))
 	}
@@ -400,26 +669,64 @@ func (t *Tracker) check(wk kvevents.Worker) {
 		if r.e.Worker != wk {
 			continue
 		}
+		if r.slot != s {
+			panic(fmt.Sprintf("loads: request %q of w%s in slot %d, want %d", r.e.ID, wk, r.slot, s))
+		}
 		want.Requests++
 		want.DecodeBlocks += r.e.OutputBlocks
 		if r.inPrefill {
 			want.PrefillRequests++
 			want.PrefillTokens += r.e.PrefillTokens
 		}
-		for _, h := range r.e.Blocks {
+		for i, h := range r.e.Blocks {
 			refs[h]++
+			if t.nodes[r.nodes[i]].hash != h {
+				panic(fmt.Sprintf("loads: request %q block %d has a stale node", r.e.ID, i))
+			}
 		}
 	}
 	want.DecodeBlocks += len(refs)
 	if want != l {
 		panic(fmt.Sprintf("loads: counters of w%s are %s, requests sum to %s", wk, l, want))
 	}
-	if len(refs) != len(w.blocks) {
-		panic(fmt.Sprintf("loads: w%s holds %d refcounted blocks, requests %d", wk, len(w.blocks), len(refs)))
+	if len(refs) != st.held {
+		panic(fmt.Sprintf("loads: w%s holds %d refcounted blocks, requests %d", wk, st.held, len(refs)))
 	}
 	for h, n := range refs {
-		if w.blocks[h] != n {
-			panic(fmt.Sprintf("loads: block %d on w%s refcount %d, want %d", h, wk, w.blocks[h], n))
+		ni, ok := t.index.get(h)
+		var got int32
+		if ok {
+			if hd := t.nodes[ni].find(s); hd != nil {
+				got = hd.refs
+			}
+		}
+		if got != n {
+			panic(fmt.Sprintf("loads: block %d on w%s refcount %d, want %d", h, wk, got, n))
+		}
+	}
+	if t.index.len() <= 4096 {
+		// Small enough: also no stray holder entries anywhere, the dead
+		// count is right and every key is reachable in the table.
+		held, dead, keys := 0, 0, 0
+		for _, ts := range t.index.slots {
+			if ts.val == 0 {
+				continue
+			}
+			keys++
+			nd := &t.nodes[ts.val-1]
+			if ni, ok := t.index.get(ts.key); !ok || ni != ts.val-1 || nd.hash != ts.key {
+				panic(fmt.Sprintf("loads: block %d unreachable in the index", ts.key))
+			}
+			if nd.count() == 0 {
+				dead++
+			}
+			if nd.find(s) != nil {
+				held++
+			}
+		}
+		if held != st.held || dead != t.dead || keys != t.index.len() {
+			panic(fmt.Sprintf("loads: w%s appears in %d nodes, want %d; %d dead nodes, counted %d; %d keys, counted %d",
+				wk, held, st.held, dead, t.dead, keys, t.index.len()))
 		}
 	}
 }

@@ -208,7 +208,7 @@ func TestNewBlocksMatchesLinear(t *testing.T) {
 		seq := chain(q)
 		active := 0
 		for _, h := range seq {
-			if _, ok := tr.workers[w].blocks[h]; ok {
+			if tr.holds(tr.slotOf[w], h) {
 				active++
 			}
 		}

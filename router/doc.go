@@ -59,4 +59,14 @@
 // other and with ApplyEvent (indexes are safe for concurrent use); only
 // Release looks up under the lock. ApplyEvent takes the lock only to
 // count. Events callbacks run after the lock is released.
+//
+// # Allocations
+//
+// Steady-state Route and Free do not allocate per call: a request's
+// hashes and overlap lists live in pooled scratch (sync.Pool), candidates
+// and filter reasons in buffers under the mutex, loads in dense slots
+// (loads.Tracker.Slot). The one per-decision memory is
+// Decision.Candidates, which the caller owns: it is cut (with its capacity
+// capped) from a slab of about 64 KB shared by a few consecutive
+// decisions, so a retained Decision keeps its slab alive.
 package router

@@ -3,7 +3,9 @@ package router
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -22,12 +24,15 @@ const (
 
 // routeLocked decides p at now. A fresh request (from Route) may be queued;
 // a released one (from Release) reports wait instead. r.mu is held.
-func (r *Router) routeLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, now time.Time, fresh bool) (Decision, bool, error) {
-	d, oc, err := r.decideLocked(p, ov, now, fresh)
+func (r *Router) routeLocked(p *pending, now time.Time, fresh bool) (Decision, bool, error) {
+	d, oc, err := r.decideLocked(p, now, fresh)
 	return d, oc == queued, err
 }
 
-func (r *Router) decideLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, now time.Time, fresh bool) (Decision, outcome, error) {
+// decideLocked decides p with the overlaps in p.ov (ModeKV; ModeApprox
+// looks up here).
+func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, outcome, error) {
+	ov := &p.ov
 	req := &p.req
 	if fresh {
 		if _, _, ok := r.loads.Request(req.ID); ok || (r.queue != nil && r.queue.Contains(req.ID)) {
@@ -35,27 +40,35 @@ func (r *Router) decideLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlap
 		}
 	}
 	if r.cfg.Mode == ModeApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
-		ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
+		if a, ok := r.approx.(approxAppender); ok {
+			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
+		} else {
+			ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
+		}
 	}
 	outBlocks := 0
 	if r.cfg.TrackOutputBlocks {
 		outBlocks = (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
 	}
 	cands := r.candidates(p, ov, outBlocks)
-	sreq := selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides}
+	// The filters are function values, so a local Request would escape.
+	sreq := &r.sreq
+	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides}
 
 	if r.queue != nil {
 		if fresh && r.queue.Len() > 0 {
 			return r.enqueueLocked(p, cands, now)
 		}
-		if r.saturated(&sreq, cands) {
+		if r.saturated(sreq, cands) {
 			if fresh {
 				return r.enqueueLocked(p, cands, now)
 			}
 			return Decision{}, wait, nil
 		}
 	}
-	res, err := r.sel.Select(&sreq, cands, r.rng)
+	// The breakdowns become Decision.Candidates: the one allocation.
+	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
+	res, err := r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
 			if fresh {
@@ -81,21 +94,29 @@ func (r *Router) decideLocked(p *pending, ov *[kvevents.NumTiers]indexer.Overlap
 	return r.commitLocked(p, &cands[chosen], res.Breakdowns, chosen, aff, outBlocks, now)
 }
 
-// candidates builds one selector.Candidate per rank, in rank order.
+// candidates builds one selector.Candidate per rank, in rank order, in
+// r.cands (valid until the next call).
 func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, outBlocks int) []selector.Candidate {
-	cands := make([]selector.Candidate, len(r.ranks))
+	n := len(r.ranks)
+	cands := slices.Grow(r.cands[:0], n)[:n]
+	r.cands = cands
+	nb := r.loads.NewBlocksBySlot(p.seq, r.newBlocks)
+	r.newBlocks = nb
 	var pos [kvevents.NumTiers]int
 	for i, w := range r.ranks {
-		ws := r.workers[w.ID]
-		l := r.loads.Load(w)
+		ws, s := r.rankWS[i], r.rankSlot[i]
+		l := r.loads.LoadAt(int(s))
 		c := &cands[i]
+		// Field by field: a composite literal would be built and then
+		// copied with a write barrier for Labels.
 		c.Worker = w
 		c.Labels = ws.info.Labels
 		c.MaxNumBatchedTokens = ws.info.MaxNumBatchedTokens
 		c.ActivePrefillTokens = l.PrefillTokens
 		c.ActiveDecodeBlocks = l.DecodeBlocks
 		c.ActiveRequests = l.Requests
-		c.NewBlocks = r.loads.NewBlocks(w, p.seq) + outBlocks
+		c.NewBlocks = nb[s] + outBlocks
+		c.Overlap = [kvevents.NumTiers]int{}
 		switch {
 		case ws.hasMet[w.Rank]:
 			c.KVUsage = ws.metrics[w.Rank].KVUsage
@@ -118,12 +139,31 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	return cands
 }
 
+// slabBytes is the size of the slabs Decision.Candidates are cut from.
+const slabBytes = 64 << 10
+
+// breakdowns returns a fresh n-element slice for Decision.Candidates, cut
+// from a slab shared by a few consecutive decisions: one allocation per
+// slab instead of one span-sized allocation per decision. A slab lives
+// while any of its decisions is referenced (a few tens of KB).
+func (r *Router) breakdowns(n int) []selector.Breakdown {
+	if len(r.slab) < n {
+		k := max(1, slabBytes/(n*int(unsafe.Sizeof(selector.Breakdown{}))))
+		r.slab = make([]selector.Breakdown, k*n)
+	}
+	bs := r.slab[:n:n]
+	r.slab = r.slab[n:]
+	return bs
+}
+
 // saturated reports whether every candidate passing the hard constraints
 // has active prefill tokens above Threshold * max_num_batched_tokens (a
 // rank with unknown max is never saturated; no eligible rank: not
 // saturated, Select reports the error).
 func (r *Router) saturated(sreq *selector.Request, cands []selector.Candidate) bool {
-	out := make([]selector.Reason, len(cands))
+	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
+	out := r.reasons
+	clear(out)
 	r.sel.Eligible(sreq, cands, out)
 	t, any := r.cfg.Queue.Threshold, false
 	for i := range cands {
@@ -207,11 +247,10 @@ func (r *Router) Release(now time.Time) []Released {
 	for r.queue.Len() > 0 {
 		head, _ := r.queue.Peek()
 		p := head.Value
-		var ov [kvevents.NumTiers]indexer.Overlaps
 		if r.cfg.Mode == ModeKV && r.wantsOverlap(&p.req) {
-			ov = r.lookupKV(p.locals) // under the lock: Release is rare
+			r.lookupKV(p) // under the lock: Release is rare
 		}
-		d, oc, err := r.decideLocked(p, &ov, now, false)
+		d, oc, err := r.decideLocked(p, now, false)
 		if oc == wait {
 			break
 		}
@@ -221,6 +260,7 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 		out = append(out, Released{Decision: d, Err: err})
 		reqs = append(reqs, p.req)
+		putPending(p)
 	}
 	r.mu.Unlock()
 	for i := range out {

@@ -44,11 +44,43 @@ type workerState struct {
 	hasMet  []bool
 }
 
+// pending is one request being decided (and, when queued, waiting). It
+// comes from pendingPool with buffers of earlier requests, so steady-state
+// routing hashes and looks up without allocating.
 type pending struct {
 	req    Request
-	locals []uint64
-	seq    []uint64
+	locals []uint64 // locBuf, or the caller's Request.Locals
+	seq    []uint64 // seqBuf (the tracker copies it)
 	isl    int
+	ov     [kvevents.NumTiers]indexer.Overlaps // overlaps, reused buffers
+	locBuf []uint64
+	seqBuf []uint64
+}
+
+var pendingPool = sync.Pool{New: func() any { return new(pending) }}
+
+func getPending() *pending { return pendingPool.Get().(*pending) }
+
+// putPending recycles p once nothing refers to it (the decision is taken
+// and p is not in the queue).
+func putPending(p *pending) {
+	p.req = Request{}
+	p.locals, p.seq = nil, nil
+	for t := range p.ov {
+		p.ov[t] = p.ov[t][:0]
+	}
+	pendingPool.Put(p)
+}
+
+// matchAppender is the allocation-free lookup of indexer.Flash, Radix and
+// Concurrent; indexes without it are read with FindMatches.
+type matchAppender interface {
+	AppendMatches(dst indexer.Overlaps, locals []uint64) indexer.Overlaps
+}
+
+// approxAppender is the allocation-free lookup of indexer.Approx.
+type approxAppender interface {
+	AppendMatches(dst indexer.Overlaps, locals []uint64, now time.Time) indexer.Overlaps
 }
 
 // Router composes index, approximate index, loads, selector, queue and
@@ -57,6 +89,7 @@ type Router struct {
 	cfg    Config
 	sel    *selector.Selector
 	idx    [kvevents.NumTiers]indexer.Index // immutable after New
+	app    [kvevents.NumTiers]matchAppender // idx[t] if it appends, else nil
 	events Events
 
 	mu       sync.Mutex
@@ -67,8 +100,18 @@ type Router struct {
 	aff      *affinity.Table
 	workers  map[uint64]*workerState
 	ranks    []kvevents.Worker // every rank of every worker, sorted
+	rankWS   []*workerState    // rankWS[i] is ranks[i]'s worker
+	rankSlot []int32           // rankSlot[i] is ranks[i]'s loads slot
 	sessions map[string]string // active request id -> session
 	stats    Stats
+
+	// Scratch of the decision under mu (Decision.Candidates is the only
+	// per-decision allocation).
+	sreq      selector.Request
+	cands     []selector.Candidate
+	newBlocks []int
+	reasons   []selector.Reason
+	slab      []selector.Breakdown // see breakdowns
 }
 
 // New validates cfg and builds a router.
@@ -106,6 +149,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Mode == ModeKV {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
+			r.app[t], _ = r.idx[t].(matchAppender)
 		}
 	}
 	return r, nil
@@ -201,6 +245,11 @@ func (r *Router) rebuildRanks() {
 		}
 	}
 	slices.SortFunc(r.ranks, cmpWorker)
+	r.rankWS, r.rankSlot = r.rankWS[:0], r.rankSlot[:0]
+	for _, w := range r.ranks {
+		r.rankWS = append(r.rankWS, r.workers[w.ID])
+		r.rankSlot = append(r.rankSlot, int32(r.loads.Slot(w)))
+	}
 }
 
 func cmpWorker(a, b kvevents.Worker) int {
@@ -228,8 +277,8 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		r.approx.RemoveWorker(id)
 	}
 	delete(r.workers, id)
+	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks
 	r.rebuildRanks()
-	ids := r.loads.RemoveWorker(id)
 	for _, rid := range ids {
 		delete(r.sessions, rid)
 	}
@@ -337,14 +386,17 @@ func (r *Router) Free(id string, now time.Time) error {
 
 func (r *Router) freeLocked(id string) error {
 	if r.queue != nil {
-		if _, ok := r.queue.Remove(id); ok {
+		if it, ok := r.queue.Remove(id); ok {
+			putPending(it.Value)
 			return nil
 		}
 	}
 	if err := r.loads.Free(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
 	}
-	delete(r.sessions, id)
+	if len(r.sessions) > 0 {
+		delete(r.sessions, id)
+	}
 	return nil
 }
 
@@ -421,24 +473,36 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	if err := req.Overrides.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: request %q: %w", ErrBadRequest, req.ID, err)
 	}
-	p := &pending{req: *req}
 	B := r.cfg.BlockSize
-	switch {
-	case req.Tokens != nil:
-		p.locals = kvhash.LocalHashes(req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
-		p.isl = len(req.Tokens)
-	default:
-		p.locals = req.Locals
-		p.isl = len(req.Locals) * B
+	isl := len(req.Locals) * B
+	if req.Tokens != nil {
+		isl = len(req.Tokens)
 	}
 	if req.ISL > 0 {
-		p.isl = req.ISL
+		isl = req.ISL
 	}
-	if len(p.locals)*B > p.isl {
-		return nil, fmt.Errorf("%w: request %q: %d blocks of %d tokens exceed isl %d", ErrBadRequest, req.ID, len(p.locals), B, p.isl)
+	if n := blocksOf(req, B); n*B > isl {
+		return nil, fmt.Errorf("%w: request %q: %d blocks of %d tokens exceed isl %d", ErrBadRequest, req.ID, n, B, isl)
 	}
-	p.seq = kvhash.SeqHashes(p.locals)
+	p := getPending()
+	p.req, p.isl = *req, isl
+	if req.Tokens != nil {
+		p.locBuf = kvhash.AppendLocal(p.locBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
+		p.locals = p.locBuf
+	} else {
+		p.locals = req.Locals
+	}
+	p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
+	p.seq = p.seqBuf
 	return p, nil
+}
+
+// blocksOf is the number of full prompt blocks of req.
+func blocksOf(req *Request, B int) int {
+	if req.Tokens != nil {
+		return len(req.Tokens) / B
+	}
+	return len(req.Locals)
 }
 
 // Route routes req at now. It returns the Decision (Queued when it has to
@@ -451,33 +515,40 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 	p, err := r.prepare(&req)
 	if err != nil {
-		r.reject(&req, err)
+		rq := req // only the callbacks' copies escape
+		r.reject(&rq, err)
 		return Decision{}, err
 	}
 	// Index reads run outside the router lock (indexes are safe for
 	// concurrent use), so routing never waits behind event application.
-	var ov [kvevents.NumTiers]indexer.Overlaps
 	if r.cfg.Mode == ModeKV && r.wantsOverlap(&req) {
-		ov = r.lookupKV(p.locals)
+		r.lookupKV(p)
 	}
 
 	r.mu.Lock()
-	d, queued, err := r.routeLocked(p, &ov, now, true)
+	d, queued, err := r.routeLocked(p, now, true)
 	var pendingN int
 	if queued {
 		pendingN = r.queue.Len()
 	}
 	r.mu.Unlock()
+	if !queued {
+		putPending(p)
+	}
 
 	switch {
 	case err != nil:
-		r.reject(&req, err)
+		rq := req
+		r.reject(&rq, err)
 	case queued:
 		if r.events.OnQueue != nil {
-			r.events.OnQueue(&req, pendingN)
+			rq := req
+			r.events.OnQueue(&rq, pendingN)
 		}
 	case r.events.OnRoute != nil:
-		r.events.OnRoute(&req, &d)
+		rq, dd := req, d
+		r.events.OnRoute(&rq, &dd)
+		d = dd
 	}
 	return d, err
 }
@@ -501,15 +572,19 @@ func (r *Router) wantsOverlap(req *Request) bool {
 	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0
 }
 
-func (r *Router) lookupKV(locals []uint64) (ov [kvevents.NumTiers]indexer.Overlaps) {
-	if len(locals) == 0 {
-		return ov
+// lookupKV fills p.ov from the event-fed indexes.
+func (r *Router) lookupKV(p *pending) {
+	if len(p.locals) == 0 {
+		return
 	}
 	for t := range kvevents.NumTiers {
 		if kvevents.Tier(t) == kvevents.TierExternal {
 			continue // G4 earns no credit (DESIGN.md §7)
 		}
-		ov[t] = r.idx[t].FindMatches(locals)
+		if a := r.app[t]; a != nil {
+			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)
+		} else {
+			p.ov[t] = r.idx[t].FindMatches(p.locals)
+		}
 	}
-	return ov
 }

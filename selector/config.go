@@ -114,6 +114,9 @@ type Overrides struct {
 
 // Validate reports every problem with o.
 func (o Overrides) Validate() error {
+	if o.OverlapCredit == nil && o.PrefillLoadScale == nil && o.Temperature == nil {
+		return nil
+	}
 	var errs []error
 	check := func(name string, p *float64) {
 		if p != nil && (math.IsNaN(*p) || math.IsInf(*p, 0) || *p < 0) {

@@ -212,16 +212,31 @@ func (s *Selector) Eligible(req *Request, cands []Candidate, out []Reason) {
 // breaks ties and samples at temperature > 0. On error Result.Chosen is -1
 // and Breakdowns still tells why every candidate was dropped.
 func (s *Selector) Select(req *Request, cands []Candidate, rng *rand.Rand) (Result, error) {
-	res := Result{Chosen: -1, Breakdowns: make([]Breakdown, len(cands))}
+	return s.SelectInto(req, cands, rng, make([]Breakdown, len(cands)), make([]Reason, len(cands)))
+}
+
+// SelectInto is Select writing into caller-provided memory, for callers
+// that route at high rates: Result.Breakdowns is bs[:len(cands)] and
+// reasons (scratch, len >= len(cands)) receives every candidate's Reason.
+// bs and reasons may hold garbage; both are overwritten.
+func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, bs []Breakdown, reasons []Reason) (Result, error) {
+	res := Result{Chosen: -1, Breakdowns: bs[:len(cands)]}
 	if req.BlockSize <= 0 {
+		clear(res.Breakdowns)
 		return res, fmt.Errorf("selector: block size %d must be > 0", req.BlockSize)
 	}
 	if err := req.Overrides.Validate(); err != nil {
+		clear(res.Breakdowns)
 		return res, err
 	}
-	out := make([]Reason, len(cands))
+	out := reasons[:len(cands)]
+	clear(out)
 	s.Eligible(req, cands, out)
-	cfg := s.cfg.effective(req.Overrides)
+	cfg := &s.cfg
+	if o := req.Overrides; o.OverlapCredit != nil || o.PrefillLoadScale != nil || o.Temperature != nil {
+		eff := s.cfg.effective(o)
+		cfg = &eff
+	}
 
 	n, overloaded := 0, false
 	floor := math.MaxInt
@@ -233,10 +248,10 @@ func (s *Selector) Select(req *Request, cands []Candidate, rng *rand.Rand) (Resu
 			overloaded = true
 		}
 	}
-	for i := range cands {
-		res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
-	}
 	if n == 0 {
+		for i := range cands {
+			res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
+		}
 		if overloaded {
 			return res, fmt.Errorf("%w: %d candidates over their busy thresholds", ErrAllOverloaded, len(cands))
 		}
@@ -246,11 +261,12 @@ func (s *Selector) Select(req *Request, cands []Candidate, rng *rand.Rand) (Resu
 	cmin, cmax := math.Inf(1), math.Inf(-1)
 	for i := range cands {
 		if out[i] != ReasonNone {
+			res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
 			continue
 		}
-		b := Cost(cfg, req.ISL, req.BlockSize, floor, &cands[i])
-		b.Worker, b.Out = cands[i].Worker, ReasonNone
-		res.Breakdowns[i] = b
+		b := &res.Breakdowns[i]
+		costInto(cfg, req.ISL, req.BlockSize, floor, &cands[i], b)
+		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
 	res.Chosen = pick(res.Breakdowns, cfg.Temperature, cmin, cmax, rng)
@@ -260,6 +276,13 @@ func (s *Selector) Select(req *Request, cands []Candidate, rng *rand.Rand) (Resu
 // Cost computes a candidate's cost breakdown under cfg for a request of isl
 // tokens with block size b, floorTokens being the load floor of the decay.
 func Cost(cfg Config, isl, b, floorTokens int, c *Candidate) Breakdown {
+	var out Breakdown
+	costInto(&cfg, isl, b, floorTokens, c, &out)
+	return out
+}
+
+// costInto is Cost writing into out (every field but Out and Prob).
+func costInto(cfg *Config, isl, b, floorTokens int, c *Candidate, out *Breakdown) {
 	B := float64(b)
 	reqBlocks := max(1, float64(isl)/B)
 	decay := 1.0
@@ -278,16 +301,15 @@ func Cost(cfg Config, isl, b, floorTokens int, c *Candidate) Breakdown {
 	}
 	decode := float64(c.ActiveDecodeBlocks + c.NewBlocks)
 	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
-	return Breakdown{
-		Worker:   c.Worker,
-		Overlap:  c.Overlap,
-		Decay:    decay,
-		Credit:   credit,
-		Prefill:  prefill,
-		Decode:   decode,
-		Requests: reqs,
-		Cost:     cfg.PrefillLoadScale*prefill + decode + reqs,
-	}
+	out.Worker = c.Worker
+	out.Overlap = c.Overlap
+	out.Decay = decay
+	out.Credit = credit
+	out.Prefill = prefill
+	out.Decode = decode
+	out.Requests = reqs
+	out.Cost = cfg.PrefillLoadScale*prefill + decode + reqs
+	out.Prob = 0
 }
 
 // tieEps is the relative tolerance under which two costs tie: costs are
