@@ -87,29 +87,87 @@ func (c *Concurrent) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// A writer applies up to maxBatch events, and stops adding events once the
+// batch holds maxBatchBlocks blocks, under one write lock, so that readers
+// wait for at most about one 16-block event's work. Measured with
+// BenchmarkConcurrent (flash, 16-block events, busy 2-core machine):
+// batching 32 events with no block bound cut mode=write from ~1050 to ~900
+// ns/event but roughly doubled mode=mixed's lookup p99 at -cpu 2 (readers
+// parked behind long write holds); the block bound keeps the per-lock
+// saving for the small events engines mostly send (1-block removes, short
+// stores) without lengthening holds.
+const (
+	maxBatch       = 32
+	maxBatchBlocks = 16
+)
+
+// batchApplier is implemented by indexes that can apply several events
+// under one lock acquisition (Flash, Radix). errs[i] is the outcome of
+// evs[i], exactly as Apply would return it.
+type batchApplier interface {
+	applyBatch(evs []kvevents.Event, errs []error)
+}
+
 func (c *Concurrent) writer(ctx context.Context, q chan job) {
+	ba, _ := c.idx.(batchApplier)
+	var (
+		batch [maxBatch]kvevents.Event
+		errs  [maxBatch]error
+	)
 	for {
+		var j job
 		select {
 		case <-ctx.Done():
 			return
-		case j := <-q:
-			if j.barrier != nil {
-				j.barrier.arrived.Done()
-				select {
-				case <-j.barrier.release:
-				case <-ctx.Done():
-					return
-				}
-				continue
+		case j = <-q:
+		}
+		// Drain what is already queued (up to maxBatch events, stopping
+		// at a barrier) and apply it under one lock: a write lock per
+		// event costs readers and writers a handoff each.
+		n, blocks := 0, 0
+		for j.barrier == nil {
+			batch[n] = j.ev
+			n++
+			blocks += len(j.ev.Blocks) + len(j.ev.Hashes)
+			if n == maxBatch || blocks >= maxBatchBlocks {
+				j = job{}
+				break
 			}
-			err := c.idx.Apply(&j.ev)
-			c.queued.Add(-1)
-			if err != nil {
-				if c.events.OnRejected != nil {
-					c.events.OnRejected(&j.ev, err)
+			select {
+			case j = <-q:
+				continue
+			default:
+				j = job{}
+			}
+			break
+		}
+		if n > 0 {
+			if ba != nil {
+				ba.applyBatch(batch[:n], errs[:n])
+			} else {
+				for i := range batch[:n] {
+					errs[i] = c.idx.Apply(&batch[i])
 				}
-			} else if c.events.OnApplied != nil {
-				c.events.OnApplied(&j.ev)
+			}
+			c.queued.Add(int64(-n))
+			for i := range batch[:n] {
+				if errs[i] != nil {
+					if c.events.OnRejected != nil {
+						c.events.OnRejected(&batch[i], errs[i])
+					}
+				} else if c.events.OnApplied != nil {
+					c.events.OnApplied(&batch[i])
+				}
+			}
+			clear(batch[:n]) // drop references to event slices
+			clear(errs[:n])
+		}
+		if j.barrier != nil {
+			j.barrier.arrived.Done()
+			select {
+			case <-j.barrier.release:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}

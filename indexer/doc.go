@@ -6,11 +6,11 @@
 //
 //   - Radix (NewRadix): a prefix tree keyed by local hash, with a
 //     per-worker table engine-hash -> node for O(1) event access.
-//   - Flash (NewFlash): a positional index keyed by the router-side
-//     sequence hash of each prefix (kvhash.SeqNext over local hashes, so
-//     equal local hashes under different prefixes are different entries),
-//     with jump search (stride Config.Stride, default 64). This is the fast
-//     one: use it in production.
+//   - Flash (NewFlash): a positional index keyed by an internal 64-bit id
+//     of each prefix (a cheap chained mix over local hashes, so equal local
+//     hashes under different prefixes are different entries), with jump
+//     search (stride Config.Stride, default 64). This is the fast one: use
+//     it in production.
 //   - Approx (NewApprox): the approximate TTL index for fleets without KV
 //     events; the router inserts each routed request's blocks. It is not an
 //     Index (it has no events) and is kept apart from the event-fed index.
@@ -19,6 +19,8 @@
 //     Config.Writers writer goroutines chosen by worker+rank, so the events of
 //     one worker+rank are applied in order by one goroutine. Run(ctx) owns
 //     the goroutines; Flush(ctx) waits for everything enqueued so far.
+//     Each writer drains what is queued (up to 32 events or 16 blocks)
+//     and applies it under one write lock.
 //
 // Radix and Flash pass the same conformance suite (indexer/indexertest,
 // scripts in indexer/testdata) with byte-identical output, and a
@@ -55,7 +57,15 @@
 // # Concurrency
 //
 // Radix, Flash and Approx are safe for concurrent use: FindMatches takes a
-// read lock, writes an exclusive one. Writes of one worker+rank must come
+// read lock, writes an exclusive one.
+//
+// # Memory
+//
+// Radix nodes and Flash entries live in fixed-size chunks indexed by
+// uint32, with free lists; a block held by one worker keeps its member
+// inline and shared blocks use pooled member slices, so storing a block
+// allocates nothing amortized. BenchmarkBytesPerBlock reports the heap
+// bytes per (worker, block) pair. Writes of one worker+rank must come
 // from one goroutine at a time in event_id order (Concurrent guarantees it).
 //
 // The package does no I/O, reads no clock (Approx takes now as an argument)

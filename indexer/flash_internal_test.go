@@ -1,0 +1,80 @@
+package indexer
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// Entries keep no local hash: Dump recovers it by inverting prefixID.
+func TestPrefixIDInverse(t *testing.T) {
+	for _, k := range []uint64{pidK1, pidK2} {
+		if got := k * mulInverse(k); got != 1 {
+			t.Fatalf("mulInverse(%#x): product %#x", k, got)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 10000 {
+		p, l := rng.Uint64(), rng.Uint64()
+		if rng.IntN(4) == 0 {
+			l = rng.Uint64N(8) // small locals, as in the differential test
+		}
+		if got := localOf(p, prefixID(p, l)); got != l {
+			t.Fatalf("localOf(%#x, prefixID(%#x, %#x)) = %#x", p, p, l, got)
+		}
+	}
+}
+
+// prefixID's collision guarantees: siblings and equal locals under
+// different parents never collide (both maps are bijections).
+func TestPrefixIDDistinct(t *testing.T) {
+	seen := make(map[uint64][2]uint64)
+	for p := range uint64(64) {
+		for l := range uint64(64) {
+			id := prefixID(p, l)
+			if o, dup := seen[id]; dup {
+				t.Fatalf("prefixID(%d, %d) == prefixID(%d, %d)", p, l, o[0], o[1])
+			}
+			seen[id] = [2]uint64{p, l}
+		}
+	}
+}
+
+// htable against a Go map under random puts, overwrites and deletes on a
+// small key space (long probe runs, wrap-around, backward shifts).
+func TestHtableMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for round := range 50 {
+		h, m := newHtable(rng.IntN(4)), map[uint64]uint32{}
+		keys := uint64(4 + round*8)
+		for range 2000 {
+			k := rng.Uint64N(keys) * 0x9e3779b97f4a7c15 >> (rng.Uint64N(2) * 60) // clustered and spread keys
+			switch rng.IntN(3) {
+			case 0, 1:
+				v := rng.Uint32N(1 << 20)
+				h.put(k, v)
+				m[k] = v
+			case 2:
+				h.del(k)
+				delete(m, k)
+			}
+			if h.len() != len(m) {
+				t.Fatalf("round %d: len %d, map %d", round, h.len(), len(m))
+			}
+		}
+		for k, v := range m {
+			if got, ok := h.get(k); !ok || got != v {
+				t.Fatalf("round %d: get(%#x) = %d, %v; want %d", round, k, got, ok, v)
+			}
+		}
+		n := 0
+		for k, v := range h.all() {
+			if m[k] != v {
+				t.Fatalf("round %d: all yields %#x -> %d, map has %d", round, k, v, m[k])
+			}
+			n++
+		}
+		if n != len(m) || 4*h.len() > 3*len(h.keys) {
+			t.Fatalf("round %d: %d pairs iterated of %d, %d slots", round, n, len(m), len(h.keys))
+		}
+	}
+}
