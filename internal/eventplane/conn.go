@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,10 +37,15 @@ type Config struct {
 	// StoreDir is the JetStream store directory. Empty (default) uses a
 	// temporary directory that Close removes.
 	StoreDir string
-	// InProcess connects the client to the embedded server without TCP
-	// (nats.InProcessServer). Default false. Such a connection does not
-	// survive a Restart of the server.
+	// InProcess is kept for compatibility and has no effect: the client
+	// of the embedded server is in-process by default (see LoopbackTCP).
 	InProcess bool
+	// LoopbackTCP connects this process's own client to the embedded
+	// server over TCP on Host:Port. Default false: the client is connected
+	// in-process (nats.InProcessServer, no sockets or syscalls per
+	// message), and reconnects in-process to the new server after a
+	// Restart. Other processes always reach the server by TCP (ClientURL).
+	LoopbackTCP bool
 
 	// External server only: credentials and TLS. All optional.
 	User, Password string
@@ -140,9 +147,12 @@ type Conn struct {
 	cfg Config
 	log *slog.Logger
 
-	mu     sync.Mutex
-	srv    *server.Server // nil when external
-	tmpDir string         // removed on Close
+	mu  sync.Mutex
+	srv *server.Server // nil when external
+	// live is the embedded server while it accepts connections (nil while
+	// restarting): what the in-process client (re)connects to.
+	live   atomic.Pointer[server.Server]
+	tmpDir string // removed on Close
 	port   int
 
 	NC *nats.Conn
@@ -198,8 +208,8 @@ func StartEmbedded(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	var opts []nats.Option
-	if cfg.InProcess {
-		opts = append(opts, nats.InProcessServer(c.srv))
+	if !cfg.LoopbackTCP {
+		opts = append(opts, nats.InProcessServer(inProcess{c}))
 	}
 	base, _ := cfg.clientOptions()
 	nc, err := nats.Connect(c.srv.ClientURL(), append(base, opts...)...)
@@ -241,6 +251,7 @@ func (c *Conn) startServer() error {
 		return errors.New("eventplane: embedded server not ready after 10s")
 	}
 	c.srv = s
+	c.live.Store(s)
 	if addr, ok := s.Addr().(interface{ String() string }); ok {
 		if i := strings.LastIndexByte(addr.String(), ':'); i >= 0 {
 			if p, err := strconv.Atoi(addr.String()[i+1:]); err == nil {
@@ -249,6 +260,19 @@ func (c *Conn) startServer() error {
 		}
 	}
 	return nil
+}
+
+// inProcess connects the client to whichever embedded server is live, so
+// the in-process connection survives a Restart like a TCP one: while the
+// server is down it fails, and the client retries after ReconnectWait.
+type inProcess struct{ c *Conn }
+
+func (p inProcess) InProcessConn() (net.Conn, error) {
+	s := p.c.live.Load()
+	if s == nil {
+		return nil, errors.New("eventplane: embedded server not running")
+	}
+	return s.InProcessConn()
 }
 
 func (c *Conn) attach(ctx context.Context, nc *nats.Conn) error {
@@ -349,6 +373,7 @@ func (c *Conn) Restart(ctx context.Context) error {
 	if c.srv == nil {
 		return errors.New("eventplane: restart: not an embedded server")
 	}
+	c.live.Store(nil)
 	c.srv.Shutdown()
 	c.srv.WaitForShutdown()
 	var err error
@@ -375,6 +400,7 @@ func (c *Conn) Close() {
 	c.mu.Lock()
 	srv := c.srv
 	c.srv = nil
+	c.live.Store(nil)
 	c.mu.Unlock()
 	if srv != nil {
 		srv.Shutdown()

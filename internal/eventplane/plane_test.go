@@ -2,6 +2,7 @@ package eventplane_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -48,11 +49,17 @@ func reference(evs []kvevents.Event) uint64 {
 }
 
 // A restart of the embedded NATS server in the middle of publishing loses
-// no event: the index equals one fed directly.
+// no event: the index equals one fed directly. Both client transports
+// (in-process, the default, and loopback TCP) reconnect to the restarted
+// server; each format runs on one of them.
 func TestEmbeddedRestartLosesNothing(t *testing.T) {
-	conn := eventplanetest.Embedded(t)
-	for _, f := range []Format{FormatMsgpack, FormatJSON} {
-		t.Run(f.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		f   Format
+		tcp bool
+	}{{FormatMsgpack, false}, {FormatJSON, true}} {
+		f := tc.f
+		t.Run(fmt.Sprintf("%s/tcp=%v", f, tc.tcp), func(t *testing.T) {
+			conn := eventplanetest.EmbeddedWith(t, func(c *Config) { c.LoopbackTCP = tc.tcp })
 			model := "m-" + f.String()
 			pub := NewPublisher(conn, PublisherConfig{Model: model, Format: f, MaxBatch: 16, Logger: eventplanetest.Quiet})
 			run(t, pub.Run)

@@ -20,11 +20,17 @@ type PublisherConfig struct {
 	Model string
 	// Format of the payload; default msgpack.
 	Format Format
-	// MaxBatch is the most events in one stream message; default 64.
+	// MaxBatch is the most events in one stream message; default 64. A
+	// worker's batch that reaches it is sent without waiting for Linger.
 	MaxBatch int
-	// Linger is how long a batch may wait for more events; default 0: a
-	// batch is sent as soon as the queue is momentarily empty, so batching
-	// only happens under load and adds no latency when idle.
+	// Linger bounds how long an event may wait for more of its worker's
+	// events to share a stream message; default DefaultLinger (1ms).
+	// Batching is adaptive: an event arriving while no message is awaiting
+	// its acknowledgement (an idle pipeline) is sent at once, so Linger
+	// only applies under load, where it turns one message per event into
+	// one per worker per Linger (per-message cost dominates the event
+	// plane: see the package doc). Negative: never wait (send as soon as
+	// the intake queue is momentarily empty, the pre-1ms behaviour).
 	Linger time.Duration
 	// AssignIDs makes the publisher number events per worker+rank (last+1,
 	// continuing from the stream after Resume). Default false: the ids the
@@ -39,7 +45,13 @@ type PublisherConfig struct {
 	Logger *slog.Logger
 }
 
+// DefaultLinger is PublisherConfig.Linger's default.
+const DefaultLinger = time.Millisecond
+
 func (c *PublisherConfig) setDefaults() {
+	if c.Linger == 0 {
+		c.Linger = DefaultLinger
+	}
 	if c.Model == "" {
 		c.Model = "default"
 	}
@@ -88,7 +100,12 @@ type Publisher struct {
 	conn *Conn
 	cfg  PublisherConfig
 	in   chan pubItem
-	next map[kvevents.Worker]uint64 // AssignIDs: last id given; owned by Run before start, then Run
+	// kick wakes a Run that is lingering (not reading in) when the intake
+	// holds a batch's worth of events or a Flush marker: Run then sleeps
+	// through a linger instead of waking for every event.
+	kick   chan struct{}
+	kickAt int
+	next   map[kvevents.Worker]uint64 // AssignIDs: last id given; owned by Run before start, then Run
 
 	events, messages, retries atomic.Uint64
 }
@@ -97,6 +114,7 @@ type Publisher struct {
 func NewPublisher(conn *Conn, cfg PublisherConfig) *Publisher {
 	cfg.setDefaults()
 	return &Publisher{conn: conn, cfg: cfg, in: make(chan pubItem, cfg.Queue),
+		kick: make(chan struct{}, 1), kickAt: min(cfg.MaxBatch, cfg.Queue/2),
 		next: make(map[kvevents.Worker]uint64)}
 }
 
@@ -106,9 +124,19 @@ func NewPublisher(conn *Conn, cfg PublisherConfig) *Publisher {
 func (p *Publisher) Publish(ctx context.Context, ev kvevents.Event) error {
 	select {
 	case p.in <- pubItem{ev: ev}:
+		if len(p.in) >= p.kickAt {
+			p.wake()
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+func (p *Publisher) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -118,6 +146,7 @@ func (p *Publisher) Flush(ctx context.Context) error {
 	done := make(chan error, 1)
 	select {
 	case p.in <- pubItem{flush: done}:
+		p.wake()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -178,30 +207,49 @@ func (p *Publisher) Stats() PublisherStats {
 
 // Run sends until ctx is done. Events still queued when ctx ends are
 // dropped; call Flush first for a clean stop.
+//
+// Batching: Run takes everything queued into per-worker batches (a batch
+// reaching MaxBatch is sent at once). Then, when no message awaits its
+// acknowledgement (or Linger < 0), it sends every batch; otherwise it
+// lingers: it sleeps until Linger has passed, the intake holds MaxBatch
+// events, or a Flush arrives, so under load it wakes once per batch rather
+// than once per event, and sends one message per worker per Linger.
 func (p *Publisher) Run(ctx context.Context) error {
 	var (
 		batches = make(map[uint64][]kvevents.Event)
 		order   []uint64 // workers with a pending batch, first-come order
 		queue   []inflight
-		linger  <-chan time.Time
+		timer   = time.NewTimer(time.Hour)
+		armed   bool // timer running: lingering
+		// subjects caches each worker's subject (built per message otherwise).
+		subjects = make(map[uint64]string)
 	)
+	timer.Stop()
+	defer timer.Stop()
 	flushBatch := func(w uint64) error {
 		evs := batches[w]
 		if len(evs) == 0 {
 			return nil
 		}
-		data, err := EncodeEnvelope(nil, p.cfg.Format, evs)
+		data, err := EncodeEnvelope(make([]byte, 0, envelopeSizeHint(p.cfg.Format, evs)), p.cfg.Format, evs)
 		if err != nil {
 			return fmt.Errorf("eventplane: publish: %w", err)
 		}
-		msg := nats.NewMsg(p.conn.Subject(p.cfg.Model, w))
+		subj, ok := subjects[w]
+		if !ok {
+			subj = p.conn.Subject(p.cfg.Model, w)
+			subjects[w] = subj
+		}
+		msg := nats.NewMsg(subj)
 		msg.Data = data
 		e := &evs[0]
 		// The id names subject, rank, first event id and count: unique per
 		// batch, equal for a retry.
 		msg.Header.Set(nats.MsgIdHdr, msg.Subject+"/"+strconv.FormatUint(uint64(e.DPRank), 10)+
 			"/"+strconv.FormatUint(e.EventID, 10)+"/"+strconv.Itoa(len(evs)))
-		batches[w] = evs[:0:0]
+		// The encoded payload holds the events now: reuse the batch.
+		clear(evs)
+		batches[w] = evs[:0]
 		for len(queue) >= p.cfg.MaxInflight {
 			if queue, err = p.settle(ctx, queue, true); err != nil {
 				return err
@@ -227,10 +275,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 			}
 		}
 		order = order[:0]
-		linger = nil
+		if len(batches) > 4096 {
+			// Many workers came and went: drop the idle ones' buffers.
+			clear(batches)
+			clear(subjects)
+		}
 		return nil
 	}
-	add := func(ev kvevents.Event) error {
+	add := func(ev *kvevents.Event) error {
 		if p.cfg.AssignIDs {
 			k := ev.Worker()
 			p.next[k]++
@@ -240,7 +292,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 		if !ok || len(b) == 0 {
 			order = append(order, ev.WorkerID)
 		}
-		b = append(b, ev)
+		if b == nil {
+			b = make([]kvevents.Event, 0, p.cfg.MaxBatch)
+		}
+		b = append(b, *ev)
 		batches[ev.WorkerID] = b
 		if len(b) >= p.cfg.MaxBatch {
 			if err := flushBatch(ev.WorkerID); err != nil {
@@ -255,9 +310,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 		return nil
 	}
-	handle := func(it pubItem) error {
+	handle := func(it *pubItem) error {
 		if it.flush == nil {
-			return add(it.ev)
+			return add(&it.ev)
 		}
 		if err := flushAll(); err != nil {
 			it.flush <- err
@@ -270,35 +325,63 @@ func (p *Publisher) Run(ctx context.Context) error {
 		it.flush <- err
 		return err
 	}
+	// drain handles what is queued now: natural batching under load.
+	drain := func() error {
+		for {
+			select {
+			case it := <-p.in:
+				if err := handle(&it); err != nil {
+					return err
+				}
+			default:
+				return nil
+			}
+		}
+	}
 	for {
 		var err error
-		select {
-		case <-ctx.Done():
-			return nil
-		case it := <-p.in:
-			err = handle(it)
-			// Drain what is already queued: natural batching under load.
-		drain:
-			for err == nil {
-				select {
-				case it := <-p.in:
-					err = handle(it)
-				default:
-					break drain
-				}
-			}
-			if err == nil && len(order) > 0 {
-				if p.cfg.Linger > 0 && linger == nil {
-					linger = time.After(p.cfg.Linger)
-				} else if p.cfg.Linger == 0 {
+		if armed {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+				armed = false
+				if err = drain(); err == nil {
 					err = flushAll()
 				}
+			case <-p.kick:
+				err = drain()
 			}
-		case <-linger:
-			err = flushAll()
+		} else {
+			select {
+			case <-ctx.Done():
+				return nil
+			case it := <-p.in:
+				if err = handle(&it); err == nil {
+					err = drain()
+				}
+			case <-p.kick:
+				err = drain()
+			}
 		}
 		if err == nil {
 			queue, err = p.settle(ctx, queue, false)
+		}
+		if err == nil {
+			switch {
+			case len(order) == 0:
+				if armed {
+					timer.Stop()
+					armed = false
+				}
+			case p.cfg.Linger < 0 || (!armed && len(queue) == 0):
+				// Nothing in flight: the pipeline is idle, waiting would
+				// only add latency.
+				err = flushAll()
+			case !armed:
+				timer.Reset(p.cfg.Linger)
+				armed = true
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -307,6 +390,20 @@ func (p *Publisher) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// envelopeSizeHint is a generous estimate of the encoded size of evs, so
+// a message's payload is allocated once.
+func envelopeSizeHint(f Format, evs []kvevents.Event) int {
+	perEvent, perBlock := 200, 44
+	if f == FormatJSON {
+		perEvent, perBlock = 300, 72
+	}
+	n := 8
+	for i := range evs {
+		n += perEvent + perBlock*evs[i].NumBlocks()
+	}
+	return n
 }
 
 // settle retires acknowledged messages at the head of queue, re-publishing

@@ -21,12 +21,21 @@ import (
 var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // Embedded starts an embedded NATS with a temp store dir (removed at the
-// end of the test) and TCP clients, so Restart works.
+// end of the test); its client is in-process (the default), and survives a
+// Restart like a TCP one.
 func Embedded(t testing.TB) *eventplane.Conn {
+	t.Helper()
+	return EmbeddedWith(t, func(*eventplane.Config) {})
+}
+
+// EmbeddedWith is Embedded with the configuration adjusted by edit (e.g.
+// LoopbackTCP).
+func EmbeddedWith(t testing.TB, edit func(*eventplane.Config)) *eventplane.Conn {
 	t.Helper()
 	cfg := eventplane.DefaultConfig()
 	cfg.StoreDir = t.TempDir()
 	cfg.Logger = Quiet
+	edit(&cfg)
 	c, err := eventplane.StartEmbedded(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

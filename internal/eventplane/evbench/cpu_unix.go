@@ -1,0 +1,15 @@
+//go:build unix
+
+package evbench
+
+import "syscall"
+
+// cpuSeconds is the process's CPU time (user+sys) so far: on a shared
+// machine, blocks per CPU-second is steadier than blocks per wall second.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
