@@ -17,8 +17,11 @@ var ErrClosed = errors.New("indexer: concurrent index is not running")
 // Concurrency). FindMatches, AppendMatches, Dump and Stats run inline on the
 // caller's goroutine (the wrapped index takes read locks). Apply enqueues
 // the event to one of Config.Writers writer goroutines chosen by a hash of
-// the worker+rank, so one worker+rank's events are applied in enqueue order
-// by one goroutine, and writers never interleave one worker's events.
+// the worker+rank (or, when the wrapped index is a Sharded with one shard
+// per writer, by the worker's shard, so that each writer owns one shard and
+// writers never contend for a lock), so one worker+rank's events are
+// applied in enqueue order by one goroutine, and writers never interleave
+// one worker's events.
 //
 // Apply never drops: when the chosen queue is full it blocks until there is
 // room (backpressure onto the event source) or Run has returned. Rejections
@@ -32,6 +35,9 @@ type Concurrent struct {
 	events Events
 	queues []chan job
 	queued atomic.Int64
+	// shardOf, when set, picks the queue: the wrapped index is sharded by
+	// worker with one shard per writer, so each writer owns one shard.
+	shardOf func(kvevents.Worker) int
 
 	once    sync.Once
 	started atomic.Bool
@@ -59,6 +65,13 @@ func NewConcurrent(idx Index, cfg Config) *Concurrent {
 	c.queues = make([]chan job, cfg.Writers)
 	for i := range c.queues {
 		c.queues[i] = make(chan job, cfg.QueueSize)
+	}
+	if sq, ok := idx.(interface {
+		shardQueues() (int, func(kvevents.Worker) int)
+	}); ok {
+		if n, of := sq.shardQueues(); n == len(c.queues) {
+			c.shardOf = of
+		}
 	}
 	return c
 }
@@ -176,6 +189,9 @@ func (c *Concurrent) writer(ctx context.Context, q chan job) {
 func (c *Concurrent) queueOf(w kvevents.Worker) chan job {
 	if len(c.queues) == 1 {
 		return c.queues[0]
+	}
+	if c.shardOf != nil {
+		return c.queues[c.shardOf(w)]
 	}
 	// SplitMix64 finalizer: spreads sequential worker ids evenly.
 	h := w.ID ^ uint64(w.Rank)<<32 ^ uint64(w.Rank)

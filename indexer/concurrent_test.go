@@ -49,6 +49,18 @@ func workerEvents(rng *rand.Rand, w kvevents.Worker, n int) []kvevents.Event {
 }
 
 func TestConcurrentMatchesSequential(t *testing.T) {
+	t.Run("flash", func(t *testing.T) {
+		testConcurrentMatchesSequential(t, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 4}) })
+	})
+	// One shard per writer: each writer owns a shard.
+	t.Run("sharded", func(t *testing.T) {
+		testConcurrentMatchesSequential(t, func() indexer.Index {
+			return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 4}) })}
+		})
+	})
+}
+
+func testConcurrentMatchesSequential(t *testing.T, newIndex func() indexer.Index) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var streams [][]kvevents.Event
 	for id := range uint64(6) {
@@ -67,7 +79,7 @@ func TestConcurrentMatchesSequential(t *testing.T) {
 	}
 
 	var rejected, applied atomic.Int64
-	c := indexer.NewConcurrent(indexer.NewFlash(indexer.Config{Stride: 4}), indexer.Config{
+	c := indexer.NewConcurrent(newIndex(), indexer.Config{
 		Writers: 3, QueueSize: 8,
 		Events: indexer.Events{
 			OnApplied: func(*kvevents.Event) { applied.Add(1) },

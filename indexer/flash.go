@@ -54,6 +54,8 @@ type Flash struct {
 	freeS  []uint32    // free indexes into sets (slices keep their capacity)
 	slots  slotTable
 	tables []*htable // slot -> engine hash -> entry index
+	rmBuf  []rmKey   // remove's scratch (write lock held)
+	sink   uint64    // keeps warmStore's and warmRemove's loads
 
 	blocks    int
 	memberCap int // total capacity of sets
@@ -171,7 +173,7 @@ func (f *Flash) newEntry() uint32 {
 
 func (f *Flash) freeEntry(i uint32) {
 	e := f.at(i)
-	f.del(e.seq)
+	f.del(e.seq, i)
 	*e = fentry{parent: f.free}
 	f.free = i
 	f.used--
@@ -325,9 +327,70 @@ func (f *Flash) store(ev *kvevents.Event) error {
 	if ev.HasParent {
 		cur, _ = table.get(ev.Parent)
 	}
-	for _, b := range ev.Blocks {
-		if i, ok := table.get(b.Hash); ok {
-			cur = i
+	seq, chained := uint64(0), cur != noEntry
+	if chained {
+		seq = f.at(cur).seq
+	}
+	for start := 0; start < len(ev.Blocks); start += warmSpan {
+		blocks := ev.Blocks[start:min(start+warmSpan, len(ev.Blocks))]
+		seq = f.warmStore(table, blocks, seq, chained)
+		chained = true
+		if err := f.storeBlocks(slot, table, &cur, blocks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warmSpan is how many blocks warmStore and warmRemove load ahead.
+const warmSpan = 32
+
+// warmStore loads, for each block, the worker-table slot and the id-table
+// slot that storeBlocks will probe first, then the entries those id slots
+// point at, and returns the last block's prefix id (seq is the parent's,
+// when chained). The loads are independent of one another, so the CPU
+// overlaps their cache misses, where storeBlocks' probes each wait for the
+// previous block's (the tables are far larger than the caches on a real
+// trace: the misses were most of a Stored event's cost).
+func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, chained bool) uint64 {
+	var seqs [warmSpan]uint64
+	var sink uint64
+	ids := f.m.slots
+	for i, b := range blocks {
+		if chained {
+			seq = prefixID(seq, b.Local)
+		} else {
+			seq, chained = b.Local, true
+		}
+		seqs[i] = seq
+		sink += uint64(table.s[table.home(b.Hash)].v)
+		if len(ids) > 0 {
+			sink += ids[f.m.home(seq)]
+		}
+	}
+	if len(ids) > 0 {
+		for _, q := range seqs[:len(blocks)] {
+			if x := ids[f.m.home(q)]; x != 0 && x&^0xffffffff == ptag(q) {
+				sink += f.at(uint32(x) - 1).seq
+			}
+		}
+	}
+	f.sink = sink
+	return seq
+}
+
+// storeBlocks stores blocks (store's loop), cur the entry of the block
+// before them (noEntry at the root).
+func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []kvevents.Block) error {
+	cur := *pcur
+	defer func() { *pcur = cur }()
+	for _, b := range blocks {
+		// One probe of the worker's table answers "held already?" and
+		// reserves the slot the block goes to (engines store new blocks,
+		// so this is almost always a miss, the longest probe).
+		ti, held := table.find(b.Hash)
+		if held {
+			cur = table.s[ti].v
 			continue
 		}
 		var c *fentry
@@ -337,27 +400,71 @@ func (f *Flash) store(ev *kvevents.Event) error {
 			seq, pos = prefixID(c.seq, b.Local), c.pos+1
 		}
 		ei, ok := f.get(seq)
+		var e *fentry
+		i := 0
 		if !ok {
 			ei = f.newEntry()
-			*f.at(ei) = fentry{seq: seq, parent: cur, pos: pos}
+			e = f.at(ei)
+			*e = fentry{seq: seq, parent: cur, pos: pos}
 			f.put(seq, ei)
-		}
-		e := f.at(ei)
-		i, held := f.find(e, slot)
-		if held {
-			cur = ei
-			continue
+		} else {
+			e = f.at(ei)
+			if i, held = f.find(e, slot); held {
+				cur = ei
+				continue
+			}
 		}
 		f.addMember(e, i, fmember{slot: slot})
 		if c != nil {
 			j, _ := f.find(c, slot)
 			f.members(c)[j].kids++
 		}
-		table.put(b.Hash, ei)
+		table.putAt(ti, b.Hash, ei)
 		f.blocks++
 		cur = ei
 	}
 	return nil
+}
+
+// rmKey is a hash of a Removed event with its position (-1 when unknown)
+// and entry (noEntry when unknown) when the event started.
+type rmKey struct {
+	h   uint64
+	pos int64
+	ei  uint32
+}
+
+// warmTable loads the worker-table slot each hash's probe starts at (see
+// warmStore).
+func (f *Flash) warmTable(table *htable, hashes []uint64) {
+	var sink uint64
+	for _, h := range hashes {
+		sink += uint64(table.s[table.home(h)].v)
+	}
+	f.sink += sink
+}
+
+// warmRemove loads what removing each resolved key will touch beyond its
+// entry: the entry's id-table slot, its parent and its member slice.
+func (f *Flash) warmRemove(keys []rmKey) {
+	var sink uint64
+	ids := f.m.slots
+	for _, k := range keys {
+		if k.ei == noEntry {
+			continue
+		}
+		e := f.at(k.ei)
+		sink += ids[f.m.home(e.seq)]
+		if e.parent != noEntry {
+			sink += uint64(f.at(e.parent).n)
+		}
+		if e.n >= 2 {
+			if ms := f.sets[e.set]; len(ms) > 0 {
+				sink += uint64(ms[0].slot)
+			}
+		}
+	}
+	f.sink += sink
 }
 
 func (f *Flash) remove(ev *kvevents.Event) {
@@ -367,27 +474,46 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		return
 	}
 	table := f.tables[slot]
-	// Deepest first (see Radix.remove). Events are mostly short and
-	// already leaf-first, so check before sorting.
-	hashes := ev.Hashes
-	byDepth := func(a, b uint64) int { return cmp.Compare(f.posOr(table, b), f.posOr(table, a)) }
-	if !slices.IsSortedFunc(hashes, byDepth) {
-		hashes = slices.Clone(hashes)
-		slices.SortStableFunc(hashes, byDepth)
+	// Deepest first (see Radix.remove). Each hash is resolved once into
+	// scratch space; events are mostly already leaf-first, so sort only
+	// when they are not.
+	keys := f.rmBuf[:0]
+	sorted := true
+	for start := 0; start < len(ev.Hashes); start += warmSpan {
+		hashes := ev.Hashes[start:min(start+warmSpan, len(ev.Hashes))]
+		f.warmTable(table, hashes)
+		for _, h := range hashes {
+			k := rmKey{h: h, pos: -1, ei: noEntry}
+			if ei, ok := table.get(h); ok {
+				k.pos, k.ei = int64(f.at(ei).pos), ei
+			}
+			if n := len(keys); n > 0 && k.pos > keys[n-1].pos {
+				sorted = false
+			}
+			keys = append(keys, k)
+		}
+		f.warmRemove(keys[start:])
 	}
-	for _, h := range hashes {
-		ei, ok := table.get(h)
-		if !ok {
+	if !sorted {
+		slices.SortStableFunc(keys, func(a, b rmKey) int { return cmp.Compare(b.pos, a.pos) })
+	}
+	for _, k := range keys {
+		ti := table.slot(k.h)
+		if ti < 0 {
 			f.unknown++
 			continue
 		}
+		ei := table.s[ti].v
 		e := f.at(ei)
 		i, _ := f.find(e, slot)
 		if f.members(e)[i].kids > 0 {
 			f.removeDescendants(slot, table, ei)
+			ti = table.slot(k.h)
+			i, _ = f.find(e, slot)
 		}
-		f.removeLeaf(slot, table, h, ei)
+		f.removeLeafAt(slot, table, ti, ei, i)
 	}
+	f.rmBuf = keys[:0]
 	if table.len() == 0 {
 		f.tables[slot] = nil
 		f.slots.release(slot)
@@ -405,10 +531,16 @@ func (f *Flash) posOr(table *htable, h uint64) int64 {
 // removeLeaf drops slot from entry ei, which it holds under h and whose
 // children it does not hold.
 func (f *Flash) removeLeaf(slot uint32, table *htable, h uint64, ei uint32) {
+	i, _ := f.find(f.at(ei), slot)
+	f.removeLeafAt(slot, table, table.slot(h), ei, i)
+}
+
+// removeLeafAt is removeLeaf with h's table slot ti and slot's member
+// index i in the entry already found.
+func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i int) {
 	e := f.at(ei)
-	i, _ := f.find(e, slot)
 	f.delMember(e, i)
-	table.del(h)
+	table.delAt(ti)
 	f.blocks--
 	if p := f.parentOf(e); p != nil {
 		j, _ := f.find(p, slot)

@@ -2,7 +2,10 @@ package indexer
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/kvrouter/kvrouter/kvevents"
 )
 
 // Entries keep no local hash: Dump recovers it by inverting prefixID.
@@ -48,11 +51,21 @@ func TestHtableMatchesMap(t *testing.T) {
 		keys := uint64(4 + round*8)
 		for range 2000 {
 			k := rng.Uint64N(keys) * 0x9e3779b97f4a7c15 >> (rng.Uint64N(2) * 60) // clustered and spread keys
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
 			case 0, 1:
 				v := rng.Uint32N(1 << 20)
 				h.put(k, v)
 				m[k] = v
+			case 3: // find, then insert at the reserved slot if absent
+				i, ok := h.find(k)
+				if _, in := m[k]; ok != in {
+					t.Fatalf("round %d: find(%#x) = %v, map has it: %v", round, k, ok, in)
+				}
+				if !ok {
+					v := rng.Uint32N(1 << 20)
+					h.putAt(i, k, v)
+					m[k] = v
+				}
 			case 2:
 				h.del(k)
 				delete(m, k)
@@ -73,8 +86,37 @@ func TestHtableMatchesMap(t *testing.T) {
 			}
 			n++
 		}
-		if n != len(m) || 4*h.len() > 3*len(h.keys) {
-			t.Fatalf("round %d: %d pairs iterated of %d, %d slots", round, n, len(m), len(h.keys))
+		if n != len(m) || 4*h.len() > 3*len(h.s) {
+			t.Fatalf("round %d: %d pairs iterated of %d, %d slots", round, n, len(m), len(h.s))
+		}
+	}
+}
+
+// mergeOverlaps against a sort, on random splits of random worker sets
+// (both the stack-buffer merge and the sort fallback).
+func TestMergeOverlaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		n := rng.IntN(2 * (mergeStack + 8))
+		var a, b Overlaps
+		for i := range n {
+			o := Overlap{Worker: kvevents.Worker{ID: rng.Uint64N(40), Rank: rng.Uint32N(2)}, Blocks: i}
+			if rng.IntN(2) == 0 {
+				a = append(a, o)
+			} else {
+				b = append(b, o)
+			}
+		}
+		slices.SortStableFunc(a, cmpOverlap)
+		slices.SortStableFunc(b, cmpOverlap)
+		o := append(slices.Clone(a), b...)
+		want := slices.Clone(o)
+		slices.SortStableFunc(want, cmpOverlap)
+		mergeOverlaps(o, len(a))
+		for i := range o {
+			if o[i].Worker != want[i].Worker {
+				t.Fatalf("merge of %d+%d: at %d got %v want %v", len(a), len(b), i, o[i], want[i])
+			}
 		}
 	}
 }

@@ -72,6 +72,7 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per simulated worker")
 	f.StringVar(&indexes, "index", "all", "index to benchmark: radix, flash or all")
 	f.IntVar(&cfg.Writers, "writers", 0, "sticky writer goroutines (0 = GOMAXPROCS)")
+	f.IntVar(&cfg.Shards, "shards", 0, "index shards by worker, each with its own lock (0 = one per writer; 1 = one index)")
 	f.IntVar(&cfg.Readers, "readers", 0, "reader goroutines issuing lookups (0 = GOMAXPROCS)")
 	f.DurationVar(&cfg.Window, "duration", 0, "replay window the timeline is compressed into (0 = auto sweep)")
 	f.BoolVar(&cfg.Sweep, "sweep", false, "sweep offered rates; write a PNG chart and CSV into --out")

@@ -49,6 +49,10 @@ type Config struct {
 	// Writers is the number of sticky writer goroutines of the concurrent
 	// wrapper. Default GOMAXPROCS.
 	Writers int
+	// Shards is the number of shards the index is split into, by worker
+	// (indexer.Sharded: each shard has its own lock, and with one writer
+	// per shard each writer owns one). Default Writers; 1 = one index.
+	Shards int
 	// Readers is the number of reader goroutines issuing lookups inline.
 	// Default GOMAXPROCS.
 	Readers int
@@ -104,8 +108,8 @@ func (c Config) Validate() error {
 	if c.TokensPerID < 1 {
 		errs = append(errs, fmt.Errorf("benchindex: tokens per id %d < 1", c.TokensPerID))
 	}
-	if c.Writers < 0 || c.Readers < 0 {
-		errs = append(errs, fmt.Errorf("benchindex: writers %d / readers %d must be >= 0", c.Writers, c.Readers))
+	if c.Writers < 0 || c.Readers < 0 || c.Shards < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: writers %d / readers %d / shards %d must be >= 0", c.Writers, c.Readers, c.Shards))
 	}
 	if c.Window < 0 {
 		errs = append(errs, fmt.Errorf("benchindex: duration %v < 0", c.Window))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,8 @@ var (
 )
 
 // benchTimeline generates, once per process, the stream of the first 3000
-// requests of the conversation trace over 64 workers.
+// requests (KVROUTER_BENCH_REQUESTS overrides; 0 = all) of the conversation
+// trace over 64 workers (B=64; KVROUTER_BENCH_BLOCK_SIZE overrides).
 func benchTimeline(b *testing.B) *Timeline {
 	b.Helper()
 	benchOnce.Do(func() {
@@ -37,7 +39,23 @@ func benchTimeline(b *testing.B) *Timeline {
 		}
 		cfg := DefaultConfig()
 		cfg.Trace = benchTrace
-		p, err := PrepareRecords(context.Background(), cfg, recs[:min(3000, len(recs))])
+		n := 3000
+		if v := os.Getenv("KVROUTER_BENCH_REQUESTS"); v != "" {
+			if n, err = strconv.Atoi(v); err != nil {
+				benchErr = err
+				return
+			}
+		}
+		if n <= 0 || n > len(recs) {
+			n = len(recs)
+		}
+		if v := os.Getenv("KVROUTER_BENCH_BLOCK_SIZE"); v != "" {
+			if cfg.BlockSize, err = strconv.Atoi(v); err != nil {
+				benchErr = err
+				return
+			}
+		}
+		p, err := PrepareRecords(context.Background(), cfg, recs[:n])
 		if err != nil {
 			benchErr = err
 			return

@@ -19,6 +19,7 @@ type Params struct {
 	BlockSize  int    `json:"block_size"`
 	Workers    int    `json:"workers"`
 	Writers    int    `json:"writers"`
+	Shards     int    `json:"shards"` // index shards by worker (1 = one index)
 	Readers    int    `json:"readers"`
 	Window     string `json:"duration"` // replay window, or "auto"
 	Seed       uint64 `json:"seed"`
@@ -164,8 +165,8 @@ type Report struct {
 func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	p := rep.Params
-	fmt.Fprintf(&b, "trace %s (%d requests), block size %d, W=%d workers, %d writers, %d readers, window %s, seed %d, GOMAXPROCS %d (%d CPUs), %s\n",
-		p.Trace, p.Requests, p.BlockSize, p.Workers, p.Writers, p.Readers, p.Window, p.Seed, p.GOMAXPROCS, p.NumCPU, p.GoVersion)
+	fmt.Fprintf(&b, "trace %s (%d requests), block size %d, W=%d workers, %d writers, %d shards, %d readers, window %s, seed %d, GOMAXPROCS %d (%d CPUs), %s\n",
+		p.Trace, p.Requests, p.BlockSize, p.Workers, p.Writers, p.Shards, p.Readers, p.Window, p.Seed, p.GOMAXPROCS, p.NumCPU, p.GoVersion)
 	if p.LoadAvg != "" {
 		fmt.Fprintf(&b, "load average at the end: %s\n", p.LoadAvg)
 	}

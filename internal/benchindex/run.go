@@ -112,6 +112,10 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 	if readers <= 0 {
 		readers = procs
 	}
+	shards := cfg.Shards
+	if shards <= 0 {
+		shards = writers
+	}
 	window := "auto"
 	if cfg.Window > 0 {
 		window = cfg.Window.String()
@@ -119,7 +123,7 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 	rep := Report{
 		Params: Params{
 			Trace: cfg.Trace, Requests: p.Requests, BlockSize: cfg.BlockSize, Workers: cfg.Workers,
-			Writers: writers, Readers: readers, Window: window, Seed: cfg.Seed,
+			Writers: writers, Shards: shards, Readers: readers, Window: window, Seed: cfg.Seed,
 			GOMAXPROCS: procs, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Mocker: fmt.Sprintf("num_blocks=%d max_num_seqs=%d max_num_batched_tokens=%d watermark=%g tokens_per_trace_id=%d",
 				cfg.Engine.NumBlocks, cfg.Engine.MaxNumSeqs, cfg.Engine.MaxNumBatchedTokens, cfg.Engine.Watermark, cfg.TokensPerID),
@@ -131,7 +135,7 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 	}
 	ro := ReplayOptions{Readers: readers}
 	for _, name := range cfg.Indexes {
-		f, err := NewTargetFactory(name, writers)
+		f, err := NewShardedTargetFactory(name, writers, shards)
 		if err != nil {
 			return rep, err
 		}

@@ -12,16 +12,42 @@ import (
 
 // NewTargetFactory returns the factory of one of our indexes ("radix" or
 // "flash") behind indexer.Concurrent with the given number of sticky
-// writers (0 = GOMAXPROCS).
+// writers (0 = GOMAXPROCS), sharded by worker into as many shards as
+// writers (NewShardedTargetFactory).
 func NewTargetFactory(name string, writers int) (TargetFactory, error) {
-	var mk func(indexer.Config) indexer.Index
+	return NewShardedTargetFactory(name, writers, 0)
+}
+
+// NewShardedTargetFactory is NewTargetFactory with the index split by
+// worker into shards indexer.Sharded shards (0 = one per writer; 1 = one
+// plain index). With one shard per writer, each writer goroutine applies
+// its workers' events under its own shard's lock, so writers do not
+// serialize on one write lock; lookups ask every shard.
+func NewShardedTargetFactory(name string, writers, shards int) (TargetFactory, error) {
+	var one func(indexer.Config) indexer.Index
 	switch name {
 	case IndexRadix:
-		mk = func(c indexer.Config) indexer.Index { return indexer.NewRadix(c) }
+		one = func(c indexer.Config) indexer.Index { return indexer.NewRadix(c) }
 	case IndexFlash:
-		mk = func(c indexer.Config) indexer.Index { return indexer.NewFlash(c) }
+		one = func(c indexer.Config) indexer.Index { return indexer.NewFlash(c) }
 	default:
 		return TargetFactory{}, fmt.Errorf("benchindex: unknown index %q", name)
+	}
+	if writers < 0 || shards < 0 {
+		return TargetFactory{}, fmt.Errorf("benchindex: writers %d / shards %d < 0", writers, shards)
+	}
+	mk := one
+	if shards != 1 {
+		mk = func(c indexer.Config) indexer.Index {
+			n := shards
+			if n == 0 {
+				n = c.Writers
+			}
+			if n == 1 {
+				return one(c)
+			}
+			return indexer.NewSharded(n, func() indexer.Index { return one(c) })
+		}
 	}
 	return TargetFactory{Name: name, New: func() (Target, error) {
 		return NewIndexTarget(mk, writers)
