@@ -1,16 +1,160 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/internal/replay"
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/trace"
 	"github.com/spf13/cobra"
 )
 
-// PLACEHOLDER: replaced wholesale by the work that builds this command.
 func newReplayCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "replay",
-		Hidden: true,
-		RunE:   func(*cobra.Command, []string) error { return errors.New("replay: not built yet") },
+	var (
+		cfg                         replay.Config
+		tracePath, compare          string
+		speed, rate                 float64
+		unpaced, asJSON             bool
+		chartDir, logLevel          string
+		workers, numBlocks          int
+		speedupRatio, credit, scale float64
+		direct                      bool
+	)
+	c := &cobra.Command{
+		Use:   "replay",
+		Short: "Replay a Mooncake trace against an OpenAI-compatible endpoint, or compare routing policies",
+		Long: `Sends each trace record as a streamed /v1/completions request with synthesized token
+ids (hash id h = 512 copies of h), paced by the trace's timestamps divided by --speed
+(or --rate requests/s, or --unpaced), and reports TTFT, ITL and end-to-end percentiles,
+throughput, errors, cache hits reported by the workers and, against kvrouter, the
+router's hit rate from its /metrics.
+
+With --compare kv,load,round-robin it starts a fresh in-process fleet (embedded NATS,
+--workers mockers, router) per policy and replays the same trace against each, back to
+back: a table (with ratios to the first policy), --json, and PNG charts in --charts.
+The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes on 2 cores.`,
+		Example: `  kvrouter replay --compare kv,load,round-robin --trace ../shared/data/conversation_trace.jsonl.gz
+  kvrouter replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tracePath == "" {
+				return errors.New("--trace is required")
+			}
+			recs, err := trace.ReadFile(tracePath)
+			if err != nil {
+				return err
+			}
+			cfg.Records = recs
+			switch {
+			case unpaced:
+				cfg.Pacer = replay.Unpaced()
+			case rate > 0:
+				cfg.Pacer = replay.FixedRate(rate)
+			default:
+				cfg.Pacer = replay.Recorded(speed)
+			}
+			if !asJSON {
+				cfg.Progress = os.Stderr
+			}
+			ctx := cmd.Context()
+			var reps []replay.Report
+			if compare != "" {
+				pols, err := replay.PolicyList(compare)
+				if err != nil {
+					return err
+				}
+				eng := mocker.DefaultConfig()
+				eng.SpeedupRatio = speedupRatio
+				if numBlocks > 0 {
+					eng.NumBlocks = numBlocks
+				}
+				var log = discardLogger()
+				if logLevel != "" {
+					if log, err = newLogger(logLevel); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(os.Stderr, "comparing %v: %d requests of %s, %s, %d workers (speedup %g, %d blocks each)\n",
+					pols, min(cfg.Limit, len(recs)), filepath.Base(tracePath), cfg.Pacer, workers, speedupRatio, eng.NumBlocks)
+				reps, err = replay.Compare(ctx, replay.CompareConfig{Replay: cfg, Policies: pols, Workers: workers,
+					Engine: eng, Direct: direct, Logger: log,
+					Frontend: func(fc *frontend.Config) {
+						if cmd.Flags().Changed("overlap-credit") {
+							fc.Router.Selector.OverlapCredit = credit
+						}
+						if cmd.Flags().Changed("prefill-load-scale") {
+							fc.Router.Selector.PrefillLoadScale = scale
+						}
+					},
+					OnReport: func(r replay.Report) {
+						if !asJSON {
+							fmt.Fprintln(os.Stderr, r.String())
+						}
+					}})
+				if err != nil {
+					return err
+				}
+			} else {
+				if cfg.URL == "" {
+					return errors.New("--url is required (or use --compare)")
+				}
+				r, err := replay.Run(ctx, cfg)
+				if err != nil && len(r.URL) == 0 {
+					return err
+				}
+				reps = []replay.Report{r}
+			}
+			if asJSON {
+				enc := json.NewEncoder(os.Stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(reps); err != nil {
+					return err
+				}
+			} else if err := replay.WriteTable(os.Stdout, reps); err != nil {
+				return err
+			}
+			if chartDir != "" {
+				if err := os.MkdirAll(chartDir, 0o755); err != nil {
+					return err
+				}
+				paths, err := replay.WriteCharts(chartDir, reps)
+				if err != nil {
+					return err
+				}
+				for _, p := range paths {
+					fmt.Fprintln(os.Stderr, "wrote", p)
+				}
+			}
+			return ctx.Err()
+		},
 	}
+	f := c.Flags()
+	f.StringVar(&tracePath, "trace", "", "Mooncake trace (JSONL, plain or gzip)")
+	f.StringVar(&cfg.URL, "url", "", "OpenAI-compatible base URL to replay against")
+	f.StringVar(&cfg.Model, "model", "kvrouter-mock", "model name sent in requests")
+	f.StringVar(&cfg.APIKey, "api-key", "", "bearer token")
+	f.IntVar(&cfg.Limit, "limit", 600, "replay only the first N records (0 = all)")
+	f.Float64Var(&speed, "speed", 8, "replay the trace's timestamps this many times faster")
+	f.Float64Var(&rate, "rate", 0, "send at a fixed rate (requests/s) instead of the timestamps")
+	f.BoolVar(&unpaced, "unpaced", false, "send everything at once (bounded by --concurrency)")
+	f.IntVar(&cfg.Concurrency, "concurrency", 1024, "max requests in flight")
+	f.IntVar(&cfg.MaxOutputTokens, "max-output", 0, "cap output tokens per request (0 = the trace's)")
+	f.IntVar(&cfg.VocabSize, "vocab-size", 0, "map token ids into [0, N) for real engines (0 = as synthesized)")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "per-request timeout")
+	f.StringVar(&compare, "compare", "", "policies to compare on fresh in-process fleets, e.g. kv,load,round-robin")
+	f.IntVar(&workers, "workers", 4, "with --compare: mocker workers per fleet")
+	f.IntVar(&numBlocks, "num-blocks", 0, "with --compare: KV blocks per worker (0 = mocker default 16384)")
+	f.Float64Var(&speedupRatio, "speedup-ratio", 4, "with --compare: mocker speedup ratio")
+	f.Float64Var(&credit, "overlap-credit", 1, "with --compare: router overlap credit for every fleet")
+	f.Float64Var(&scale, "prefill-load-scale", 1, "with --compare: router prefill load scale for every fleet")
+	f.BoolVar(&direct, "direct", false, "with --compare: skip NATS (events straight into the router)")
+	f.BoolVar(&asJSON, "json", false, "print the reports as JSON")
+	f.StringVar(&chartDir, "charts", "", "write PNG charts (TTFT CDF, summary) into this directory")
+	f.StringVar(&logLevel, "log-level", "", "fleet log level with --compare (default: silent)")
+	return c
 }

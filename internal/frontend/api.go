@@ -1,0 +1,243 @@
+package frontend
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+// RouteRequest is the body of POST /route: exactly one of Prompt (text or
+// token ids), Messages (a chat) or Tokens.
+type RouteRequest struct {
+	Prompt   *oai.Prompt            `json:"prompt,omitempty"`
+	Messages []oai.ChatMessageInput `json:"messages,omitempty"`
+	Tokens   []uint32               `json:"tokens,omitempty"`
+	// LoRA and Namespace salt the block hashes.
+	LoRA      string  `json:"lora,omitempty"`
+	Namespace string  `json:"namespace,omitempty"`
+	Session   string  `json:"session_id,omitempty"`
+	Priority  float64 `json:"priority,omitempty"`
+	// Track keeps the decision's load in the tracker until the caller
+	// reports POST /route/{id}/prefill_done and /route/{id}/free (for
+	// gateways that proxy themselves). Default false: the decision is
+	// computed and released at once.
+	Track bool `json:"track,omitempty"`
+}
+
+// Candidate is one worker's cost breakdown in a RouteResponse.
+type Candidate struct {
+	Worker   uint64  `json:"worker_id"`
+	DPRank   uint32  `json:"dp_rank"`
+	URL      string  `json:"url,omitempty"`
+	Out      string  `json:"filtered,omitempty"`
+	Overlap  [3]int  `json:"overlap_blocks"` // device, host, disk
+	Credit   float64 `json:"credit"`
+	Decay    float64 `json:"decay"`
+	Prefill  float64 `json:"prefill_blocks"`
+	Decode   float64 `json:"decode_blocks"`
+	Requests float64 `json:"requests_term"`
+	Cost     float64 `json:"cost"`
+	Prob     float64 `json:"probability"`
+}
+
+// RouteResponse is the answer of POST /route.
+type RouteResponse struct {
+	RequestID     string      `json:"request_id"`
+	Worker        uint64      `json:"worker_id"`
+	DPRank        uint32      `json:"dp_rank"`
+	URL           string      `json:"url,omitempty"`
+	OverlapBlocks [3]int      `json:"overlap_blocks"`
+	Blocks        int         `json:"prompt_blocks"`
+	PromptTokens  int         `json:"prompt_tokens"`
+	CachedTokens  int         `json:"cached_tokens"`
+	PrefillTokens int         `json:"prefill_tokens"`
+	Cost          float64     `json:"cost"`
+	Affinity      bool        `json:"affinity"`
+	Tracked       bool        `json:"tracked"`
+	Candidates    []Candidate `json:"candidates"`
+}
+
+func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
+	const ep = "route"
+	j, e := s.newJob(r, ep)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	body, e := s.readBody(w, r)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	var rr RouteRequest
+	if err := json.Unmarshal(body, &rr); err != nil {
+		s.fail(w, ep, oai.BadRequest("", "invalid request body: "+err.Error()))
+		return
+	}
+	var err error
+	switch {
+	case rr.Tokens != nil:
+		j.tokens = rr.Tokens
+	case rr.Prompt != nil && rr.Prompt.IsTokens:
+		j.tokens = rr.Prompt.Tokens
+	case rr.Prompt != nil:
+		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), rr.Prompt.Text)
+	case len(rr.Messages) > 0:
+		j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(rr.Messages), true)
+	default:
+		s.fail(w, ep, oai.BadRequest("prompt", "give one of prompt, messages or tokens"))
+		return
+	}
+	if err != nil {
+		s.fail(w, ep, tokenizeError(err))
+		return
+	}
+	if e := s.checkPrompt(len(j.tokens)); e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	if rr.Session != "" {
+		j.session = rr.Session
+	}
+	if rr.Priority != 0 {
+		j.priority = rr.Priority
+	}
+	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace)
+	if err != nil {
+		s.fail(w, ep, routeError(err))
+		return
+	}
+	if !rr.Track {
+		_ = s.rt.Free(j.id, time.Now())
+	}
+	out := RouteResponse{
+		RequestID: j.id, Worker: d.Worker.ID, DPRank: d.Worker.Rank,
+		Blocks: d.Blocks, PromptTokens: d.ISL, CachedTokens: d.CachedTokens, PrefillTokens: d.PrefillTokens,
+		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track,
+	}
+	copy(out.OverlapBlocks[:], d.Overlap[:3])
+	if wk, ok := s.worker(d.Worker.ID); ok {
+		out.URL = wk.URL
+	}
+	for _, c := range d.Candidates {
+		out.Candidates = append(out.Candidates, s.candidate(c))
+	}
+	s.m.requests.WithLabelValues(ep, "200").Inc()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) candidate(c selector.Breakdown) Candidate {
+	out := Candidate{Worker: c.Worker.ID, DPRank: c.Worker.Rank, Credit: c.Credit, Decay: c.Decay,
+		Prefill: c.Prefill, Decode: c.Decode, Requests: c.Requests, Cost: c.Cost, Prob: c.Prob}
+	if c.Out != selector.ReasonNone {
+		out.Out = c.Out.String()
+	}
+	copy(out.Overlap[:], c.Overlap[:3])
+	if wk, ok := s.worker(c.Worker.ID); ok {
+		out.URL = wk.URL
+	}
+	return out
+}
+
+// routeSalted routes j for /route (no retries, no proxying).
+func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string) (router.Decision, error) {
+	if lora == "" && ns == "" {
+		return s.route(r.Context(), j, nil)
+	}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session}
+	d, err := s.rt.Route(r.Context(), req, time.Now())
+	if err == nil && d.Queued {
+		_ = s.rt.Free(j.id, time.Now())
+		return d, fmt.Errorf("frontend: /route cannot wait in the queue: %w", selector.ErrAllOverloaded)
+	}
+	return d, err
+}
+
+func (s *Server) handleRouteLifecycle(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	now := time.Now()
+	var err error
+	if len(r.URL.Path) > 5 && r.URL.Path[len(r.URL.Path)-5:] == "/free" {
+		err = s.rt.Free(id, now)
+		s.kickRelease()
+	} else {
+		err = s.rt.PrefillDone(id, now)
+		s.kickRelease()
+	}
+	if err != nil {
+		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, err.Error()).Write(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "ok"})
+}
+
+// IndexSummary is one worker+rank's line of GET /debug/index.
+type IndexSummary struct {
+	Worker uint64         `json:"worker_id"`
+	DPRank uint32         `json:"dp_rank"`
+	URL    string         `json:"url,omitempty"`
+	Down   bool           `json:"down,omitempty"`
+	Blocks map[string]int `json:"blocks"` // per tier name
+	Total  int            `json:"total_blocks"`
+}
+
+// IndexReport is the body of GET /debug/index.
+type IndexReport struct {
+	Workers []IndexSummary `json:"workers"`
+	Tiers   map[string]any `json:"tiers"`
+}
+
+// IndexSummaries counts the blocks each worker+rank holds per tier (from
+// the index's Dump; a debugging aid, O(index size)).
+func (s *Server) IndexSummaries() IndexReport {
+	per := map[kvevents.Worker]*IndexSummary{}
+	rep := IndexReport{Tiers: map[string]any{}}
+	get := func(w kvevents.Worker) *IndexSummary {
+		x := per[w]
+		if x == nil {
+			x = &IndexSummary{Worker: w.ID, DPRank: w.Rank, Blocks: map[string]int{}}
+			per[w] = x
+		}
+		return x
+	}
+	for _, wk := range s.Workers() {
+		x := get(kvevents.Worker{ID: wk.ID})
+		x.URL, x.Down = wk.URL, wk.down
+	}
+	for t := range kvevents.NumTiers {
+		ix := s.rt.Index(kvevents.Tier(t))
+		if ix == nil {
+			continue
+		}
+		rep.Tiers[kvevents.Tier(t).String()] = ix.Stats()
+		for _, ev := range ix.Dump() {
+			x := get(ev.Worker())
+			x.Blocks[kvevents.Tier(t).String()] += len(ev.Blocks)
+			x.Total += len(ev.Blocks)
+		}
+	}
+	for _, x := range per {
+		rep.Workers = append(rep.Workers, *x)
+	}
+	sort.Slice(rep.Workers, func(i, j int) bool {
+		a, b := rep.Workers[i], rep.Workers[j]
+		return a.Worker < b.Worker || (a.Worker == b.Worker && a.DPRank < b.DPRank)
+	})
+	return rep
+}
+
+func (s *Server) handleDebugIndex(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.IndexSummaries())
+}
+
+func (s *Server) handleDebugRouter(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte(s.rt.String()))
+}

@@ -1,0 +1,189 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/tokenizer"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Policy is how the frontend picks workers.
+type Policy string
+
+// Policies. kv, approx and load map to router modes; round-robin and random
+// pin each request to a worker chosen without looking at the cache (the
+// router still tracks their load).
+const (
+	PolicyKV         Policy = "kv"
+	PolicyApprox     Policy = "approx"
+	PolicyLoad       Policy = "load"
+	PolicyRoundRobin Policy = "round-robin"
+	PolicyRandom     Policy = "random"
+)
+
+// ParsePolicy parses a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	switch p := Policy(s); p {
+	case PolicyKV, PolicyApprox, PolicyLoad, PolicyRoundRobin, PolicyRandom:
+		return p, nil
+	}
+	return "", fmt.Errorf("frontend: unknown policy %q (want kv, approx, load, round-robin or random)", s)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Model is the served model name reported by /v1/models. Requests may
+	// name any model; it is forwarded unchanged. Default "kvrouter-mock".
+	Model string
+	// Tokenizer tokenizes text prompts and chats exactly as the workers do.
+	// Required.
+	Tokenizer tokenizer.Tokenizer
+	// Router configures the routing core (mode, block size, cost knobs).
+	// Default router.DefaultConfig(). Policy overrides Router.Mode.
+	Router router.Config
+	// Policy picks workers. Default kv.
+	Policy Policy
+	// Index chooses the event-fed index: "radix" or "flash". Default "radix".
+	Index string
+	// Seed seeds the router's tie-breaking source. Default 0 = time-based
+	// (replicas must differ); tests set it.
+	Seed uint64
+	// ForwardTokens sends /v1/completions text prompts to workers as token
+	// ids, so the worker computes exactly the blocks the router hashed.
+	// Default true (set via DefaultConfig; false sends the text).
+	ForwardTokens bool
+	// MaxBodyBytes bounds request bodies (413 beyond). Default 8 MiB.
+	MaxBodyBytes int64
+	// MaxPromptTokens bounds prompts (400 context_length_exceeded beyond).
+	// Default 0 = unlimited.
+	MaxPromptTokens int
+	// APIKeys, when non-empty, are the bearer tokens accepted on the client
+	// API (/v1/*, /route). AdminKeys protect /debug/* (and are also
+	// accepted on the client API). Empty = open.
+	APIKeys, AdminKeys []string
+	// Retries is how many other workers a request tries when its worker
+	// cannot be reached (connection refused, reset before the response).
+	// Default 2.
+	Retries int
+	// LoadPollInterval is how often each worker's GET /load is polled for
+	// KV usage (busy thresholds). Default 250ms; negative disables polling.
+	LoadPollInterval time.Duration
+	// SweepInterval is how often stale requests are swept. Default 10 s.
+	SweepInterval time.Duration
+	// DrainTimeout bounds graceful shutdown. Default 30 s.
+	DrainTimeout time.Duration
+	// Transport is the upstream HTTP transport. Default: a tuned
+	// http.Transport (keep-alives, no compression).
+	Transport http.RoundTripper
+	// Registry receives the Prometheus metrics. Default a new registry.
+	Registry *prometheus.Registry
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Events are optional callbacks (tests, metrics).
+	Events Events
+}
+
+// Events are optional callbacks, called on request goroutines.
+type Events struct {
+	// OnEvent is called after each KV event was applied (err nil) or refused.
+	OnEvent func(workerID uint64, err error)
+	// OnFree is called after a proxied request released its load.
+	OnFree func(requestID string, worker uint64)
+	// OnWorkerDown is called when a worker could not be reached and was
+	// taken out of routing (its index entries and loads dropped); OnWorkerUp
+	// when it answers again and is back. Event transports use them to reset
+	// their per-worker state.
+	OnWorkerDown, OnWorkerUp func(id uint64)
+}
+
+// DefaultConfig returns the defaults; Tokenizer must still be set.
+func DefaultConfig() Config {
+	return Config{
+		Model:            "kvrouter-mock",
+		Router:           router.DefaultConfig(),
+		Policy:           PolicyKV,
+		Index:            "radix",
+		ForwardTokens:    true,
+		MaxBodyBytes:     8 << 20,
+		Retries:          2,
+		LoadPollInterval: 250 * time.Millisecond,
+		SweepInterval:    10 * time.Second,
+		DrainTimeout:     30 * time.Second,
+	}
+}
+
+// Validate reports every problem.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Tokenizer == nil {
+		errs = append(errs, errors.New("frontend: a tokenizer is required"))
+	}
+	if _, err := ParsePolicy(string(c.Policy)); c.Policy != "" && err != nil {
+		errs = append(errs, err)
+	}
+	if c.Index != "" && c.Index != "radix" && c.Index != "flash" {
+		errs = append(errs, fmt.Errorf("frontend: unknown index %q (want radix or flash)", c.Index))
+	}
+	if c.MaxBodyBytes < 0 || c.MaxPromptTokens < 0 || c.Retries < 0 {
+		errs = append(errs, errors.New("frontend: negative body limit, prompt limit or retries"))
+	}
+	if err := c.Router.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	d := DefaultConfig()
+	if c.Model == "" {
+		c.Model = d.Model
+	}
+	if c.Policy == "" {
+		c.Policy = PolicyKV
+	}
+	if c.Index == "" {
+		c.Index = d.Index
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if c.LoadPollInterval == 0 {
+		c.LoadPollInterval = d.LoadPollInterval
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = d.SweepInterval
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = d.DrainTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Transport == nil {
+		c.Transport = &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: 512,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}
+	}
+	switch c.Policy {
+	case PolicyKV:
+		c.Router.Mode = router.ModeKV
+	case PolicyApprox:
+		c.Router.Mode = router.ModeApprox
+	default:
+		c.Router.Mode = router.ModeLoadOnly
+	}
+}

@@ -1,0 +1,27 @@
+// Package frontend is kvrouter's OpenAI-compatible HTTP frontend
+// (DESIGN.md §5): it tokenizes a request with the model's tokenizer, asks
+// the router where the prompt's KV blocks already are, forwards the request
+// to the chosen worker (as token ids for /v1/completions, which vLLM and the
+// mocker accept) and streams the answer back unbuffered, driving the
+// router's load tracker from the stream: first token -> PrefillDone;
+// finish, error or client disconnect -> Free; a worker that cannot be
+// reached -> Fail and a retry on the next best worker.
+//
+// Endpoints:
+//
+//	POST /v1/completions, /v1/chat/completions   proxied (stream or not)
+//	GET  /v1/models
+//	POST /route                 decision + every candidate's cost, no proxying
+//	POST /route/{id}/prefill_done, /route/{id}/free   lifecycle for tracked /route decisions
+//	GET  /debug/index           per worker: blocks per tier (admin)
+//	GET  /debug/router          the router's state as text (admin)
+//	GET  /metrics, /healthz, /readyz
+//
+// Request headers: x-session-id (session affinity), x-kvrouter-priority
+// (queue priority, a number). Response headers: x-kvrouter-worker (chosen
+// worker id), x-kvrouter-overlap-blocks, x-kvrouter-cached-tokens (the
+// router's view of the prefix hit), x-request-id.
+//
+// A Server is safe for concurrent use. New starts nothing; Run starts the
+// background loops (worker load polling, stale sweep, queue release).
+package frontend

@@ -1,0 +1,133 @@
+package frontend
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/tokenizer"
+)
+
+// fakeWorker streams three SSE events, or answers with status when set.
+func fakeWorker(t *testing.T, status int, hits *atomic.Int64) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if status != 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = io.WriteString(w, `{"error":{"message":"engine exploded","type":"server_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, d := range []string{`{"choices":[{"text":"a"}]}`, `{"choices":[{"text":"b"}]}`, `[DONE]`} {
+			_, _ = io.WriteString(w, "data: "+d+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newServer(t *testing.T, policy Policy) *Server {
+	t.Helper()
+	tok, err := tokenizer.Default(tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Tokenizer, cfg.Policy, cfg.Seed = tok, policy, 1
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	return rec
+}
+
+func deadURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String()
+	ln.Close()
+	return u
+}
+
+func TestRetryOnUnreachableWorker(t *testing.T) {
+	s := newServer(t, PolicyRoundRobin)
+	var hits atomic.Int64
+	live := fakeWorker(t, 0, &hits)
+	if err := s.AddWorker(Worker{ID: 1, URL: deadURL(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddWorker(Worker{ID: 2, URL: live.URL}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true}`)
+		if rec.Code != 200 || rec.Header().Get(HeaderWorker) != "2" || !strings.Contains(rec.Body.String(), "[DONE]") {
+			t.Fatalf("request %d: %d worker %q body %q", i, rec.Code, rec.Header().Get(HeaderWorker), rec.Body.String())
+		}
+	}
+	if hits.Load() != 4 {
+		t.Errorf("live worker served %d", hits.Load())
+	}
+	if st := s.Router().Stats(); st.Active != 0 || st.Workers != 1 {
+		t.Errorf("router stats %+v: dead worker must be out, no load left", st)
+	}
+}
+
+func TestWorkerErrorPassthroughAndReady(t *testing.T) {
+	s := newServer(t, PolicyKV)
+	if rec := do(t, s.Handler(), "GET", "/readyz", ""); rec.Code != 503 {
+		t.Errorf("readyz without workers: %d", rec.Code)
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`); rec.Code != 503 ||
+		!strings.Contains(rec.Body.String(), `"code":"no_worker"`) {
+		t.Errorf("no workers: %d %s", rec.Code, rec.Body.String())
+	}
+	var hits atomic.Int64
+	bad := fakeWorker(t, 500, &hits)
+	if err := s.AddWorker(Worker{ID: 9, URL: bad.URL}); err != nil {
+		t.Fatal(err)
+	}
+	rec := do(t, s.Handler(), "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}]}`)
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), "engine exploded") || rec.Header().Get(HeaderWorker) != "9" {
+		t.Errorf("worker error: %d %s", rec.Code, rec.Body.String())
+	}
+	if st := s.Router().Stats(); st.Active != 0 {
+		t.Errorf("load left after worker error: %+v", st)
+	}
+	err := s.AddWorker(Worker{ID: 10, URL: bad.URL, Info: router.WorkerInfo{BlockSize: 16}})
+	if !errors.Is(err, router.ErrBlockSize) {
+		t.Errorf("block size mismatch accepted: %v", err)
+	}
+	if rec := do(t, s.Handler(), "GET", "/readyz", ""); rec.Code != 200 {
+		t.Errorf("readyz: %d", rec.Code)
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`); rec.Code != 500 {
+		t.Errorf("second: %d", rec.Code)
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"x"}`); rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("content type %q", rec.Header().Get("Content-Type"))
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"x"}`+"\x00"); rec.Code != 400 {
+		t.Errorf("garbage body: %d", rec.Code)
+	}
+}

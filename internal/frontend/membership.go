@@ -1,0 +1,24 @@
+package frontend
+
+import (
+	"github.com/kvrouter/kvrouter/internal/discovery"
+	"github.com/kvrouter/kvrouter/router"
+)
+
+var _ discovery.Membership = (*Server)(nil)
+
+// Join adds a discovered worker (discovery.Membership).
+func (s *Server) Join(w discovery.Worker) error {
+	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, Info: router.WorkerInfo{
+		DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, TotalKVBlocks: w.TotalKVBlocks,
+		BlockSize: w.BlockSize, Labels: w.Labels,
+	}})
+}
+
+// Leave removes a worker that went away (discovery.Membership).
+func (s *Server) Leave(id uint64) {
+	s.RemoveWorker(id)
+	if s.cfg.Events.OnWorkerDown != nil {
+		s.cfg.Events.OnWorkerDown(id)
+	}
+}

@@ -1,0 +1,209 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the frontend's Prometheus series (prefix kvrouter_).
+type metrics struct {
+	requests      *prometheus.CounterVec // endpoint, code
+	outcomes      *prometheus.CounterVec // ok, client_gone, upstream_error, worker_error
+	decisions     *prometheus.CounterVec // worker
+	rejects       *prometheus.CounterVec // reason
+	overlap       prometheus.Histogram
+	promptBlocks  prometheus.Counter
+	overlapBlocks prometheus.Counter
+	promptTokens  prometheus.Counter
+	cachedTokens  prometheus.Counter // router's view
+	workerCached  prometheus.Counter // from worker usage
+	workerPrompt  prometheus.Counter
+	cost          prometheus.Histogram
+	ttft          prometheus.Histogram
+	duration      prometheus.Histogram
+	tokenize      prometheus.Histogram
+	eventLag      prometheus.Histogram
+	events        prometheus.Counter
+	eventRejects  *prometheus.CounterVec // reason
+	inflight      prometheus.Gauge
+	retries       prometheus.Counter
+	workerDown    prometheus.Counter
+	workerRefused *prometheus.CounterVec
+	workerKV      *prometheus.GaugeVec
+	workerPrefill *prometheus.GaugeVec
+	authFailures  prometheus.Counter
+	limitRejects  *prometheus.CounterVec
+	swept         prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
+	lat := prometheus.ExponentialBuckets(0.0005, 2, 18)
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_requests_total",
+			Help: "Client requests by endpoint and HTTP status."}, []string{"endpoint", "code"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_proxied_total",
+			Help: "Proxied requests by outcome (ok, client_gone, upstream_error, worker_error)."}, []string{"outcome"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_decisions_total",
+			Help: "Routing decisions by chosen worker."}, []string{"worker"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_rejected_total",
+			Help: "Requests the router could not place, by reason."}, []string{"reason"}),
+		overlap: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_route_overlap_blocks",
+			Help: "Device overlap of the chosen worker, in blocks.", Buckets: prometheus.ExponentialBucketsRange(1, 4096, 13)}),
+		promptBlocks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_prompt_blocks_total",
+			Help: "Full prompt blocks routed."}),
+		overlapBlocks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_overlap_blocks_total",
+			Help: "Prompt blocks found on the chosen worker (hit rate = this / kvrouter_prompt_blocks_total)."}),
+		promptTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_prompt_tokens_total",
+			Help: "Prompt tokens routed."}),
+		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_cached_tokens_total",
+			Help: "Prompt tokens the router expected the chosen worker to hold."}),
+		workerCached: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_cached_tokens_total",
+			Help: "Cached prompt tokens reported by workers in usage (streamed requests with include_usage)."}),
+		workerPrompt: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_prompt_tokens_total",
+			Help: "Prompt tokens reported by workers in usage."}),
+		cost: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_route_cost",
+			Help: "Cost of the chosen candidate, in blocks.", Buckets: prometheus.ExponentialBucketsRange(1, 65536, 17)}),
+		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_ttft_seconds",
+			Help: "Time to first streamed event, as seen by the frontend.", Buckets: lat}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_request_duration_seconds",
+			Help: "End-to-end proxied request duration.", Buckets: lat}),
+		tokenize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_tokenize_seconds",
+			Help: "Tokenization time per request.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
+		eventLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_event_lag_seconds",
+			Help: "Delay from a KV event's publication to its application.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 12)}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_applied_total",
+			Help: "KV events applied to the index."}),
+		eventRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_rejected_total",
+			Help: "KV events refused, by reason."}, []string{"reason"}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_inflight_requests",
+			Help: "Requests being proxied."}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
+			Help: "Requests retried on another worker after a connect failure."}),
+		workerDown: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_down_total",
+			Help: "Times a worker was taken out of routing as unreachable."}),
+		workerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_workers_refused_total",
+			Help: "Workers refused at registration, by reason."}, []string{"reason"}),
+		workerKV: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_kv_usage",
+			Help: "KV usage reported by each worker."}, []string{"worker"}),
+		workerPrefill: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens",
+			Help: "Active prefill tokens reported by each worker."}, []string{"worker"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_auth_failures_total",
+			Help: "Requests refused for a missing or wrong API key."}),
+		limitRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_limit_rejected_total",
+			Help: "Requests refused by a size limit."}, []string{"limit"}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_swept_requests_total",
+			Help: "Stale requests released by the sweeper."}),
+	}
+	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
+		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
+		m.eventLag, m.events, m.eventRejects, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
+		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
+			func() float64 { return float64(s.rt.Pending()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_active_requests", Help: "Requests tracked by the load tracker."},
+			func() float64 { return float64(s.rt.Stats().Active) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_workers", Help: "Workers in routing."},
+			func() float64 { return float64(s.rt.Stats().Workers) }),
+		newIndexCollector(s),
+	)
+	return m
+}
+
+func (m *metrics) onRoute(req *router.Request, d *router.Decision) {
+	m.decisions.WithLabelValues(strconv.FormatUint(d.Worker.ID, 10)).Inc()
+	m.overlap.Observe(float64(d.Overlap[kvevents.TierDevice]))
+	m.promptBlocks.Add(float64(d.Blocks))
+	m.overlapBlocks.Add(float64(min(d.Overlap[kvevents.TierDevice], d.Blocks)))
+	m.promptTokens.Add(float64(d.ISL))
+	m.cachedTokens.Add(float64(d.CachedTokens))
+	m.cost.Observe(d.Cost)
+}
+
+func (m *metrics) onReject(req *router.Request, err error) {
+	reason := "other"
+	switch {
+	case errors.Is(err, selector.ErrAllOverloaded):
+		reason = "overloaded"
+	case errors.Is(err, selector.ErrNoneEligible):
+		reason = "none_eligible"
+	case errors.Is(err, router.ErrBadRequest):
+		reason = "bad_request"
+	}
+	m.rejects.WithLabelValues(reason).Inc()
+}
+
+func (m *metrics) onEvent(ev *kvevents.Event, err error) {
+	if err == nil {
+		m.events.Inc()
+		return
+	}
+	reason := "other"
+	switch {
+	case errors.Is(err, indexer.ErrUnknownParent):
+		reason = "unknown_parent"
+	case errors.Is(err, indexer.ErrSelfParent):
+		reason = "self_parent"
+	case errors.Is(err, indexer.ErrBadEvent):
+		reason = "bad_event"
+	case errors.Is(err, router.ErrBlockSize):
+		reason = "block_size"
+	}
+	m.eventRejects.WithLabelValues(reason).Inc()
+}
+
+func (m *metrics) observeUsage(data []byte) {
+	var c struct {
+		Usage *struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(data, &c) != nil || c.Usage == nil {
+		return
+	}
+	m.workerPrompt.Add(float64(c.Usage.PromptTokens))
+	if c.Usage.PromptTokensDetails != nil {
+		m.workerCached.Add(float64(c.Usage.PromptTokensDetails.CachedTokens))
+	}
+}
+
+// indexCollector reports index sizes per tier at scrape time.
+type indexCollector struct {
+	s      *Server
+	blocks *prometheus.Desc
+	nodes  *prometheus.Desc
+}
+
+func newIndexCollector(s *Server) *indexCollector {
+	return &indexCollector{s: s,
+		blocks: prometheus.NewDesc("kvrouter_index_blocks", "(worker, block) pairs in the index, per tier.", []string{"tier"}, nil),
+		nodes:  prometheus.NewDesc("kvrouter_index_nodes", "Distinct blocks in the index, per tier.", []string{"tier"}, nil),
+	}
+}
+
+func (c *indexCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.blocks; ch <- c.nodes }
+
+func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.s.rt == nil {
+		return
+	}
+	for t := range kvevents.NumTiers {
+		ix := c.s.rt.Index(kvevents.Tier(t))
+		if ix == nil {
+			continue
+		}
+		st := ix.Stats()
+		name := kvevents.Tier(t).String()
+		ch <- prometheus.MustNewConstMetric(c.blocks, prometheus.GaugeValue, float64(st.Blocks), name)
+		ch <- prometheus.MustNewConstMetric(c.nodes, prometheus.GaugeValue, float64(st.Nodes), name)
+	}
+}

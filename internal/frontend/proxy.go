@@ -1,0 +1,441 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
+	"github.com/kvrouter/kvrouter/tokenizer"
+)
+
+// Header names.
+const (
+	HeaderSession  = "X-Session-Id"
+	HeaderPriority = "X-Kvrouter-Priority"
+	HeaderWorker   = "X-Kvrouter-Worker"
+	HeaderOverlap  = "X-Kvrouter-Overlap-Blocks"
+	HeaderCached   = "X-Kvrouter-Cached-Tokens"
+	HeaderReqID    = "X-Request-Id"
+)
+
+// job is one client request on its way to a worker.
+type job struct {
+	id        string
+	path      string
+	body      []byte // forwarded body
+	tokens    []uint32
+	maxTokens int
+	stream    bool
+	session   string
+	priority  float64
+	start     time.Time
+	endpoint  string
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.m.limitRejects.WithLabelValues("body_size").Inc()
+			return nil, &oai.Error{Status: http.StatusRequestEntityTooLarge, Type: oai.TypeInvalidRequest,
+				Code: "request_too_large", Message: fmt.Sprintf("request body exceeds the limit of %d bytes", s.cfg.MaxBodyBytes)}
+		}
+		return nil, oai.BadRequest("", "read request body: "+err.Error())
+	}
+	return b, nil
+}
+
+func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
+	j := &job{
+		id:       s.prefix + "-" + strconv.FormatUint(s.reqSeq.Add(1), 10),
+		path:     r.URL.Path,
+		session:  r.Header.Get(HeaderSession),
+		start:    time.Now(),
+		endpoint: endpoint,
+	}
+	if p := r.Header.Get(HeaderPriority); p != "" {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v != v {
+			return nil, oai.BadRequest(HeaderPriority, "priority header must be a number")
+		}
+		j.priority = v
+	}
+	return j, nil
+}
+
+func (s *Server) checkPrompt(n int) *oai.Error {
+	if n == 0 {
+		return oai.BadRequest("prompt", "the prompt is empty")
+	}
+	if s.cfg.MaxPromptTokens > 0 && n > s.cfg.MaxPromptTokens {
+		s.m.limitRejects.WithLabelValues("prompt_tokens").Inc()
+		return &oai.Error{Status: http.StatusBadRequest, Type: oai.TypeInvalidRequest, Param: "prompt",
+			Code:    "context_length_exceeded",
+			Message: fmt.Sprintf("the prompt has %d tokens, more than this router's limit of %d", n, s.cfg.MaxPromptTokens)}
+	}
+	return nil
+}
+
+func (s *Server) fail(w http.ResponseWriter, endpoint string, e *oai.Error) {
+	s.m.requests.WithLabelValues(endpoint, strconv.Itoa(e.Status)).Inc()
+	e.Write(w)
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	const ep = "completions"
+	j, e := s.newJob(r, ep)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	body, e := s.readBody(w, r)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	req, err := oai.ParseCompletion(body)
+	if err != nil {
+		s.fail(w, ep, asOAI(err))
+		return
+	}
+	j.body, j.stream, j.maxTokens = body, req.Stream, req.Limit()
+	if req.Prompt.IsTokens {
+		j.tokens = req.Prompt.Tokens
+	} else {
+		t0 := time.Now()
+		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), req.Prompt.Text)
+		s.m.tokenize.Observe(time.Since(t0).Seconds())
+		if err != nil {
+			s.fail(w, ep, tokenizeError(err))
+			return
+		}
+		if s.cfg.ForwardTokens && len(j.tokens) > 0 {
+			if j.body, err = oai.SetFields(body, map[string]any{"prompt": j.tokens}); err != nil {
+				s.fail(w, ep, oai.BadRequest("", err.Error()))
+				return
+			}
+		}
+	}
+	if e := s.checkPrompt(len(j.tokens)); e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	s.proxy(w, r, j)
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	const ep = "chat"
+	j, e := s.newJob(r, ep)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	body, e := s.readBody(w, r)
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	req, err := oai.ParseChat(body)
+	if err != nil {
+		s.fail(w, ep, asOAI(err))
+		return
+	}
+	j.body, j.stream, j.maxTokens = body, req.Stream, req.Limit()
+	t0 := time.Now()
+	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(req.Messages), true)
+	s.m.tokenize.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		s.fail(w, ep, tokenizeError(err))
+		return
+	}
+	if e := s.checkPrompt(len(j.tokens)); e != nil {
+		s.fail(w, ep, e)
+		return
+	}
+	s.proxy(w, r, j)
+}
+
+func toMessages(in []oai.ChatMessageInput) []tokenizer.Message {
+	out := make([]tokenizer.Message, len(in))
+	for i, m := range in {
+		out[i] = tokenizer.Message{Role: m.Role, Content: string(m.Content), Name: m.Name}
+	}
+	return out
+}
+
+func asOAI(err error) *oai.Error {
+	var oe *oai.Error
+	if errors.As(err, &oe) {
+		return oe
+	}
+	return oai.Errorf(http.StatusInternalServerError, oai.TypeServer, err.Error())
+}
+
+func tokenizeError(err error) *oai.Error {
+	if errors.Is(err, tokenizer.ErrTemplate) || errors.Is(err, tokenizer.ErrNoChatTemplate) {
+		return oai.BadRequest("messages", err.Error())
+	}
+	if errors.Is(err, context.Canceled) {
+		return oai.Errorf(499, oai.TypeInvalidRequest, "client closed request")
+	}
+	return oai.Errorf(http.StatusBadGateway, oai.TypeServer, "tokenize: "+err.Error())
+}
+
+// routeError maps a router error to an OpenAI-style error.
+func routeError(err error) *oai.Error {
+	st := selector.HTTPStatus(err)
+	switch {
+	case errors.Is(err, router.ErrBadRequest):
+		return oai.BadRequest("", err.Error())
+	case st == selector.StatusOverloaded:
+		return &oai.Error{Status: st, Type: oai.TypeOverloaded, Code: "overloaded",
+			Message: "all workers are over their busy thresholds; retry later (" + err.Error() + ")"}
+	case st == http.StatusServiceUnavailable:
+		return &oai.Error{Status: st, Type: oai.TypeServer, Code: "no_worker",
+			Message: "no eligible worker for this request (" + err.Error() + ")"}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return oai.Errorf(499, oai.TypeInvalidRequest, "client closed request")
+	}
+	return oai.Errorf(http.StatusInternalServerError, oai.TypeServer, err.Error())
+}
+
+// proxy routes j, forwards it and relays the answer, retrying other workers
+// when the chosen one cannot be reached.
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
+	ctx := r.Context()
+	s.m.inflight.Inc()
+	defer s.m.inflight.Dec()
+	var tried []uint64
+	for attempt := 0; ; attempt++ {
+		d, err := s.route(ctx, j, tried)
+		if err != nil {
+			s.fail(w, j.endpoint, routeError(err))
+			return
+		}
+		wk, ok := s.worker(d.Worker.ID)
+		if !ok { // removed between Route and here
+			_ = s.rt.Fail(j.id, time.Now())
+			tried = append(tried, d.Worker.ID)
+			continue
+		}
+		resp, err := s.forward(ctx, wk, j)
+		if err != nil {
+			_ = s.rt.Fail(j.id, time.Now())
+			s.kickRelease()
+			if ctx.Err() != nil {
+				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+				return
+			}
+			s.log.Warn("worker unreachable", "worker", wk.ID, "request_id", j.id, "err", err)
+			s.markDown(wk.ID)
+			if attempt < s.cfg.Retries {
+				s.m.retries.Inc()
+				tried = append(tried, wk.ID)
+				continue
+			}
+			s.fail(w, j.endpoint, &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer,
+				Code: "worker_unreachable", Message: fmt.Sprintf("worker %d unreachable: %v", wk.ID, err)})
+			return
+		}
+		s.relay(w, r, j, &d, resp)
+		return
+	}
+}
+
+// route asks the router for a worker, honoring the policy and excluding
+// tried workers; a queued request waits for its release.
+func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
+	req := router.Request{ID: j.id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: j.maxTokens}
+	if len(tried) > 0 || s.cfg.Policy == PolicyRoundRobin || s.cfg.Policy == PolicyRandom {
+		ids := s.candidateIDs(tried)
+		if len(ids) == 0 {
+			return router.Decision{}, fmt.Errorf("frontend: every worker failed: %w", selector.ErrNoneEligible)
+		}
+		switch s.cfg.Policy {
+		case PolicyRoundRobin:
+			id := ids[int(s.rr.Add(1)-1)%len(ids)]
+			req.Constraints.Pin = &kvevents.Worker{ID: id}
+		case PolicyRandom:
+			s.rngMu.Lock()
+			id := ids[s.rng.IntN(len(ids))]
+			s.rngMu.Unlock()
+			req.Constraints.Pin = &kvevents.Worker{ID: id}
+		default:
+			req.Constraints.Allow = ids
+		}
+	}
+	var wait chan router.Released
+	if s.cfg.Router.Queue.Threshold > 0 {
+		wait = make(chan router.Released, 1)
+		s.waitMu.Lock()
+		s.waiters[j.id] = wait
+		s.waitMu.Unlock()
+		defer func() {
+			s.waitMu.Lock()
+			delete(s.waiters, j.id)
+			s.waitMu.Unlock()
+		}()
+	}
+	d, err := s.rt.Route(ctx, req, time.Now())
+	if err != nil || !d.Queued {
+		return d, err
+	}
+	select {
+	case rel := <-wait:
+		return rel.Decision, rel.Err
+	case <-ctx.Done():
+		_ = s.rt.Free(j.id, time.Now())
+		return router.Decision{}, ctx.Err()
+	}
+}
+
+func (s *Server) candidateIDs(exclude []uint64) []uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]uint64, 0, len(s.ids))
+	for _, id := range s.ids {
+		if w := s.workers[id]; w.down {
+			continue
+		}
+		skip := false
+		for _, x := range exclude {
+			if x == id {
+				skip = true
+				break
+			}
+		}
+		if !skip {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (s *Server) forward(ctx context.Context, wk *Worker, j *job) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(j.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if j.stream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	req.Header.Set(HeaderReqID, j.id)
+	return s.client.Do(req)
+}
+
+// relay copies the worker's answer to the client and drives the load
+// tracker from it.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response) {
+	defer resp.Body.Close()
+	wid := d.Worker.ID
+	h := w.Header()
+	for _, k := range []string{"Content-Type", "Cache-Control"} {
+		if v := resp.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	h.Set(HeaderWorker, strconv.FormatUint(wid, 10))
+	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
+	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
+	h.Set(HeaderReqID, j.id)
+	w.WriteHeader(resp.StatusCode)
+	status := strconv.Itoa(resp.StatusCode)
+
+	outcome := "ok"
+	defer func() {
+		_ = s.rt.Free(j.id, time.Now())
+		s.kickRelease()
+		s.m.requests.WithLabelValues(j.endpoint, status).Inc()
+		s.m.outcomes.WithLabelValues(outcome).Inc()
+		s.m.duration.Observe(time.Since(j.start).Seconds())
+		if s.cfg.Events.OnFree != nil {
+			s.cfg.Events.OnFree(j.id, wid)
+		}
+	}()
+	fl, _ := w.(http.Flusher)
+	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
+	if resp.StatusCode != http.StatusOK || !isSSE {
+		if resp.StatusCode != http.StatusOK {
+			outcome = "worker_error"
+		}
+		if _, err := io.Copy(w, resp.Body); err != nil {
+			outcome = s.copyOutcome(r)
+		}
+		return
+	}
+	rd := oai.NewSSEReader(resp.Body, 0)
+	defer rd.Close()
+	first := true
+	lastTouch := time.Now()
+	for {
+		ev, err := rd.Next()
+		if len(ev.Raw) > 0 {
+			if _, werr := w.Write(ev.Raw); werr != nil {
+				outcome = "client_gone"
+				return
+			}
+			// Flush once per burst: more events already buffered will
+			// follow immediately (NB: never holds an event back waiting
+			// for the network).
+			if fl != nil && (err != nil || rd.Buffered() == 0) {
+				fl.Flush()
+			}
+			if len(ev.Data) > 0 && !ev.IsDone() {
+				now := time.Now()
+				if first {
+					first = false
+					_ = s.rt.PrefillDone(j.id, now)
+					s.kickRelease()
+					s.m.ttft.Observe(now.Sub(j.start).Seconds())
+				} else if now.Sub(lastTouch) > time.Second {
+					_ = s.rt.Touch(j.id, now)
+					lastTouch = now
+				}
+				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
+					s.m.observeUsage(ev.Data)
+				}
+			}
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		outcome = s.copyOutcome(r)
+		if outcome == "upstream_error" {
+			e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
+				Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}
+			_ = oai.WriteEvent(w, e.Body())
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		return
+	}
+}
+
+func (s *Server) copyOutcome(r *http.Request) string {
+	if r.Context().Err() != nil {
+		return "client_gone"
+	}
+	return "upstream_error"
+}

@@ -1,0 +1,327 @@
+package frontend
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Worker is one upstream worker.
+type Worker struct {
+	// ID is the worker id used in KV events and routing decisions.
+	ID uint64
+	// URL is the worker's HTTP base URL, e.g. "http://127.0.0.1:8001".
+	URL string
+	// Info describes the worker to the router (ID is overwritten by ID).
+	Info router.WorkerInfo
+
+	down bool // unreachable: out of the router until it answers again
+}
+
+// Server is the frontend. Build with New.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	rt     *router.Router
+	client *http.Client
+	m      *metrics
+
+	mu      sync.RWMutex
+	workers map[uint64]*Worker
+	ids     []uint64 // sorted, for round-robin
+
+	rr     atomic.Uint64
+	rngMu  sync.Mutex
+	rng    *rand.Rand
+	reqSeq atomic.Uint64
+	prefix string
+
+	waitMu  sync.Mutex
+	waiters map[string]chan router.Released
+	kick    chan struct{} // cap 1: try Release now
+
+	draining atomic.Bool
+	handler  http.Handler
+}
+
+// New validates cfg and builds a server. It starts nothing.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		client:  &http.Client{Transport: cfg.Transport},
+		workers: make(map[uint64]*Worker),
+		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		prefix:  strconv.FormatUint(seed%100000, 36),
+		waiters: make(map[string]chan router.Released),
+		kick:    make(chan struct{}, 1),
+	}
+	s.m = newMetrics(cfg.Registry, s)
+	opts := router.Options{
+		Rand: rand.New(rand.NewPCG(seed, seed+1)),
+		NewIndex: func(kvevents.Tier) indexer.Index {
+			if cfg.Index == "flash" {
+				return indexer.NewFlash(indexer.Config{})
+			}
+			return indexer.NewRadix(indexer.Config{})
+		},
+		Events: router.Events{
+			OnRoute:  s.m.onRoute,
+			OnReject: s.m.onReject,
+			OnEvent:  s.onEvent,
+			OnSweep:  func(ids []string) { s.m.swept.Add(float64(len(ids))) },
+		},
+	}
+	if cfg.Router.Mode == router.ModeApprox {
+		opts.Approx = indexer.NewApprox(indexer.Config{})
+	}
+	rt, err := router.New(cfg.Router, opts)
+	if err != nil {
+		return nil, fmt.Errorf("frontend: %w", err)
+	}
+	s.rt = rt
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Router exposes the routing core (for event ingestion and tests).
+func (s *Server) Router() *router.Router { return s.rt }
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Apply applies one KV event to the router's index (eventplane.Sink).
+func (s *Server) Apply(ev *kvevents.Event) error { return s.rt.ApplyEvent(ev) }
+
+// ObserveEventLag records the delay between a KV event's publication and
+// its application (fed by the event transport when it knows it).
+func (s *Server) ObserveEventLag(d time.Duration) { s.m.eventLag.Observe(d.Seconds()) }
+
+func (s *Server) onEvent(ev *kvevents.Event, err error) {
+	s.m.onEvent(ev, err)
+	if s.cfg.Events.OnEvent != nil {
+		s.cfg.Events.OnEvent(ev.WorkerID, err)
+	}
+}
+
+// AddWorker adds (or updates) a worker. A block size different from the
+// router's is refused with an error wrapping router.ErrBlockSize.
+func (s *Server) AddWorker(w Worker) error {
+	if w.URL == "" {
+		return fmt.Errorf("frontend: worker %d has no URL", w.ID)
+	}
+	w.URL = strings.TrimRight(w.URL, "/")
+	w.Info.ID = w.ID
+	if err := s.rt.AddWorker(w.Info); err != nil {
+		if errors.Is(err, router.ErrBlockSize) {
+			s.m.workerRefused.WithLabelValues("block_size").Inc()
+		}
+		return fmt.Errorf("frontend: add worker %d: %w", w.ID, err)
+	}
+	s.mu.Lock()
+	if _, ok := s.workers[w.ID]; !ok {
+		s.ids = append(s.ids, w.ID)
+		slices.Sort(s.ids)
+	}
+	s.workers[w.ID] = &w
+	s.mu.Unlock()
+	s.log.Info("worker added", "worker", w.ID, "url", w.URL)
+	return nil
+}
+
+// RemoveWorker removes a worker from routing, its index entries and loads.
+func (s *Server) RemoveWorker(id uint64) {
+	released := s.rt.RemoveWorker(id)
+	s.mu.Lock()
+	if _, ok := s.workers[id]; ok {
+		delete(s.workers, id)
+		s.ids = slices.DeleteFunc(s.ids, func(x uint64) bool { return x == id })
+	}
+	s.mu.Unlock()
+	s.log.Info("worker removed", "worker", id, "released_requests", len(released))
+}
+
+// Workers returns the known workers sorted by id.
+func (s *Server) Workers() []Worker {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Worker, 0, len(s.ids))
+	for _, id := range s.ids {
+		out = append(out, *s.workers[id])
+	}
+	return out
+}
+
+func (s *Server) worker(id uint64) (*Worker, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	w, ok := s.workers[id]
+	return w, ok
+}
+
+// Run runs the background loops (load polling, stale sweep, queue release)
+// until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	if s.cfg.LoadPollInterval > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.pollLoads(ctx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.releaseLoop(ctx) }()
+	t := time.NewTicker(s.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case now := <-t.C:
+			s.rt.Sweep(now)
+		}
+	}
+}
+
+// Serve runs the background loops and an HTTP server on ln until ctx is
+// done, then stops accepting, lets in-flight streams finish (up to
+// Config.DrainTimeout) and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	bgDone := make(chan error, 1)
+	go func() { bgDone <- s.Run(bg) }()
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+		s.draining.Store(true)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
+		if e := srv.Shutdown(sctx); e != nil {
+			s.log.Warn("drain timed out; closing remaining streams", "err", e)
+			_ = srv.Close()
+		}
+		cancel()
+		<-errc
+	case err = <-errc:
+	}
+	stopBG()
+	<-bgDone
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	client := s.auth(false)
+	admin := s.auth(true)
+	mux.Handle("POST /v1/completions", client(http.HandlerFunc(s.handleCompletions)))
+	mux.Handle("POST /v1/chat/completions", client(http.HandlerFunc(s.handleChat)))
+	mux.Handle("GET /v1/models", client(http.HandlerFunc(s.handleModels)))
+	mux.Handle("POST /route", client(http.HandlerFunc(s.handleRoute)))
+	mux.Handle("POST /route/{id}/prefill_done", client(http.HandlerFunc(s.handleRouteLifecycle)))
+	mux.Handle("POST /route/{id}/free", client(http.HandlerFunc(s.handleRouteLifecycle)))
+	mux.Handle("GET /debug/index", admin(http.HandlerFunc(s.handleDebugIndex)))
+	mux.Handle("GET /debug/router", admin(http.HandlerFunc(s.handleDebugRouter)))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, "no route for "+r.Method+" "+r.URL.Path).Write(w)
+	})
+	return mux
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	n := len(s.workers)
+	s.mu.RUnlock()
+	switch {
+	case s.draining.Load():
+		http.Error(w, "draining", http.StatusServiceUnavailable)
+	case n == 0:
+		http.Error(w, "no workers", http.StatusServiceUnavailable)
+	default:
+		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers\n"))
+	}
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, oai.ModelList{Object: "list", Data: []oai.Model{{
+		ID: s.cfg.Model, Object: "model", OwnedBy: "kvrouter"}}})
+}
+
+// auth returns a middleware that checks bearer keys: client keys (or admin
+// keys) for the client API, admin keys for admin endpoints.
+func (s *Server) auth(admin bool) func(http.Handler) http.Handler {
+	keys := s.cfg.AdminKeys
+	if admin && len(keys) == 0 {
+		keys = s.cfg.APIKeys // no admin keys: admin endpoints take client keys
+	}
+	if !admin {
+		keys = append(slices.Clone(s.cfg.APIKeys), s.cfg.AdminKeys...)
+		if len(s.cfg.APIKeys) == 0 {
+			keys = nil // client API open when no client keys are set
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		if len(keys) == 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got, ok := bearer(r)
+			if ok {
+				for _, k := range keys {
+					if subtle.ConstantTimeCompare([]byte(got), []byte(k)) == 1 {
+						next.ServeHTTP(w, r)
+						return
+					}
+				}
+			}
+			s.m.authFailures.Inc()
+			e := &oai.Error{Status: http.StatusUnauthorized, Type: oai.TypeAuthentication, Code: "invalid_api_key",
+				Message: "Incorrect or missing API key. Send it as 'Authorization: Bearer <key>'."}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="kvrouter"`)
+			e.Write(w)
+		})
+	}
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if v, ok := strings.CutPrefix(h, "Bearer "); ok {
+		return strings.TrimSpace(v), true
+	}
+	if v := r.Header.Get("x-api-key"); v != "" {
+		return v, true
+	}
+	return "", false
+}

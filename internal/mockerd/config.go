@@ -1,0 +1,108 @@
+package mockerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/tokenizer"
+)
+
+// EventSink receives the engine's KV events in event-id order.
+// eventplane.Publisher implements it.
+type EventSink interface {
+	Publish(ctx context.Context, ev kvevents.Event) error
+}
+
+// EventSinkFunc adapts a function to EventSink.
+type EventSinkFunc func(ctx context.Context, ev kvevents.Event) error
+
+// Publish calls f.
+func (f EventSinkFunc) Publish(ctx context.Context, ev kvevents.Event) error { return f(ctx, ev) }
+
+// Config configures a Server.
+type Config struct {
+	// Engine is the engine core's configuration (block size, blocks, speedup
+	// ratio, worker id in Engine.Worker). Default mocker.DefaultConfig().
+	Engine mocker.Config
+	// Model is the served model name. Default "kvrouter-mock". Requests
+	// naming another model get 404, as vLLM does; an empty model is accepted.
+	Model string
+	// Tokenizer turns text prompts and chats into tokens; it must be the
+	// router's. Required.
+	Tokenizer tokenizer.Tokenizer
+	// Sinks receive every KV event (e.g. the NATS publisher and a ZMQ PUB).
+	// Default none: events are counted and dropped.
+	Sinks []EventSink
+	// ZMQ, when set, also publishes every event vLLM-style on a ZMQ PUB
+	// socket (with replay). Default nil.
+	ZMQ *ZMQPublisher
+	// DefaultMaxTokens is the output length when a request gives none.
+	// Default 16 (OpenAI's completions default).
+	DefaultMaxTokens int
+	// MaxModelLen caps prompt + output tokens. Default (0): the KV capacity
+	// NumBlocks * BlockSize.
+	MaxModelLen int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the defaults; Tokenizer must still be set.
+func DefaultConfig() Config {
+	return Config{Engine: mocker.DefaultConfig(), Model: "kvrouter-mock", DefaultMaxTokens: 16}
+}
+
+// Validate reports every problem.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Engine.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Tokenizer == nil {
+		errs = append(errs, errors.New("mockerd: a tokenizer is required"))
+	}
+	if c.DefaultMaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("mockerd: default max tokens %d is negative", c.DefaultMaxTokens))
+	}
+	if c.MaxModelLen < 0 {
+		errs = append(errs, fmt.Errorf("mockerd: max model len %d is negative", c.MaxModelLen))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) setDefaults() {
+	if c.Model == "" {
+		c.Model = "kvrouter-mock"
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = 16
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = c.Engine.NumBlocks * c.Engine.BlockSize
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Load is the worker's load report served at GET /load (JSON). The router
+// polls it for busy thresholds.
+type Load struct {
+	WorkerID            uint64  `json:"worker_id"`
+	DPRank              uint32  `json:"dp_rank"`
+	KVUsage             float64 `json:"kv_usage"`
+	ActivePrefillTokens int     `json:"active_prefill_tokens"`
+	Waiting             int     `json:"num_requests_waiting"`
+	Running             int     `json:"num_requests_running"`
+	TotalBlocks         int     `json:"total_blocks"`
+	ActiveBlocks        int     `json:"active_blocks"`
+	CachedBlocks        int     `json:"cached_blocks"`
+	BlockSize           int     `json:"block_size"`
+	MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+	PromptTokensCached  uint64  `json:"prompt_tokens_cached"`
+	PromptTokensTotal   uint64  `json:"prompt_tokens_total"`
+	EventsPublished     uint64  `json:"events_published"`
+}

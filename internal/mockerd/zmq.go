@@ -1,0 +1,185 @@
+package mockerd
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ZMQPublisher publishes KV events the way vLLM does
+// (--kv-events-config publisher=zmq): a PUB socket sending
+// [topic, seq (8 bytes big-endian), payload] with payload the msgpack
+// EventBatch [ts, events, dp_rank], each event a tagged array
+// ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size,
+// lora_id, medium], ["BlockRemoved", block_hashes, medium] or
+// ["AllBlocksCleared"]; and, when a replay endpoint is set, a ROUTER socket
+// that answers an 8-byte start seq with every buffered (seq, payload) from
+// there, then (-1, empty). DESIGN.md §2, transport 2.
+//
+// BlockStored needs each block's token ids, which kvevents.Event does not
+// carry: the Server resolves them (see blockTokens) and passes them to
+// PublishStored. Safe for concurrent use.
+type ZMQPublisher struct {
+	log    *slog.Logger
+	pub    zmq4.Socket
+	router zmq4.Socket
+	topic  []byte
+	bs     int
+
+	mu     sync.Mutex
+	seq    int64
+	buf    []replayItem // ring of the last maxReplay batches
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type replayItem struct {
+	seq     int64
+	payload []byte
+}
+
+const maxReplay = 10000
+
+// NewZMQPublisher binds the PUB socket on pubEP (e.g. "tcp://127.0.0.1:5557")
+// and, when replayEP is not empty, the replay ROUTER socket, and starts the
+// replay server goroutine (stopped by Close). blockSize is written into
+// BlockStored events.
+func NewZMQPublisher(ctx context.Context, pubEP, replayEP string, blockSize int, log *slog.Logger) (*ZMQPublisher, error) {
+	zctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	z := &ZMQPublisher{log: log, pub: zmq4.NewPub(zctx), bs: blockSize, cancel: cancel, done: make(chan struct{})}
+	if err := z.pub.Listen(pubEP); err != nil {
+		cancel()
+		return nil, fmt.Errorf("mockerd: zmq pub listen %s: %w", pubEP, err)
+	}
+	if replayEP == "" {
+		close(z.done)
+		return z, nil
+	}
+	z.router = zmq4.NewRouter(zctx)
+	if err := z.router.Listen(replayEP); err != nil {
+		_ = z.pub.Close()
+		cancel()
+		return nil, fmt.Errorf("mockerd: zmq replay listen %s: %w", replayEP, err)
+	}
+	go z.serveReplay(zctx)
+	return z, nil
+}
+
+// PubAddr is the bound PUB address (useful with port 0).
+func (z *ZMQPublisher) PubAddr() string { return z.pub.Addr().String() }
+
+// Close stops the sockets.
+func (z *ZMQPublisher) Close() error {
+	z.cancel()
+	err := z.pub.Close()
+	if z.router != nil {
+		err = errors.Join(err, z.router.Close())
+	}
+	<-z.done
+	return err
+}
+
+// Publish sends one event whose Stored blocks' tokens are given by toks
+// (toks[i] for ev.Blocks[i]; nil for other kinds).
+func (z *ZMQPublisher) Publish(ev *kvevents.Event, toks [][]uint32) error {
+	payload, err := z.encode(ev, toks)
+	if err != nil {
+		return err
+	}
+	z.mu.Lock()
+	seq := z.seq
+	z.seq++
+	z.buf = append(z.buf, replayItem{seq: seq, payload: payload})
+	if len(z.buf) > maxReplay {
+		z.buf = z.buf[len(z.buf)-maxReplay:]
+	}
+	var sb [8]byte
+	binary.BigEndian.PutUint64(sb[:], uint64(seq))
+	err = z.pub.Send(zmq4.NewMsgFrom(z.topic, sb[:], payload))
+	z.mu.Unlock()
+	return err
+}
+
+func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32) ([]byte, error) {
+	var e []any
+	medium := "GPU"
+	switch ev.Tier {
+	case kvevents.TierHostPinned:
+		medium = "CPU"
+	case kvevents.TierDisk:
+		medium = "DISK"
+	}
+	switch ev.Kind {
+	case kvevents.KindStored:
+		hashes := make([]uint64, len(ev.Blocks))
+		var flat []uint32
+		for i, b := range ev.Blocks {
+			hashes[i] = b.Hash
+			if i >= len(toks) || len(toks[i]) != z.bs {
+				return nil, fmt.Errorf("mockerd: zmq: no tokens for block %d of event %d", i, ev.EventID)
+			}
+			flat = append(flat, toks[i]...)
+		}
+		var parent any
+		if ev.HasParent {
+			parent = ev.Parent
+		}
+		e = []any{"BlockStored", hashes, parent, flat, z.bs, nil, medium}
+	case kvevents.KindRemoved:
+		e = []any{"BlockRemoved", ev.Hashes, medium}
+	case kvevents.KindCleared:
+		e = []any{"AllBlocksCleared"}
+	default:
+		return nil, fmt.Errorf("mockerd: zmq: event kind %s", ev.Kind)
+	}
+	ts := float64(time.Now().UnixNano()) / 1e9
+	return msgpack.Marshal([]any{ts, []any{e}, ev.DPRank})
+}
+
+// serveReplay answers replay requests: [identity, (empty), start seq].
+func (z *ZMQPublisher) serveReplay(ctx context.Context) {
+	defer close(z.done)
+	for {
+		m, err := z.router.Recv()
+		if err != nil {
+			if ctx.Err() == nil {
+				z.log.Warn("zmq replay recv", "err", err)
+			}
+			return
+		}
+		if len(m.Frames) < 2 {
+			continue
+		}
+		id, req := m.Frames[0], m.Frames[len(m.Frames)-1]
+		if len(req) != 8 {
+			continue
+		}
+		from := int64(binary.BigEndian.Uint64(req))
+		z.mu.Lock()
+		items := make([]replayItem, 0, len(z.buf))
+		for _, it := range z.buf {
+			if it.seq >= from {
+				items = append(items, it)
+			}
+		}
+		z.mu.Unlock()
+		var sb [8]byte
+		for _, it := range items {
+			binary.BigEndian.PutUint64(sb[:], uint64(it.seq))
+			if err := z.router.Send(zmq4.NewMsgFrom(id, sb[:], it.payload)); err != nil {
+				break
+			}
+		}
+		end := int64(-1)
+		binary.BigEndian.PutUint64(sb[:], uint64(end))
+		_ = z.router.Send(zmq4.NewMsgFrom(id, sb[:], nil))
+	}
+}

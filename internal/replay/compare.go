@@ -1,0 +1,232 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/fleet"
+	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/mocker"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// CompareConfig configures Compare.
+type CompareConfig struct {
+	// Replay is the replay to run against each fleet; URL is filled in.
+	Replay Config
+	// Policies to compare, in order (frontend.Policy names). Default
+	// kv, load, round-robin.
+	Policies []frontend.Policy
+	// Workers per fleet. Default 4.
+	Workers int
+	// Engine is each worker's engine. Default mocker.DefaultConfig().
+	Engine mocker.Config
+	// Direct skips NATS (events straight into the router). Default false.
+	Direct bool
+	// Seed seeds every fleet's router identically. Default 1.
+	Seed uint64
+	// Frontend, when set, adjusts each fleet's frontend config (cost knobs,
+	// thresholds) after the policy and seed are set.
+	Frontend func(*frontend.Config)
+	// Logger for the fleets; default discards.
+	Logger *slog.Logger
+	// OnReport is called after each policy's run (e.g. to print it).
+	OnReport func(Report)
+}
+
+// Compare starts a fresh in-process fleet per policy and replays the same
+// trace against each, back to back.
+func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
+	if len(cfg.Policies) == 0 {
+		cfg.Policies = []frontend.Policy{frontend.PolicyKV, frontend.PolicyLoad, frontend.PolicyRoundRobin}
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var out []Report
+	for _, p := range cfg.Policies {
+		rep, err := compareOne(ctx, &cfg, p)
+		if err != nil {
+			return out, fmt.Errorf("replay: policy %s: %w", p, err)
+		}
+		out = append(out, rep)
+		if cfg.OnReport != nil {
+			cfg.OnReport(rep)
+		}
+	}
+	return out, nil
+}
+
+func compareOne(ctx context.Context, cfg *CompareConfig, p frontend.Policy) (Report, error) {
+	fc := frontend.DefaultConfig()
+	fc.Policy, fc.Seed = p, cfg.Seed
+	if cfg.Frontend != nil {
+		cfg.Frontend(&fc)
+	}
+	f, err := fleet.New(fleet.Config{Workers: cfg.Workers, Engine: cfg.Engine, Frontend: fc, Direct: cfg.Direct, Logger: cfg.Logger})
+	if err != nil {
+		return Report{}, err
+	}
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- f.Run(fctx) }()
+	select {
+	case <-f.Ready():
+	case err := <-done:
+		return Report{}, fmt.Errorf("fleet stopped: %w", err)
+	case <-time.After(60 * time.Second):
+		stop()
+		<-done
+		return Report{}, fmt.Errorf("fleet not ready after 60s")
+	}
+	rc := cfg.Replay
+	rc.URL = f.URL()
+	rc.Label = string(p)
+	rep, err := Run(ctx, rc)
+	stop()
+	if ferr := <-done; ferr != nil && err == nil {
+		err = ferr
+	}
+	return rep, err
+}
+
+// WriteTable prints reports side by side, with ratios to the first one.
+func WriteTable(w io.Writer, reps []Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tok\terr\tttft p50\tttft p90\tttft p99\titl p50\titl p99\te2e p50\te2e p99\treq/s\tout tok/s\trouter hit\tworker hit\t")
+	for _, r := range reps {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0fms\t%.0fms\t%.0fms\t%.1fms\t%.1fms\t%.0fms\t%.0fms\t%.2f\t%.0f\t%s\t%.1f%%\t\n",
+			r.Label, r.OK, r.Errors, r.TTFT.P50, r.TTFT.P90, r.TTFT.P99, r.ITL.P50, r.ITL.P99, r.E2E.P50, r.E2E.P99,
+			r.RequestsPerSec, r.OutputTokensPerSec, pct(r.RouterHitRate), 100*r.WorkerHitRate)
+	}
+	if len(reps) > 1 {
+		b := reps[0]
+		fmt.Fprintln(tw, "\t\t\t\t\t\t\t\t\t\t\t\t\t\t")
+		for _, r := range reps[1:] {
+			fmt.Fprintf(tw, "%s / %s\t\t\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\t\t\n", r.Label, b.Label,
+				ratio(r.TTFT.P50, b.TTFT.P50), ratio(r.TTFT.P90, b.TTFT.P90), ratio(r.TTFT.P99, b.TTFT.P99),
+				ratio(r.ITL.P50, b.ITL.P50), ratio(r.ITL.P99, b.ITL.P99), ratio(r.E2E.P50, b.E2E.P50),
+				ratio(r.E2E.P99, b.E2E.P99), ratio(r.RequestsPerSec, b.RequestsPerSec), ratio(r.OutputTokensPerSec, b.OutputTokensPerSec))
+		}
+	}
+	return tw.Flush()
+}
+
+func pct(x float64) string {
+	if x < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*x)
+}
+
+func ratio(a, b float64) string {
+	if b == 0 || math.IsNaN(a/b) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// WriteCharts writes three PNGs into dir: ttft_cdf.png (TTFT CDF per
+// policy), ttft.png (TTFT p50/p99 per policy) and hitrate.png (router and
+// worker hit rates per policy). It returns the paths written.
+func WriteCharts(dir string, reps []Report) ([]string, error) {
+	p := plot.New()
+	p.Title.Text = "TTFT CDF by routing policy"
+	p.X.Label.Text = "time to first token (ms)"
+	p.Y.Label.Text = "fraction of requests"
+	p.Legend.Top = false
+	p.Legend.Left = false
+	var lines []any
+	for _, r := range reps {
+		xs := r.TTFTs()
+		if len(xs) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, len(xs))
+		for i, x := range xs {
+			pts[i] = plotter.XY{X: ms(x), Y: float64(i+1) / float64(len(xs))}
+		}
+		lines = append(lines, r.Label, pts)
+	}
+	if err := plotutil.AddLines(p, lines...); err != nil {
+		return nil, err
+	}
+	cdf := filepath.Join(dir, "ttft_cdf.png")
+	if err := p.Save(7*vg.Inch, 4.5*vg.Inch, cdf); err != nil {
+		return nil, err
+	}
+
+	type series struct {
+		name string
+		vals plotter.Values
+	}
+	bars := func(title, ylabel, file string, ss []series) (string, error) {
+		b := plot.New()
+		b.Title.Text = title
+		b.Y.Label.Text = ylabel
+		w := vg.Points(24)
+		for i, v := range ss {
+			bc, err := plotter.NewBarChart(v.vals, w)
+			if err != nil {
+				return "", err
+			}
+			bc.Offset = vg.Length(2*i-len(ss)+1) * w / 2
+			bc.Color = plotutil.Color(i)
+			bc.LineStyle.Width = 0
+			b.Add(bc)
+			b.Legend.Add(v.name, bc)
+		}
+		b.Legend.Top = true
+		var names []string
+		for _, r := range reps {
+			names = append(names, r.Label)
+		}
+		b.NominalX(names...)
+		path := filepath.Join(dir, file)
+		return path, b.Save(7*vg.Inch, 4*vg.Inch, path)
+	}
+	var p50, p99, rhit, whit plotter.Values
+	for _, r := range reps {
+		p50 = append(p50, r.TTFT.P50)
+		p99 = append(p99, r.TTFT.P99)
+		rhit = append(rhit, 100*max(r.RouterHitRate, 0))
+		whit = append(whit, 100*r.WorkerHitRate)
+	}
+	sum, err := bars("TTFT by policy", "ms", "ttft.png", []series{{"p50", p50}, {"p99", p99}})
+	if err != nil {
+		return nil, err
+	}
+	hit, err := bars("Prefix cache hit rate by policy", "% of prompt", "hitrate.png",
+		[]series{{"router (expected)", rhit}, {"workers (reported)", whit}})
+	if err != nil {
+		return nil, err
+	}
+	return []string{cdf, sum, hit}, nil
+}
+
+// PolicyList parses "kv,load,round-robin".
+func PolicyList(s string) ([]frontend.Policy, error) {
+	var out []frontend.Policy
+	for _, name := range strings.Split(s, ",") {
+		p, err := frontend.ParsePolicy(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
