@@ -52,16 +52,16 @@ func (o Overlaps) Get(w kvevents.Worker) int {
 
 // Stats is a snapshot of an index.
 type Stats struct {
-	Blocks        int   // (worker+rank, block) pairs held
-	Nodes         int   // distinct blocks (tree nodes or positional entries)
-	Workers       int   // worker+ranks holding at least one block
-	Bytes         int64 // approximate bytes in use
-	Applied       uint64
-	Rejected      uint64
-	UnknownRemove uint64 // removes of hashes the worker did not hold
+	Blocks        int    `json:"blocks"`         // (worker+rank, block) pairs held
+	Nodes         int    `json:"nodes"`          // distinct blocks (tree nodes or positional entries)
+	Workers       int    `json:"workers"`        // worker+ranks holding at least one block
+	Bytes         int64  `json:"bytes"`          // approximate bytes in use
+	Applied       uint64 `json:"applied"`        // events applied
+	Rejected      uint64 `json:"rejected"`       // events refused with an error
+	UnknownRemove uint64 `json:"unknown_remove"` // removes of hashes the worker did not hold
 	// Queued is the number of events enqueued but not yet applied
 	// (Concurrent only; 0 elsewhere).
-	Queued int
+	Queued int `json:"queued"`
 }
 
 // Sentinel errors of Apply; test with errors.Is.

@@ -100,7 +100,9 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 				if natsURL == "" {
 					log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
 				}
-				sub = eventplane.NewSubscriber(conn, fe, eventplane.SubscriberConfig{Model: cfg.Model, Logger: log})
+				scfg := eventplane.SubscriberConfig{Model: cfg.Model, Logger: log}
+				scfg.Events.OnMessage = fe.ObservePublished // kvrouter_event_lag_seconds
+				sub = eventplane.NewSubscriber(conn, fe, scfg)
 				g.Go(func() error { return sub.Run(gctx) })
 				reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
 				g.Go(func() error { return reg.Watch(gctx, members) })
@@ -113,7 +115,8 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 				}
 			}
 			if len(sources) > 0 {
-				zs := zmqsub.New(zmqsub.Config{BlockSize: cfg.Router.BlockSize, Sources: sources, Logger: log}, fe)
+				zs := zmqsub.New(zmqsub.Config{BlockSize: cfg.Router.BlockSize, Sources: sources, Logger: log,
+					OnBatch: fe.ObservePublished}, fe)
 				g.Go(func() error { return zs.Run(gctx) })
 			}
 			ln, err := net.Listen("tcp", addr)

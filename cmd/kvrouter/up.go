@@ -19,6 +19,7 @@ func newUpCmd() *cobra.Command {
 		logLevel          string
 		speedup           float64
 		apiKeys           []string
+		maxPrompt         int
 	)
 	eng := mocker.DefaultConfig()
 	c := &cobra.Command{
@@ -43,7 +44,7 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 				return err
 			}
 			fc := frontend.DefaultConfig()
-			fc.Policy, fc.APIKeys = p, apiKeys
+			fc.Policy, fc.APIKeys, fc.MaxPromptTokens = p, apiKeys, maxPrompt
 			fc.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
 			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Tokenizer: t, Frontend: fc,
 				RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})
@@ -74,6 +75,7 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 	fl.IntVar(&eng.NumBlocks, "num-blocks", eng.NumBlocks, "KV capacity per worker, in blocks")
 	fl.Float64Var(&speedup, "speedup-ratio", 1, "workers run this much faster than the modeled GPU (0 = no sleeping)")
 	fl.StringArrayVar(&apiKeys, "api-key", nil, "require this client API key (repeatable)")
+	fl.IntVar(&maxPrompt, "max-prompt-tokens", 131072, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	return c
 }

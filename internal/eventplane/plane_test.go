@@ -162,3 +162,47 @@ func TestSubscriberReady(t *testing.T) {
 		t.Fatalf("resumed ids not continuous (want id %d): %+v", want, st)
 	}
 }
+
+// OnMessage reports every stream message with its JetStream store time,
+// and the events it made visible add up to what was published.
+func TestSubscriberOnMessage(t *testing.T) {
+	conn := eventplanetest.Embedded(t)
+	pub := NewPublisher(conn, PublisherConfig{MaxBatch: 8, Logger: eventplanetest.Quiet})
+	run(t, pub.Run)
+	var mu sync.Mutex
+	var msgs, applied int
+	var zero bool
+	cfg := SubscriberConfig{Logger: eventplanetest.Quiet}
+	cfg.Events.OnMessage = func(stored time.Time, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		msgs++
+		applied += n
+		zero = zero || stored.IsZero()
+	}
+	sub := NewSubscriber(conn, index(t), cfg)
+	run(t, sub.Run)
+	ctx := context.Background()
+	g := eventplanetest.NewGen(9, 3, 1)
+	const n = 200
+	for range n {
+		if err := pub.Publish(ctx, g.Next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// OnMessage runs after the events are counted: wait on its own count.
+	eventplanetest.WaitFor(t, 30*time.Second, "all events reported", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return applied >= n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if st := sub.Stats(); uint64(msgs) != st.Messages || applied != n || zero {
+		t.Fatalf("OnMessage: %d messages (stats %d), %d events applied (want %d), zero timestamp %v",
+			msgs, st.Messages, applied, n, zero)
+	}
+}

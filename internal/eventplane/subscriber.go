@@ -57,6 +57,15 @@ type SubscriberEvents struct {
 	// OnResync is called when a worker+rank was cleared after a gap the
 	// stream could not fill.
 	OnResync func(w kvevents.Worker)
+	// OnMessage is called once per stream message, after the events it
+	// made ready were handed to the sink (visible in the index when the
+	// sink applies synchronously), with the time JetStream stored the
+	// message (its metadata timestamp, the server's clock) and the number
+	// of events handed over (0 for a duplicate or one held for a gap).
+	// now - stored is the event lag: it leaves out the publisher's batch
+	// linger (at most PublisherConfig.Linger, 1ms by default) and counts
+	// any clock skew between the NATS server and this process.
+	OnMessage func(stored time.Time, applied int)
 }
 
 // SubscriberStats counts what a Subscriber did.
@@ -286,6 +295,9 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 		s.apply(ready)
 		s.pos = meta.Sequence.Stream
 		s.mu.Unlock()
+		if s.cfg.Events.OnMessage != nil {
+			s.cfg.Events.OnMessage(meta.Timestamp, len(ready))
+		}
 		if meta.NumPending == 0 || meta.Sequence.Stream >= *target {
 			s.markReady()
 		}

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const model = "kvrouter-mock"
@@ -185,8 +187,28 @@ func TestOpenAIClient(t *testing.T) {
 
 // TestPrefixAffinityOverNATS runs the real event path: workers publish to
 // embedded JetStream, the router consumes the stream.
+// eventLagCount is the sample count of kvrouter_event_lag_seconds.
+func eventLagCount(t *testing.T, reg *prometheus.Registry) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "kvrouter_event_lag_seconds" {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("kvrouter_event_lag_seconds not registered")
+	return 0
+}
+
 func TestPrefixAffinityOverNATS(t *testing.T) {
-	e := start(t, false, 3, 100, nil)
+	reg := prometheus.NewRegistry()
+	e := start(t, false, 3, 100, func(c *frontend.Config) { c.Registry = reg })
+	if n := eventLagCount(t, reg); n != 0 {
+		t.Fatalf("event lag observed %d times before any event", n)
+	}
 	c := e.client()
 	ctx := context.Background()
 	prompt := longPrompt("shared-system-prompt", 300)
@@ -203,6 +225,9 @@ func TestPrefixAffinityOverNATS(t *testing.T) {
 		t.Fatalf("bad worker header %q", r1.Header.Get(frontend.HeaderWorker))
 	}
 	e.waitEvent(t, w1)
+	// The lag is observed just after the event is applied.
+	eventplanetest.WaitFor(t, 10*time.Second, "kvrouter_event_lag_seconds observed",
+		func() bool { return eventLagCount(t, reg) > 0 })
 
 	var r2 *http.Response
 	second, err := c.Completions.New(ctx, openai.CompletionNewParams{Model: model,

@@ -245,7 +245,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 		f.conn, f.pub = conn, pub
 		f.connMu.Unlock()
 		goRun("publisher", pub.Run, bg)
-		sub = eventplane.NewSubscriber(conn, f.fe, eventplane.SubscriberConfig{Model: f.cfg.Model, Logger: f.log})
+		scfg := eventplane.SubscriberConfig{Model: f.cfg.Model, Logger: f.log}
+		scfg.Events.OnMessage = f.fe.ObservePublished
+		sub = eventplane.NewSubscriber(conn, f.fe, scfg)
 		goRun("subscriber", sub.Run, bg)
 		reg = discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: f.log})
 		membership := discovery.NewFleet(f.cfg.Engine.BlockSize, f.fe, f.log)

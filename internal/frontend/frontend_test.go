@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -129,5 +131,48 @@ func TestWorkerErrorPassthroughAndReady(t *testing.T) {
 	}
 	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"x"}`+"\x00"); rec.Code != 400 {
 		t.Errorf("garbage body: %d", rec.Code)
+	}
+}
+
+// GET /debug/index is snake_case throughout, index stats included, and
+// counts the blocks an applied event stored.
+func TestDebugIndexJSON(t *testing.T) {
+	s := newServer(t, PolicyKV)
+	if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := kvevents.Event{WorkerID: 1, EventID: 1, Kind: kvevents.KindStored,
+		Blocks: []kvevents.Block{{Hash: 11, Local: 101}, {Hash: 12, Local: 102}}}
+	if err := s.Apply(&ev); err != nil {
+		t.Fatal(err)
+	}
+	rec := do(t, s.Handler(), "GET", "/debug/index", "")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var rep struct {
+		Workers []struct {
+			Worker uint64 `json:"worker_id"`
+			Total  int    `json:"total_blocks"`
+		} `json:"workers"`
+		Tiers map[string]map[string]json.Number `json:"tiers"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	dev, ok := rep.Tiers["device"]
+	if !ok {
+		t.Fatalf("no device tier in %s", rec.Body)
+	}
+	for _, k := range []string{"blocks", "nodes", "workers", "bytes", "applied", "rejected", "unknown_remove", "queued"} {
+		if _, ok := dev[k]; !ok {
+			t.Errorf("device tier stats lack %q: %s", k, rec.Body)
+		}
+	}
+	if dev["blocks"] != "2" || dev["applied"] != "1" {
+		t.Errorf("device tier stats %v, want blocks 2 and applied 1", dev)
+	}
+	if len(rep.Workers) != 1 || rep.Workers[0].Worker != 1 || rep.Workers[0].Total != 2 {
+		t.Errorf("workers %+v", rep.Workers)
 	}
 }

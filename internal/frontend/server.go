@@ -122,6 +122,20 @@ func (s *Server) Apply(ev *kvevents.Event) error { return s.rt.ApplyEvent(ev) }
 // its application (fed by the event transport when it knows it).
 func (s *Server) ObserveEventLag(d time.Duration) { s.m.eventLag.Observe(d.Seconds()) }
 
+// ObservePublished records the lag of n events, published at published,
+// that Apply has just made visible in the index: now - published, once per
+// event (clamped at 0: the publisher's clock may run ahead of ours). It
+// fits eventplane.SubscriberEvents.OnMessage.
+func (s *Server) ObservePublished(published time.Time, n int) {
+	if n <= 0 || published.IsZero() {
+		return
+	}
+	lag := max(time.Since(published), 0).Seconds()
+	for range n {
+		s.m.eventLag.Observe(lag)
+	}
+}
+
 func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
 	if s.cfg.Events.OnEvent != nil {

@@ -49,7 +49,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
 func (s *Server) checkModel(model string) *oai.Error {
 	if model != "" && model != s.cfg.Model {
 		return &oai.Error{Status: http.StatusNotFound, Type: oai.TypeNotFound, Code: "model_not_found",
-			Message: "The model `" + model + "` does not exist. This worker serves `" + s.cfg.Model + "`."}
+			Message: "The model `" + model + "` does not exist; the model served here is `" + s.cfg.Model + "`."}
 	}
 	return nil
 }

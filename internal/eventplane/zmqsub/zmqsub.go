@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -73,6 +74,11 @@ type Config struct {
 	StartID func(w kvevents.Worker) uint64
 	// ReplayTimeout bounds one replay request; default 2s.
 	ReplayTimeout time.Duration
+	// OnBatch, when set, is called after each payload's events were handed
+	// to the sink, with the batch's publish time (vLLM's ts, float seconds
+	// since the epoch, engine clock; zero when the payload carries none)
+	// and the number of events handed over. Called from Run's goroutines.
+	OnBatch func(published time.Time, applied int)
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -373,8 +379,59 @@ func (s *Subscriber) apply(ps *pubState, w kvevents.Worker, payload []byte) {
 		s.st.events.Add(1)
 		s.st.blocks.Add(uint64(ev.NumBlocks()))
 	}
+	if s.cfg.OnBatch != nil {
+		ts, _ := BatchTime(payload)
+		s.cfg.OnBatch(ts, len(evs))
+	}
 	clear(evs)
 	ps.scratch = evs[:0]
+}
+
+// BatchTime reads the ts (seconds since the epoch, float or integer) that
+// leads a msgpack array-form vLLM/SGLang batch [ts, events, dp_rank?]. ok
+// is false for any other shape.
+func BatchTime(payload []byte) (t time.Time, ok bool) {
+	if len(payload) == 0 {
+		return time.Time{}, false
+	}
+	p := payload
+	switch c := p[0]; {
+	case c >= 0x91 && c <= 0x9f:
+		p = p[1:]
+	case c == 0xdc && len(p) >= 3:
+		p = p[3:]
+	case c == 0xdd && len(p) >= 5:
+		p = p[5:]
+	default:
+		return time.Time{}, false
+	}
+	if len(p) == 0 {
+		return time.Time{}, false
+	}
+	var sec float64
+	switch c := p[0]; {
+	case c <= 0x7f:
+		sec = float64(c)
+	case c == 0xcb && len(p) >= 9:
+		sec = math.Float64frombits(binary.BigEndian.Uint64(p[1:9]))
+	case c == 0xca && len(p) >= 5:
+		sec = float64(math.Float32frombits(binary.BigEndian.Uint32(p[1:5])))
+	case c == 0xce && len(p) >= 5:
+		sec = float64(binary.BigEndian.Uint32(p[1:5]))
+	case c == 0xcf && len(p) >= 9:
+		sec = float64(binary.BigEndian.Uint64(p[1:9]))
+	case c == 0xd2 && len(p) >= 5:
+		sec = float64(int32(binary.BigEndian.Uint32(p[1:5])))
+	case c == 0xd3 && len(p) >= 9:
+		sec = float64(int64(binary.BigEndian.Uint64(p[1:9])))
+	default:
+		return time.Time{}, false
+	}
+	if !(sec > 0) || sec > 1e11 || math.IsInf(sec, 0) {
+		return time.Time{}, false
+	}
+	whole, frac := math.Modf(sec)
+	return time.Unix(int64(whole), int64(frac*1e9)), true
 }
 
 // replay fetches seqs [from, to) from ps.replay and applies them; it
