@@ -138,7 +138,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 	f.StringVar(&cfg.URL, "url", "", "OpenAI-compatible base URL to replay against")
 	f.StringVar(&cfg.Model, "model", "kvrouter-mock", "model name sent in requests")
 	f.StringVar(&cfg.APIKey, "api-key", "", "bearer token")
-	f.IntVar(&cfg.Limit, "limit", 600, "replay only the first N records (0 = all)")
+	f.IntVar(&cfg.Limit, "limit", 600, "replay only the first N records (0 = the whole trace; the default keeps a run to a few minutes on 2 cores)")
 	f.Float64Var(&speed, "speed", 8, "replay the trace's timestamps this many times faster")
 	f.Float64Var(&rate, "rate", 0, "send at a fixed rate (requests/s) instead of the timestamps")
 	f.BoolVar(&unpaced, "unpaced", false, "send everything at once (bounded by --concurrency)")

@@ -167,7 +167,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 	}
 	s.m.requests.Inc()
 	w.Header().Set("X-Kvrouter-Worker", strconv.FormatUint(s.cfg.Engine.Worker.ID, 10))
-	e := &emitter{chat: g.chat, id: oai.ID(prefix(g.chat), st.req.ID), model: g.model, created: time.Now().Unix()}
+	e := &emitter{chat: g.chat, id: oai.ID(prefix(g.chat)+"-w"+strconv.FormatUint(s.cfg.Engine.Worker.ID, 10), st.req.ID), model: g.model, created: time.Now().Unix()}
 	if g.stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
@@ -228,6 +228,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 	}
 }
 
+// prefix starts a response id; the caller adds the worker id so that ids
+// stay unique across a fleet (each engine numbers its requests from 1).
 func prefix(chat bool) string {
 	if chat {
 		return "chatcmpl"
