@@ -66,14 +66,8 @@ type RouteResponse struct {
 
 func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	const ep = "route"
-	j, e := s.newJob(r, ep)
-	if e != nil {
-		s.fail(w, ep, e)
-		return
-	}
-	body, e := s.readBody(w, r)
-	if e != nil {
-		s.fail(w, ep, e)
+	j, body, ok := s.begin(w, r, ep)
+	if !ok {
 		return
 	}
 	var rr RouteRequest

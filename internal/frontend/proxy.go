@@ -98,16 +98,26 @@ func (s *Server) fail(w http.ResponseWriter, endpoint string, e *oai.Error) {
 	e.Write(w)
 }
 
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	const ep = "completions"
+// begin starts a request on endpoint ep: a job (request id, headers) and
+// the size-limited body. On failure it has already answered the client.
+func (s *Server) begin(w http.ResponseWriter, r *http.Request, ep string) (*job, []byte, bool) {
 	j, e := s.newJob(r, ep)
 	if e != nil {
 		s.fail(w, ep, e)
-		return
+		return nil, nil, false
 	}
 	body, e := s.readBody(w, r)
 	if e != nil {
 		s.fail(w, ep, e)
+		return nil, nil, false
+	}
+	return j, body, true
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	const ep = "completions"
+	j, body, ok := s.begin(w, r, ep)
+	if !ok {
 		return
 	}
 	req, err := oai.ParseCompletion(body)
@@ -142,14 +152,8 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	const ep = "chat"
-	j, e := s.newJob(r, ep)
-	if e != nil {
-		s.fail(w, ep, e)
-		return
-	}
-	body, e := s.readBody(w, r)
-	if e != nil {
-		s.fail(w, ep, e)
+	j, body, ok := s.begin(w, r, ep)
+	if !ok {
 		return
 	}
 	req, err := oai.ParseChat(body)
