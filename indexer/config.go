@@ -14,6 +14,13 @@ import (
 type Config struct {
 	// Stride is Flash's jump-search stride J in blocks. Default 64.
 	Stride int
+	// BlocksPerWorker is a capacity hint: the number of blocks one
+	// worker+rank is expected to hold at most (its engine's KV cache size
+	// in blocks, e.g. 16384). Flash and Radix size each worker's table for
+	// it when they first see the worker, instead of growing it by doubling
+	// (rehashing and reallocating on the event path). 0 = no hint. Memory
+	// per worker is about 24 bytes per hinted block up front.
+	BlocksPerWorker int
 	// Writers is the number of Concurrent writer goroutines. Default
 	// runtime.GOMAXPROCS(0) at construction.
 	Writers int
@@ -70,6 +77,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Stride < 0 {
 		errs = append(errs, fmt.Errorf("indexer: stride %d < 0", c.Stride))
+	}
+	if c.BlocksPerWorker < 0 {
+		errs = append(errs, fmt.Errorf("indexer: blocks per worker %d < 0", c.BlocksPerWorker))
 	}
 	if c.Writers < 0 {
 		errs = append(errs, fmt.Errorf("indexer: writers %d < 0", c.Writers))

@@ -57,7 +57,11 @@
 // # Concurrency
 //
 // Radix, Flash and Approx are safe for concurrent use: FindMatches takes a
-// read lock, writes an exclusive one.
+// read lock, writes an exclusive one. Flash's readers spin briefly before
+// parking, and a long event (more than 32 blocks or hashes) releases the
+// lock between chunks when readers wait, so a lookup concurrent with it may
+// see a prefix of it applied (a consistent, prefix-closed state).
+// Config.BlocksPerWorker pre-sizes the per-worker tables.
 //
 // # Memory
 //

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/kvrouter/kvrouter/internal/invariants"
@@ -41,11 +40,13 @@ import (
 // needed. Cost: O(D) cheap mixing, O(D/J) map probes, plus O(log J) probes
 // and O(log W) per drop.
 //
-// Flash is safe for concurrent use (one RWMutex: FindMatches reads, Apply
-// writes).
+// Flash is safe for concurrent use (one reader-writer lock, spinRW:
+// FindMatches reads, Apply writes; a long event steps aside for waiting
+// readers between chunks, see yield).
 type Flash struct {
-	mu     sync.RWMutex
+	mu     spinRW // see spinRW
 	stride int
+	hint   int    // Config.BlocksPerWorker
 	m      ptable // prefix id -> entry index
 	chunks []*[fchunkSize]fentry
 	free   uint32      // head of the free-entry list (through fentry.parent)
@@ -142,7 +143,7 @@ var _ Index = (*Flash)(nil)
 // (default 64).
 func NewFlash(cfg Config) *Flash {
 	cfg = cfg.withDefaults()
-	return &Flash{stride: cfg.Stride, free: noEntry}
+	return &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
 }
 
 func (f *Flash) at(i uint32) *fentry { return &f.chunks[i>>fchunkShift][i&(fchunkSize-1)] }
@@ -320,7 +321,7 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		for int(slot) >= len(f.tables) {
 			f.tables = append(f.tables, nil)
 		}
-		table = newHtable(len(ev.Blocks))
+		table = newHtable(max(len(ev.Blocks), f.hint))
 		f.tables[slot] = table
 	}
 	cur := noEntry
@@ -332,6 +333,9 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		seq = f.at(cur).seq
 	}
 	for start := 0; start < len(ev.Blocks); start += warmSpan {
+		if start > 0 && !f.yield(slot, table, cur) {
+			return nil
+		}
 		blocks := ev.Blocks[start:min(start+warmSpan, len(ev.Blocks))]
 		seq = f.warmStore(table, blocks, seq, chained)
 		chained = true
@@ -340,6 +344,32 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		}
 	}
 	return nil
+}
+
+// yield lets readers that wait for the lock in (a long event's chunks are
+// applied under separate holds, so a lookup waits for at most one chunk,
+// not a whole 500-block event or a 32-event batch of them) and reports
+// whether the event can go on: slot still holds table and, when cur is an
+// entry, still holds cur. Both hold unless another goroutine wrote slot's
+// worker meanwhile, which breaks Apply's contract; the event then stops
+// there rather than touch entries it no longer owns. A lookup may thus see
+// part of a large event applied: always a prefix-closed state, as if the
+// engine had sent the event in pieces.
+// Measured: see spinRW.
+func (f *Flash) yield(slot uint32, table *htable, cur uint32) bool {
+	if f.mu.waiting.Load() == 0 {
+		return true
+	}
+	f.mu.Unlock()
+	f.mu.Lock()
+	if int(slot) >= len(f.tables) || f.tables[slot] != table {
+		return false
+	}
+	if cur != noEntry {
+		_, ok := f.find(f.at(cur), slot)
+		return ok
+	}
+	return true
 }
 
 // warmSpan is how many blocks warmStore and warmRemove load ahead.
@@ -477,7 +507,10 @@ func (f *Flash) remove(ev *kvevents.Event) {
 	// Deepest first (see Radix.remove). Each hash is resolved once into
 	// scratch space; events are mostly already leaf-first, so sort only
 	// when they are not.
+	// The scratch is taken, not borrowed: yield may let another
+	// goroutine's remove run meanwhile.
 	keys := f.rmBuf[:0]
+	f.rmBuf = nil
 	sorted := true
 	for start := 0; start < len(ev.Hashes); start += warmSpan {
 		hashes := ev.Hashes[start:min(start+warmSpan, len(ev.Hashes))]
@@ -497,7 +530,11 @@ func (f *Flash) remove(ev *kvevents.Event) {
 	if !sorted {
 		slices.SortStableFunc(keys, func(a, b rmKey) int { return cmp.Compare(b.pos, a.pos) })
 	}
-	for _, k := range keys {
+	for n, k := range keys {
+		if n > 0 && n%warmSpan == 0 && !f.yield(slot, table, noEntry) {
+			f.rmBuf = keys[:0]
+			return
+		}
 		ti := table.slot(k.h)
 		if ti < 0 {
 			f.unknown++

@@ -34,6 +34,7 @@ import (
 // writes).
 type Radix struct {
 	mu      sync.RWMutex
+	hint    int                  // Config.BlocksPerWorker
 	chunks  []*[rchunkSize]rnode // node 0 is the root
 	free    uint32               // head of the free-node list (through rnode.parent)
 	hwm     uint32               // nodes ever allocated
@@ -97,8 +98,7 @@ var _ Index = (*Radix)(nil)
 // NewRadix returns an empty radix tree. Only cfg's index-independent fields
 // matter (none today); it is taken for symmetry with the other indexes.
 func NewRadix(cfg Config) *Radix {
-	_ = cfg
-	r := &Radix{free: noNode, hwm: 1, chunks: []*[rchunkSize]rnode{new([rchunkSize]rnode)}}
+	r := &Radix{hint: cfg.BlocksPerWorker, free: noNode, hwm: 1, chunks: []*[rchunkSize]rnode{new([rchunkSize]rnode)}}
 	*r.at(rootNode) = rnode{parent: noNode, depth: -1, first: noNode}
 	return r
 }
@@ -333,7 +333,7 @@ func (r *Radix) store(ev *kvevents.Event) error {
 		for int(slot) >= len(r.tables) {
 			r.tables = append(r.tables, nil)
 		}
-		table = newHtable(1)
+		table = newHtable(r.hint)
 		r.tables[slot] = table
 	}
 	cur := rootNode

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -103,7 +105,8 @@ func BenchmarkReplay(b *testing.B) {
 				f := TargetFactory{Name: "null", New: func() (Target, error) { return nullTarget{}, nil }}
 				if name != "null" {
 					var err error
-					if f, err = NewTargetFactory(name, 0); err != nil {
+					hint := func(c *indexer.Config) { c.BlocksPerWorker = mocker.DefaultConfig().NumBlocks }
+					if f, err = NewTargetFactory(name, 0, hint); err != nil {
 						b.Fatal(err)
 					}
 				}

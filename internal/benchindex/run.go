@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -135,7 +136,10 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 	}
 	ro := ReplayOptions{Readers: readers}
 	for _, name := range cfg.Indexes {
-		f, err := NewShardedTargetFactory(name, writers, shards)
+		// The capacity hint: no worker holds more blocks than its
+		// engine's KV cache.
+		hint := func(c *indexer.Config) { c.BlocksPerWorker = cfg.Engine.NumBlocks }
+		f, err := NewShardedTargetFactory(name, writers, shards, hint)
 		if err != nil {
 			return rep, err
 		}

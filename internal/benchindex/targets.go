@@ -14,16 +14,17 @@ import (
 // "flash") behind indexer.Concurrent with the given number of sticky
 // writers (0 = GOMAXPROCS), sharded by worker into as many shards as
 // writers (NewShardedTargetFactory).
-func NewTargetFactory(name string, writers int) (TargetFactory, error) {
-	return NewShardedTargetFactory(name, writers, 0)
+func NewTargetFactory(name string, writers int, tune ...func(*indexer.Config)) (TargetFactory, error) {
+	return NewShardedTargetFactory(name, writers, 0, tune...)
 }
 
 // NewShardedTargetFactory is NewTargetFactory with the index split by
 // worker into shards indexer.Sharded shards (0 = one per writer; 1 = one
 // plain index). With one shard per writer, each writer goroutine applies
 // its workers' events under its own shard's lock, so writers do not
-// serialize on one write lock; lookups ask every shard.
-func NewShardedTargetFactory(name string, writers, shards int) (TargetFactory, error) {
+// serialize on one write lock; lookups ask every shard. Each tune function
+// adjusts the indexes' Config (e.g. the capacity hint BlocksPerWorker).
+func NewShardedTargetFactory(name string, writers, shards int, tune ...func(*indexer.Config)) (TargetFactory, error) {
 	var one func(indexer.Config) indexer.Index
 	switch name {
 	case IndexRadix:
@@ -50,7 +51,7 @@ func NewShardedTargetFactory(name string, writers, shards int) (TargetFactory, e
 		}
 	}
 	return TargetFactory{Name: name, New: func() (Target, error) {
-		return NewIndexTarget(mk, writers)
+		return NewIndexTarget(mk, writers, tune...)
 	}}, nil
 }
 
@@ -74,11 +75,14 @@ type readerScratch struct {
 }
 
 // NewIndexTarget wraps the index mk builds in a Concurrent with writers
-// writer goroutines (0 = GOMAXPROCS).
-func NewIndexTarget(mk func(indexer.Config) indexer.Index, writers int) (*IndexTarget, error) {
+// writer goroutines (0 = GOMAXPROCS), its Config adjusted by tune.
+func NewIndexTarget(mk func(indexer.Config) indexer.Index, writers int, tune ...func(*indexer.Config)) (*IndexTarget, error) {
 	cfg := indexer.DefaultConfig()
 	if writers > 0 {
 		cfg.Writers = writers
+	}
+	for _, t := range tune {
+		t(&cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
