@@ -94,48 +94,32 @@ func (r *mpReader) isNil() bool {
 // arrayLen reads an array header. ok is false (and nothing is consumed) when
 // the next value is not an array.
 func (r *mpReader) arrayLen() (n int, ok bool, err error) {
-	c, err := r.peek()
-	if err != nil {
-		return 0, false, err
-	}
-	var v uint64
-	switch {
-	case c >= 0x90 && c <= 0x9f:
-		r.off++
-		v = uint64(c & 0x0f)
-	case c == 0xdc:
-		r.off++
-		v, err = r.u16()
-	case c == 0xdd:
-		r.off++
-		v, err = r.u32()
-	default:
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	if v > uint64(len(r.b)-r.off) {
-		return 0, false, r.errf("array of %d elements exceeds the %d bytes left", v, len(r.b)-r.off)
-	}
-	return int(v), true, nil
+	return r.containerLen(0x90, 0xdc, 0xdd, 1, "array of %d elements")
 }
 
 // mapLen reads a map header; ok is false when the next value is not a map.
 func (r *mpReader) mapLen() (n int, ok bool, err error) {
+	return r.containerLen(0x80, 0xde, 0xdf, 2, "map of %d entries")
+}
+
+// containerLen reads an array or map header whose fix form starts at fix
+// (16 entries) and whose 16- and 32-bit forms are c16 and c32. A length
+// that cannot fit in the bytes left (each entry needs at least perEntry
+// bytes) is an error, so callers may allocate by it.
+func (r *mpReader) containerLen(fix, c16, c32 byte, perEntry int, what string) (n int, ok bool, err error) {
 	c, err := r.peek()
 	if err != nil {
 		return 0, false, err
 	}
 	var v uint64
 	switch {
-	case c >= 0x80 && c <= 0x8f:
+	case c >= fix && c <= fix+0x0f:
 		r.off++
 		v = uint64(c & 0x0f)
-	case c == 0xde:
+	case c == c16:
 		r.off++
 		v, err = r.u16()
-	case c == 0xdf:
+	case c == c32:
 		r.off++
 		v, err = r.u32()
 	default:
@@ -144,8 +128,8 @@ func (r *mpReader) mapLen() (n int, ok bool, err error) {
 	if err != nil {
 		return 0, false, err
 	}
-	if v > uint64(len(r.b)-r.off)/2 {
-		return 0, false, r.errf("map of %d entries exceeds the %d bytes left", v, len(r.b)-r.off)
+	if v > uint64(len(r.b)-r.off)/uint64(perEntry) {
+		return 0, false, r.errf(what+" exceeds the %d bytes left", v, len(r.b)-r.off)
 	}
 	return int(v), true, nil
 }
