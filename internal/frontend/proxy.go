@@ -49,7 +49,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	b, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -60,6 +60,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.
 		return nil, oai.BadRequest("", "read request body: "+err.Error())
 	}
 	return b, nil
+}
+
+// readAll reads r to the end into a buffer sized from the request's
+// Content-Length (when known and within limit), so a typical body costs
+// one allocation and no copies instead of io.ReadAll's doubling from 512
+// bytes (the frontend's largest allocation per request, bench frontend
+// --memprofile).
+func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
+	if contentLength <= 0 || contentLength > limit {
+		return io.ReadAll(r)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, contentLength+bytes.MinRead))
+	_, err := buf.ReadFrom(r)
+	return buf.Bytes(), err
 }
 
 func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/fleet"
@@ -26,10 +27,19 @@ type BenchConfig struct {
 	// near 160 req/s), so both phases would measure its queue, not the
 	// frontend.
 	SpeedupRatio float64
-	// Rounds alternates direct and frontend phases this many times; the
-	// report keeps the last round (the first warms caches and
-	// connections). Default 2.
+	// Rounds is the number of measured rounds; each runs one direct and
+	// one frontend phase, in alternating order (direct first in odd
+	// rounds, frontend first in even ones) so drift and order effects
+	// cancel. The report pools every measured round. Default 2.
 	Rounds int
+	// Warmup is the length of each phase of an unmeasured first round that
+	// warms connections, caches and the heap. Default 2 s; < 0 disables.
+	Warmup time.Duration
+	// Floor adds a third phase per round through a minimal net/http
+	// reverse proxy (read body, forward, copy with a flush per read): the
+	// cost of any proxy hop on this machine, to separate the frontend's
+	// own overhead from the hop's.
+	Floor bool
 	// Progress receives progress bars (nil = none).
 	Progress io.Writer
 }
@@ -44,13 +54,28 @@ type BenchReport struct {
 	SpeedupRatio float64 `json:"speedup_ratio"`
 	Direct       Report  `json:"direct"`
 	Frontend     Report  `json:"frontend"`
+	// Floor is the minimal proxy's report when BenchConfig.Floor is set.
+	Floor *Report `json:"floor_proxy,omitempty"`
 	// Ratios frontend / direct.
 	TTFTp50Ratio float64 `json:"ttft_p50_ratio"`
 	TTFTp99Ratio float64 `json:"ttft_p99_ratio"`
 	E2Ep50Ratio  float64 `json:"e2e_p50_ratio"`
 	E2Ep99Ratio  float64 `json:"e2e_p99_ratio"`
+	TTFTp90Ratio float64 `json:"ttft_p90_ratio"`
 	// AddedP50 is the frontend's added end-to-end latency at p50, in ms.
 	AddedP50 float64 `json:"added_e2e_p50_ms"`
+	// AddedTTFTp50 is the frontend's added TTFT at p50, in ms.
+	AddedTTFTp50 float64 `json:"added_ttft_p50_ms"`
+	// PerRound holds each measured round's TTFT ratios, to show variance.
+	PerRound []RoundRatios `json:"per_round"`
+}
+
+// RoundRatios are one round's frontend/direct TTFT ratios.
+type RoundRatios struct {
+	FrontendFirst bool    `json:"frontend_first"`
+	TTFTp50       float64 `json:"ttft_p50"`
+	TTFTp90       float64 `json:"ttft_p90"`
+	TTFTp99       float64 `json:"ttft_p99"`
 }
 
 // BenchFrontend measures the frontend's overhead: a fixed-rate stream of
@@ -75,6 +100,9 @@ func BenchFrontend(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 2
 	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = 2 * time.Second
+	}
 	eng := mocker.DefaultConfig()
 	eng.SpeedupRatio = cfg.SpeedupRatio
 	fc := frontend.DefaultConfig()
@@ -95,36 +123,108 @@ func BenchFrontend(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 		done <- err
 		return BenchReport{}, fmt.Errorf("fleet stopped: %w", err)
 	}
-	n := int(cfg.Rate * cfg.Duration.Seconds())
 	out := BenchReport{Rate: cfg.Rate, Seconds: cfg.Duration.Seconds(), PromptTokens: cfg.PromptTokens,
 		MaxTokens: cfg.MaxTokens, SpeedupRatio: cfg.SpeedupRatio}
+	// One client for every phase: same transport, same warm connection
+	// pool, so the only difference between phases is the frontend hop.
+	tr := &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
 	next := uint64(1 << 20) // distinct prompts: no cache hits in either phase
-	phase := func(url, label string) (Report, error) {
-		recs := make([]trace.Record, n)
+	phase := func(url, label string, d time.Duration) (Report, error) {
+		recs := make([]trace.Record, int(cfg.Rate*d.Seconds()))
 		for i := range recs {
 			recs[i] = trace.Record{InputLength: cfg.PromptTokens, OutputLength: cfg.MaxTokens, HashIDs: []uint64{next}}
 			next++
 		}
 		return Run(ctx, Config{URL: url, Records: recs, Pacer: FixedRate(cfg.Rate), TokensPerID: cfg.PromptTokens,
-			Progress: cfg.Progress, Label: label, Timeout: time.Minute})
+			Progress: cfg.Progress, Label: label, Timeout: time.Minute, Client: client})
 	}
-	for range cfg.Rounds {
-		if out.Direct, err = phase(f.Workers()[0].URL, "direct"); err != nil {
+	type target struct{ label, url string }
+	targets := []target{{"direct", f.Workers()[0].URL}, {"frontend", f.URL()}}
+	if cfg.Floor {
+		u, stopProxy, err := serveFloorProxy(f.Workers()[0].URL)
+		if err != nil {
 			return out, err
 		}
-		if out.Frontend, err = phase(f.URL(), "frontend"); err != nil {
-			return out, err
+		defer stopProxy()
+		targets = append(targets, target{"floor-proxy", u})
+	}
+	if cfg.Warmup > 0 {
+		for _, t := range targets {
+			if _, err := phase(t.url, "warmup", cfg.Warmup); err != nil {
+				return out, err
+			}
 		}
 	}
+	got := map[string][]Report{}
+	for round := range cfg.Rounds {
+		ff := round%2 == 1 // reverse the order every other round
+		byLabel := map[string]Report{}
+		for k := range targets {
+			t := targets[k]
+			if ff {
+				t = targets[len(targets)-1-k]
+			}
+			r, err := phase(t.url, t.label, cfg.Duration)
+			if err != nil {
+				return out, err
+			}
+			byLabel[t.label] = r
+			got[t.label] = append(got[t.label], r)
+		}
+		d, fe := byLabel["direct"], byLabel["frontend"]
+		out.PerRound = append(out.PerRound, RoundRatios{FrontendFirst: ff, TTFTp50: div(fe.TTFT.P50, d.TTFT.P50),
+			TTFTp90: div(fe.TTFT.P90, d.TTFT.P90), TTFTp99: div(fe.TTFT.P99, d.TTFT.P99)})
+	}
+	ds, fs := got["direct"], got["frontend"]
+	if cfg.Floor {
+		fl := pool(got["floor-proxy"])
+		out.Floor = &fl
+	}
+	out.Direct, out.Frontend = pool(ds), pool(fs)
 	d, fe := out.Direct, out.Frontend
-	div := func(a, b float64) float64 {
-		if b == 0 {
-			return 0
-		}
-		return a / b
-	}
-	out.TTFTp50Ratio, out.TTFTp99Ratio = div(fe.TTFT.P50, d.TTFT.P50), div(fe.TTFT.P99, d.TTFT.P99)
+	out.TTFTp50Ratio, out.TTFTp90Ratio, out.TTFTp99Ratio = div(fe.TTFT.P50, d.TTFT.P50), div(fe.TTFT.P90, d.TTFT.P90), div(fe.TTFT.P99, d.TTFT.P99)
 	out.E2Ep50Ratio, out.E2Ep99Ratio = div(fe.E2E.P50, d.E2E.P50), div(fe.E2E.P99, d.E2E.P99)
 	out.AddedP50 = fe.E2E.P50 - d.E2E.P50
+	out.AddedTTFTp50 = fe.TTFT.P50 - d.TTFT.P50
 	return out, nil
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// pool merges the reports of several runs against the same endpoint into
+// one, as if one run (Seconds add up; percentiles over every sample).
+func pool(reps []Report) Report {
+	if len(reps) == 0 {
+		return Report{}
+	}
+	out := Report{Label: reps[0].Label, URL: reps[0].URL, Pacer: reps[0].Pacer, ErrorKinds: map[string]int{},
+		PerWorker: map[string]int{}, RouterHitRate: reps[0].RouterHitRate}
+	for i := range reps {
+		r := &reps[i]
+		out.Requests += r.Requests
+		out.OK += r.OK
+		out.Errors += r.Errors
+		out.Seconds += r.Seconds
+		for k, v := range r.ErrorKinds {
+			out.ErrorKinds[k] += v
+		}
+		for k, v := range r.PerWorker {
+			out.PerWorker[k] += v
+		}
+		out.PromptTokens += r.PromptTokens
+		out.OutputTokens += r.OutputTokens
+		out.CachedTokens += r.CachedTokens
+		out.ttfts = append(out.ttfts, r.ttfts...)
+		out.itls = append(out.itls, r.itls...)
+		out.e2es = append(out.e2es, r.e2es...)
+	}
+	out.finish()
+	return out
 }

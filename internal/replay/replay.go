@@ -227,7 +227,6 @@ func (r *Report) finish() {
 	if r.PromptTokens > 0 {
 		r.WorkerHitRate = float64(r.CachedTokens) / float64(r.PromptTokens)
 	}
-	r.itls = nil
 }
 
 type completionBody struct {
