@@ -19,8 +19,8 @@ func (f *Flash) check() error {
 		return err
 	}
 	blocks := 0
-	kids := make(map[[2]uint64]int) // (parent seq, slot) -> held children
-	setsUsed := make(map[uint32]bool)
+	kids := make(map[[2]uint64]int)        // (parent seq, slot) -> held children
+	setsUsed := make([]bool, len(f.arena)) // arena slots in a block
 	var err error
 	f.each(func(seq uint64, ei uint32) bool {
 		err = f.checkEntry(seq, ei, setsUsed, kids, &blocks)
@@ -44,8 +44,17 @@ func (f *Flash) check() error {
 	if f.used != f.m.n || f.used+free > len(f.chunks)*fchunkSize {
 		return fmt.Errorf("flash: %d entries used, %d free, %d in map", f.used, free, f.m.n)
 	}
-	if len(setsUsed)+len(f.freeS) != len(f.sets) {
-		return fmt.Errorf("flash: %d member sets used, %d free, %d allocated", len(setsUsed), len(f.freeS), len(f.sets))
+	for c, l := range f.freeB {
+		for _, off := range l {
+			if err := markBlock(setsUsed, off, c); err != nil {
+				return err
+			}
+		}
+	}
+	for i, u := range setsUsed {
+		if !u {
+			return fmt.Errorf("flash: member arena slot %d in no block", i)
+		}
 	}
 	tb := 0
 	for slot, t := range f.tables {
@@ -74,7 +83,7 @@ func (f *Flash) check() error {
 }
 
 // checkEntry verifies one entry of the id table (part of check).
-func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed map[uint32]bool, kids map[[2]uint64]int, blocks *int) error {
+func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]uint64]int, blocks *int) error {
 	e := f.at(ei)
 	if !f.holds(seq, ei) {
 		return fmt.Errorf("flash: entry %d unreachable in the id table", seq)
@@ -83,10 +92,9 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed map[uint32]bool, kids
 		return fmt.Errorf("flash: entry %d bad key or empty", seq)
 	}
 	if e.n >= 2 {
-		if int(e.n) != len(f.sets[e.set]) || setsUsed[e.set] {
-			return fmt.Errorf("flash: entry %d member set %d inconsistent", seq, e.set)
+		if err := markBlock(setsUsed, e.set, blockClass(e.n)); err != nil {
+			return fmt.Errorf("flash: entry %d: %w", seq, err)
 		}
-		setsUsed[e.set] = true
 	}
 	want := f.local(e)
 	if p := f.parentOf(e); p != nil {
@@ -230,6 +238,22 @@ func (r *Radix) check() error {
 	if 1+nodes+free != int(r.hwm) || kidMaps+len(r.freeK) != len(r.kids) || sets+len(r.freeS) != len(r.sets) {
 		return fmt.Errorf("radix: pools: %d nodes + %d free of %d, %d+%d of %d child maps, %d+%d of %d member sets",
 			nodes, free, r.hwm, kidMaps, len(r.freeK), len(r.kids), sets, len(r.freeS), len(r.sets))
+	}
+	return nil
+}
+
+// markBlock marks the arena slots of the block of class c at off, which
+// must lie in the arena and overlap no block marked before.
+func markBlock(used []bool, off uint32, c int) error {
+	end := int(off) + 1<<c
+	if end > len(used) {
+		return fmt.Errorf("flash: member block %d+%d beyond the arena (%d)", off, 1<<c, len(used))
+	}
+	for i := int(off); i < end; i++ {
+		if used[i] {
+			return fmt.Errorf("flash: member block %d+%d overlaps another", off, 1<<c)
+		}
+		used[i] = true
 	}
 	return nil
 }

@@ -67,8 +67,11 @@
 //
 // Radix nodes and Flash entries live in fixed-size chunks indexed by
 // uint32, with free lists; a block held by one worker keeps its member
-// inline and shared blocks use pooled member slices, so storing a block
-// allocates nothing amortized. BenchmarkBytesPerBlock reports the heap
+// inline and shared blocks use pooled member slices (Flash: power-of-two
+// blocks of one pointer-free member arena), so storing a block allocates
+// nothing amortized. With Config.BlocksPerWorker, Flash also sizes its
+// prefix-id table for workers x BlocksPerWorker entries as it meets
+// workers, and on linux advises it as transparent huge pages. BenchmarkBytesPerBlock reports the heap
 // bytes per (worker, block) pair. Writes of one worker+rank must come
 // from one goroutine at a time in event_id order (Concurrent guarantees it).
 //

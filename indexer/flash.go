@@ -28,8 +28,9 @@ import (
 // Memory: entries live in fixed-size chunks indexed by uint32 (no heap
 // object per block, no pointers for the GC to scan), freed entries are
 // reused, and an entry held by one worker keeps it inline; only entries
-// held by two or more workers use a member slice, kept in a pool and
-// reused. So storing a new block allocates nothing amortized.
+// held by two or more workers use a block of the member arena (blocks
+// are reused per size class). So storing a new block allocates nothing
+// amortized.
 //
 // Jump search: a worker's entries are prefix-closed (Removed drops
 // descendants too), so the worker set at query position q is a subset of
@@ -49,20 +50,19 @@ type Flash struct {
 	hint   int    // Config.BlocksPerWorker
 	m      ptable // prefix id -> entry index
 	chunks []*[fchunkSize]fentry
-	free   uint32      // head of the free-entry list (through fentry.parent)
-	used   int         // entries in use
-	sets   [][]fmember // member slices of entries held by >= 2 workers
-	freeS  []uint32    // free indexes into sets (slices keep their capacity)
+	free   uint32     // head of the free-entry list (through fentry.parent)
+	used   int        // entries in use
+	arena  []fmember  // member blocks of entries held by >= 2 workers
+	freeB  [][]uint32 // class -> offsets of free blocks in arena
 	slots  slotTable
 	tables []*htable // slot -> engine hash -> entry index
 	rmBuf  []rmKey   // remove's scratch (write lock held)
 	sink   uint64    // keeps warmStore's and warmRemove's loads
 
-	blocks    int
-	memberCap int // total capacity of sets
-	applied   uint64
-	rejected  uint64
-	unknown   uint64
+	blocks   int
+	applied  uint64
+	rejected uint64
+	unknown  uint64
 }
 
 const (
@@ -77,7 +77,7 @@ type fentry struct {
 	parent uint32 // entry index; noEntry at position 0
 	pos    uint32
 	n      uint32  // number of members
-	set    uint32  // index into Flash.sets when n >= 2
+	set    uint32  // offset of the member block in Flash.arena when n >= 2
 	one    fmember // the member when n == 1
 }
 
@@ -180,89 +180,6 @@ func (f *Flash) freeEntry(i uint32) {
 	f.used--
 }
 
-// members returns e's members, sorted by slot; the slice aliases the
-// entry's storage (writes to kids stick) and is valid until e changes.
-func (f *Flash) members(e *fentry) []fmember {
-	switch e.n {
-	case 0:
-		return nil
-	case 1:
-		return unsafe.Slice(&e.one, 1)
-	}
-	return f.sets[e.set]
-}
-
-func (e *fentry) size() int {
-	if e == nil {
-		return 0
-	}
-	return int(e.n)
-}
-
-func findMember(ms []fmember, slot uint32) (int, bool) {
-	return slices.BinarySearchFunc(ms, slot, func(m fmember, s uint32) int { return cmp.Compare(m.slot, s) })
-}
-
-// find returns the index of slot in e's members.
-func (f *Flash) find(e *fentry, slot uint32) (int, bool) {
-	if e.n == 1 {
-		if slot > e.one.slot {
-			return 1, false
-		}
-		return 0, e.one.slot == slot
-	}
-	return findMember(f.members(e), slot)
-}
-
-// addMember inserts m (not yet a member) into e at sorted index i.
-func (f *Flash) addMember(e *fentry, i int, m fmember) {
-	switch e.n {
-	case 0:
-		e.one = m
-	case 1:
-		var si uint32
-		if n := len(f.freeS); n > 0 {
-			si = f.freeS[n-1]
-			f.freeS = f.freeS[:n-1]
-		} else {
-			si = uint32(len(f.sets))
-			f.sets = append(f.sets, nil)
-		}
-		s := f.sets[si]
-		oldCap := cap(s)
-		s = append(s[:0], e.one)
-		s = slices.Insert(s, i, m)
-		f.memberCap += cap(s) - oldCap
-		f.sets[si] = s
-		e.set = si
-		e.one = fmember{}
-	default:
-		s := f.sets[e.set]
-		oldCap := cap(s)
-		s = slices.Insert(s, i, m)
-		f.memberCap += cap(s) - oldCap
-		f.sets[e.set] = s
-	}
-	e.n++
-}
-
-// delMember removes the member at index i of e.
-func (f *Flash) delMember(e *fentry, i int) {
-	switch e.n {
-	case 1:
-		e.one = fmember{}
-	case 2:
-		s := f.sets[e.set]
-		e.one = s[1-i]
-		f.sets[e.set] = s[:0]
-		f.freeS = append(f.freeS, e.set)
-		e.set = 0
-	default:
-		f.sets[e.set] = slices.Delete(f.sets[e.set], i, i+1)
-	}
-	e.n--
-}
-
 // Apply implements Index.
 func (f *Flash) Apply(ev *kvevents.Event) error {
 	f.mu.Lock()
@@ -323,6 +240,7 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		}
 		table = newHtable(max(len(ev.Blocks), f.hint))
 		f.tables[slot] = table
+		f.reserve(len(f.slots.ids) * f.hint)
 	}
 	cur := noEntry
 	if ev.HasParent {
@@ -489,9 +407,7 @@ func (f *Flash) warmRemove(keys []rmKey) {
 			sink += uint64(f.at(e.parent).n)
 		}
 		if e.n >= 2 {
-			if ms := f.sets[e.set]; len(ms) > 0 {
-				sink += uint64(ms[0].slot)
-			}
+			sink += uint64(f.arena[e.set].slot)
 		}
 	}
 	f.sink += sink
@@ -843,8 +759,8 @@ func (f *Flash) Stats() Stats {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	bytes := int64(len(f.chunks))*int64(unsafe.Sizeof([fchunkSize]fentry{})) +
-		int64(f.memberCap)*int64(unsafe.Sizeof(fmember{})) +
-		int64(cap(f.sets))*int64(unsafe.Sizeof([]fmember{})) +
+		int64(cap(f.arena))*int64(unsafe.Sizeof(fmember{})) +
+		f.freeBytes() +
 		int64(len(f.m.slots))*8 +
 		f.tableBytes() +
 		int64(len(f.tables))*int64(ptrSize+unsafe.Sizeof(kvevents.Worker{}))
@@ -869,6 +785,15 @@ func (f *Flash) tableBytes() int64 {
 		if t != nil {
 			n += t.bytes() + int64(unsafe.Sizeof(*t))
 		}
+	}
+	return n
+}
+
+// freeBytes is the memory of the free-block lists.
+func (f *Flash) freeBytes() int64 {
+	n := int64(cap(f.freeB)) * int64(unsafe.Sizeof([]uint32{}))
+	for _, l := range f.freeB {
+		n += int64(cap(l)) * 4
 	}
 	return n
 }
