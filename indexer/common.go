@@ -220,6 +220,41 @@ func validateStore(ev *kvevents.Event, held func(uint64) bool) error {
 	return nil
 }
 
+// mutator is the write side shared by Radix and Flash; applyEvent
+// dispatches one event to it. Called with the index's write lock held.
+type mutator interface {
+	store(ev *kvevents.Event) error
+	remove(ev *kvevents.Event)
+	clearWorker(w kvevents.Worker)
+	maybeCheck()
+}
+
+// applyCounters counts applied and rejected events of one index.
+type applyCounters struct{ applied, rejected uint64 }
+
+// applyEvent applies ev to m by kind, counting it, and wraps a rejection
+// with the event's kind and worker. A rejected event changed nothing.
+func (c *applyCounters) applyEvent(m mutator, ev *kvevents.Event) error {
+	var err error
+	switch ev.Kind {
+	case kvevents.KindStored:
+		err = m.store(ev)
+	case kvevents.KindRemoved:
+		m.remove(ev)
+	case kvevents.KindCleared:
+		m.clearWorker(ev.Worker())
+	default:
+		err = fmt.Errorf("kind %d: %w", ev.Kind, ErrBadEvent)
+	}
+	if err != nil {
+		c.rejected++
+		return wrapApply(ev, err)
+	}
+	c.applied++
+	m.maybeCheck()
+	return nil
+}
+
 func wrapApply(ev *kvevents.Event, err error) error {
 	return fmt.Errorf("indexer: apply %s from worker %s: %w", ev.Kind, ev.Worker(), err)
 }
@@ -255,3 +290,8 @@ func putAlive(pooled *[]uint32) {
 		alivePool.Put(pooled)
 	}
 }
+
+var (
+	_ mutator = (*Radix)(nil)
+	_ mutator = (*Flash)(nil)
+)

@@ -2,7 +2,6 @@ package indexer
 
 import (
 	"cmp"
-	"fmt"
 	"math/bits"
 	"slices"
 	"unsafe"
@@ -60,8 +59,7 @@ type Flash struct {
 	sink   uint64    // keeps warmStore's and warmRemove's loads
 
 	blocks   int
-	applied  uint64
-	rejected uint64
+	counters applyCounters
 	unknown  uint64
 }
 
@@ -197,27 +195,13 @@ func (f *Flash) applyBatch(evs []kvevents.Event, errs []error) {
 }
 
 // apply is Apply with the write lock held.
-func (f *Flash) apply(ev *kvevents.Event) error {
-	var err error
-	switch ev.Kind {
-	case kvevents.KindStored:
-		err = f.store(ev)
-	case kvevents.KindRemoved:
-		f.remove(ev)
-	case kvevents.KindCleared:
-		if slot, ok := f.slots.lookup(ev.Worker()); ok {
-			f.clear(slot)
-		}
-	default:
-		err = fmt.Errorf("kind %d: %w", ev.Kind, ErrBadEvent)
+func (f *Flash) apply(ev *kvevents.Event) error { return f.counters.applyEvent(f, ev) }
+
+// clearWorker drops everything worker+rank w holds (a Cleared event).
+func (f *Flash) clearWorker(w kvevents.Worker) {
+	if slot, ok := f.slots.lookup(w); ok {
+		f.clear(slot)
 	}
-	if err != nil {
-		f.rejected++
-		return wrapApply(ev, err)
-	}
-	f.applied++
-	f.maybeCheck()
-	return nil
 }
 
 func (f *Flash) store(ev *kvevents.Event) error {
@@ -766,7 +750,7 @@ func (f *Flash) Stats() Stats {
 		int64(len(f.tables))*int64(ptrSize+unsafe.Sizeof(kvevents.Worker{}))
 	return Stats{
 		Blocks: f.blocks, Nodes: f.m.n, Workers: len(f.slots.ids), Bytes: bytes,
-		Applied: f.applied, Rejected: f.rejected, UnknownRemove: f.unknown,
+		Applied: f.counters.applied, Rejected: f.counters.rejected, UnknownRemove: f.unknown,
 	}
 }
 

@@ -2,7 +2,6 @@ package indexer
 
 import (
 	"cmp"
-	"fmt"
 	"math/bits"
 	"slices"
 	"sync"
@@ -48,7 +47,7 @@ type Radix struct {
 
 	nodes, blocks, children int // children: entries in the kids maps
 	memberCap               int
-	applied, rejected       uint64
+	counters                applyCounters
 	unknown                 uint64
 }
 
@@ -292,27 +291,13 @@ func (r *Radix) applyBatch(evs []kvevents.Event, errs []error) {
 }
 
 // apply is Apply with the write lock held.
-func (r *Radix) apply(ev *kvevents.Event) error {
-	var err error
-	switch ev.Kind {
-	case kvevents.KindStored:
-		err = r.store(ev)
-	case kvevents.KindRemoved:
-		r.remove(ev)
-	case kvevents.KindCleared:
-		if slot, ok := r.slots.lookup(ev.Worker()); ok {
-			r.clear(slot)
-		}
-	default:
-		err = fmt.Errorf("kind %d: %w", ev.Kind, ErrBadEvent)
+func (r *Radix) apply(ev *kvevents.Event) error { return r.counters.applyEvent(r, ev) }
+
+// clearWorker drops everything worker+rank w holds (a Cleared event).
+func (r *Radix) clearWorker(w kvevents.Worker) {
+	if slot, ok := r.slots.lookup(w); ok {
+		r.clear(slot)
 	}
-	if err != nil {
-		r.rejected++
-		return wrapApply(ev, err)
-	}
-	r.applied++
-	r.maybeCheck()
-	return nil
 }
 
 func (r *Radix) store(ev *kvevents.Event) error {
@@ -667,7 +652,7 @@ func (r *Radix) Stats() Stats {
 		int64(len(r.tables))*int64(ptrSize+unsafe.Sizeof(kvevents.Worker{}))
 	return Stats{
 		Blocks: r.blocks, Nodes: r.nodes, Workers: len(r.slots.ids), Bytes: bytes,
-		Applied: r.applied, Rejected: r.rejected, UnknownRemove: r.unknown,
+		Applied: r.counters.applied, Rejected: r.counters.rejected, UnknownRemove: r.unknown,
 	}
 }
 
