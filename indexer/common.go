@@ -48,7 +48,7 @@ func (s *slotTable) inOrder() bool {
 		if !s.used[i] {
 			continue
 		}
-		if seen && cmpWorker(prev, w) >= 0 {
+		if seen && prev.Compare(w) >= 0 {
 			return false
 		}
 		prev, seen = w, true
@@ -108,7 +108,7 @@ func (s *slotTable) sorted() []uint32 {
 	for _, slot := range s.ids {
 		out = append(out, slot)
 	}
-	slices.SortFunc(out, func(a, b uint32) int { return cmpWorker(s.names[a], s.names[b]) })
+	slices.SortFunc(out, func(a, b uint32) int { return s.names[a].Compare(s.names[b]) })
 	return out
 }
 
@@ -124,14 +124,7 @@ func (s *slotTable) ranksOf(id uint64) []uint32 {
 	return out
 }
 
-func cmpWorker(a, b kvevents.Worker) int {
-	if c := cmp.Compare(a.ID, b.ID); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Rank, b.Rank)
-}
-
-func cmpOverlap(a, b Overlap) int { return cmpWorker(a.Worker, b.Worker) }
+func cmpOverlap(a, b Overlap) int { return a.Worker.Compare(b.Worker) }
 
 // sortOverlaps sorts o by worker; slots usually follow worker order, so the
 // check first makes the common case linear.

@@ -153,7 +153,7 @@ func (s *Sharded) Dump() []kvevents.Event {
 	for _, sh := range s.shards {
 		out = append(out, sh.Dump()...)
 	}
-	slices.SortStableFunc(out, func(a, b kvevents.Event) int { return cmpWorker(a.Worker(), b.Worker()) })
+	slices.SortStableFunc(out, func(a, b kvevents.Event) int { return a.Worker().Compare(b.Worker()) })
 	return out
 }
 

@@ -1,6 +1,7 @@
 package kvevents
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -79,6 +80,14 @@ func (w Worker) Less(o Worker) bool {
 		return w.ID < o.ID
 	}
 	return w.Rank < o.Rank
+}
+
+// Compare orders workers by ID, then rank: -1, 0 or +1, for slices.SortFunc.
+func (w Worker) Compare(o Worker) int {
+	if c := cmp.Compare(w.ID, o.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(w.Rank, o.Rank)
 }
 
 // Kind is what an event does.

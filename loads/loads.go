@@ -608,18 +608,8 @@ func (t *Tracker) Workers() []kvevents.Worker {
 			ws = append(ws, t.slots[i].w)
 		}
 	}
-	slices.SortFunc(ws, cmpWorker)
+	slices.SortFunc(ws, kvevents.Worker.Compare)
 	return ws
-}
-
-func cmpWorker(a, b kvevents.Worker) int {
-	if a.Less(b) {
-		return -1
-	}
-	if b.Less(a) {
-		return 1
-	}
-	return 0
 }
 
 // String prints every busy worker's load, then every active request, sorted;

@@ -244,22 +244,12 @@ func (r *Router) rebuildRanks() {
 			r.ranks = append(r.ranks, kvevents.Worker{ID: id, Rank: uint32(rk)})
 		}
 	}
-	slices.SortFunc(r.ranks, cmpWorker)
+	slices.SortFunc(r.ranks, kvevents.Worker.Compare)
 	r.rankWS, r.rankSlot = r.rankWS[:0], r.rankSlot[:0]
 	for _, w := range r.ranks {
 		r.rankWS = append(r.rankWS, r.workers[w.ID])
 		r.rankSlot = append(r.rankSlot, int32(r.loads.Slot(w)))
 	}
-}
-
-func cmpWorker(a, b kvevents.Worker) int {
-	if a.Less(b) {
-		return -1
-	}
-	if b.Less(a) {
-		return 1
-	}
-	return 0
 }
 
 // RemoveWorker removes a worker: its ranks leave the candidate set, and its
