@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,9 +52,7 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(out, rep)
 			}
 			if err := rep.WriteText(out); err != nil {
 				return fmt.Errorf("write report: %w", err)

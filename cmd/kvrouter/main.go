@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"fmt"
 	"os"
 	"os/signal"
@@ -56,4 +58,11 @@ func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Benchmarks: index, event ingestion, frontend"}
 	c.AddCommand(newBenchIndexCmd(), newBenchEventsCmd(), newBenchFrontendCmd())
 	return c
+}
+
+// writeJSON prints v as indented JSON: the --json output of every report.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

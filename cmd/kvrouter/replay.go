@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -110,9 +109,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 				reps = []replay.Report{r}
 			}
 			if asJSON {
-				enc := json.NewEncoder(os.Stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(reps); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), reps); err != nil {
 					return err
 				}
 			} else if err := replay.WriteTable(os.Stdout, reps); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -137,7 +136,7 @@ The same flags and --seed always give the same figures.`,
 					}
 				}
 				if asJSON {
-					if err := simWriteJSON(out, map[string]any{"capacity": cap, "fractions": fractions, "reports": reps}); err != nil {
+					if err := writeJSON(out, map[string]any{"capacity": cap, "fractions": fractions, "reports": reps}); err != nil {
 						return err
 					}
 				}
@@ -249,11 +248,6 @@ func simProgress(w io.Writer, quiet bool, desc string) sim.Progress {
 	}
 }
 
-func simWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // writeOut writes the CSV and the charts of reps into dir ("" = nowhere).
 func simWriteOut(dir string, reps []sim.Report, fractions []float64) error {
