@@ -7,8 +7,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"

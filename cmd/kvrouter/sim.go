@@ -248,7 +248,6 @@ func simProgress(w io.Writer, quiet bool, desc string) sim.Progress {
 	}
 }
 
-
 // writeOut writes the CSV and the charts of reps into dir ("" = nowhere).
 func simWriteOut(dir string, reps []sim.Report, fractions []float64) error {
 	if dir == "" {
