@@ -27,6 +27,16 @@
 // side index (TTL, DESIGN.md §3) and reads device overlap from it.
 // ModeLoadOnly never looks at caches.
 //
+// # Replicas
+//
+// Several routers on one event stream form a routing tier (DESIGN.md §9).
+// Each reports its own bookings through Events.OnBooking (route, prefill
+// done, free, session bind) and applies the others' with ApplyRemote, into
+// the same load tracker, tagged with their origin: remote load counts in
+// every cost and breakdown like local load. DropOrigin forgets a silent
+// replica's bookings; LoadBreakdown splits each worker's load by origin.
+// The transport is a shell's (internal/replica).
+//
 // # Time and randomness
 //
 // Nothing here reads a clock: every call that depends on time takes now,

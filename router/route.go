@@ -243,6 +243,7 @@ func (r *Router) Release(now time.Time) []Released {
 	}
 	var out []Released
 	var reqs []Request
+	var books []Booking
 	r.mu.Lock()
 	for r.queue.Len() > 0 {
 		head, _ := r.queue.Peek()
@@ -260,9 +261,15 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 		out = append(out, Released{Decision: d, Err: err})
 		reqs = append(reqs, p.req)
+		if err == nil {
+			books = r.releasedBookings(books, p, &d)
+		}
 		putPending(p)
 	}
 	r.mu.Unlock()
+	for _, b := range books {
+		r.events.OnBooking(b)
+	}
 	for i := range out {
 		switch {
 		case out[i].Err != nil && r.events.OnReject != nil:

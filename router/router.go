@@ -349,9 +349,14 @@ func (r *Router) Stats() Stats {
 // prefill tokens leave the prefill load.
 func (r *Router) PrefillDone(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.loads.PrefillDone(id, now); err != nil {
+	err := r.loads.PrefillDone(id, now)
+	w, book := r.localWorker(id)
+	r.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
+	}
+	if book {
+		r.events.OnBooking(Booking{Kind: BookPrefillDone, ID: id, Worker: w})
 	}
 	return nil
 }
@@ -370,8 +375,13 @@ func (r *Router) Touch(id string, now time.Time) error {
 // from the queue if it is still waiting.
 func (r *Router) Free(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.freeLocked(id)
+	w, book := r.localWorker(id)
+	err := r.freeLocked(id)
+	r.mu.Unlock()
+	if book && err == nil {
+		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: w})
+	}
+	return err
 }
 
 func (r *Router) freeLocked(id string) error {
@@ -395,29 +405,41 @@ func (r *Router) freeLocked(id string) error {
 // afresh.
 func (r *Router) Fail(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	e, _, ok := r.loads.Request(id)
 	if s := r.sessions[id]; ok && s != "" {
 		if w, bound := r.aff.Get(s, now); bound && w == e.Worker {
 			r.aff.Drop(s)
 		}
 	}
-	return r.freeLocked(id)
+	err := r.freeLocked(id)
+	r.mu.Unlock()
+	if ok && err == nil && r.events.OnBooking != nil {
+		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: e.Worker})
+	}
+	return err
 }
 
 // Sweep releases requests without progress for the stale limit and expired
-// session bindings, and returns the released request ids, sorted.
+// session bindings, and returns the released request ids, sorted. Remote
+// bookings (ApplyRemote) are swept alike but neither returned nor
+// reported: they are not this router's requests.
 func (r *Router) Sweep(now time.Time) []string {
 	r.mu.Lock()
 	ids := r.loads.Sweep(now)
+	r.stats.Swept += uint64(len(ids))
+	ids = localIDs(ids)
 	for _, id := range ids {
 		delete(r.sessions, id)
 	}
-	r.stats.Swept += uint64(len(ids))
 	r.aff.Sweep(now)
 	r.mu.Unlock()
 	if len(ids) > 0 && r.events.OnSweep != nil {
 		r.events.OnSweep(ids)
+	}
+	if r.events.OnBooking != nil {
+		for _, id := range ids {
+			r.events.OnBooking(Booking{Kind: BookFree, ID: id})
+		}
 	}
 	return ids
 }
@@ -523,6 +545,9 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 	r.mu.Unlock()
 	if !queued {
+		if err == nil && r.events.OnBooking != nil {
+			r.bookRoute(p, &d)
+		}
 		putPending(p)
 	}
 
