@@ -16,7 +16,7 @@ import (
 // Policy names a routing policy the simulator compares.
 type Policy string
 
-// The policies of issue 4 item 7.
+// The policies the simulator compares.
 const (
 	// PolicyKV is the default router: ModeKV, overlap from KV events
 	// delivered after Config.EventDelay.
