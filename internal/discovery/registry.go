@@ -71,8 +71,13 @@ func (r *Registry) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if r.kv != nil {
 		return r.kv, nil
 	}
+	replicas, err := r.conn.Replicas(ctx, "KV_"+r.cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
+	}
 	kv, err := r.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Description: "kvrouter worker registry"})
+		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Replicas: replicas,
+		Description: "kvrouter worker registry"})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
 	}

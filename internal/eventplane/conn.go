@@ -77,7 +77,13 @@ type StreamConfig struct {
 	MaxBytes int64
 	// Memory keeps the stream in memory instead of files; default false.
 	Memory bool
-	// Replicas is the stream replication factor on a cluster; default 1.
+	// Replicas is the replication factor, on a NATS cluster, of the stream
+	// and of the KV buckets and object stores kvrouter creates beside it
+	// (see Conn.Replicas). 0 (the default) creates them with 1 and keeps
+	// the factor of one that exists, so a process started without the
+	// setting (a worker, a bridge) never scales down what a router or an
+	// operator created with 3; a positive value is applied to new and
+	// existing ones alike.
 	Replicas int
 	// Duplicates is the window in which a re-published message id is
 	// dropped by the server; default 2m.
@@ -115,9 +121,6 @@ func (c *Config) setDefaults() {
 	if s.MaxBytes == 0 {
 		s.MaxBytes = 1 << 30
 	}
-	if s.Replicas == 0 {
-		s.Replicas = 1
-	}
 	if s.Duplicates == 0 {
 		s.Duplicates = 2 * time.Minute
 	}
@@ -131,6 +134,12 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("eventplane: TLS client certificate and key go together"))
+	}
+	if c.Stream.Replicas < 0 || c.Stream.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("eventplane: stream replicas %d out of range 0..5", c.Stream.Replicas))
+	}
+	if c.URL == "" && c.Stream.Replicas > 1 {
+		errs = append(errs, fmt.Errorf("eventplane: stream replicas %d need a NATS cluster; the embedded server is one node", c.Stream.Replicas))
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("eventplane: port %d out of range", c.Port))
@@ -289,16 +298,38 @@ func (c *Conn) attach(ctx context.Context, nc *nats.Conn) error {
 	return nil
 }
 
+// Replicas returns the replication factor to create or update the
+// JetStream stream named stream with: Stream.Replicas when set, else the
+// factor the stream already has, else 1. A KV bucket B is the stream
+// "KV_B" and an object store B the stream "OBJ_B".
+func (c *Conn) Replicas(ctx context.Context, stream string) (int, error) {
+	if r := c.cfg.Stream.Replicas; r > 0 {
+		return r, nil
+	}
+	st, err := c.JS.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventplane: stream %s: %w", stream, err)
+	}
+	return max(st.CachedInfo().Config.Replicas, 1), nil
+}
+
 // EnsureStream creates or updates the KV events stream.
 func (c *Conn) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	s := c.cfg.Stream
+	replicas, err := c.Replicas(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
 	sc := jetstream.StreamConfig{
 		Name:       s.Name,
 		Subjects:   []string{s.Prefix + ".*.kv.*"},
 		MaxAge:     max(s.MaxAge, 0),
 		MaxBytes:   s.MaxBytes,
 		Storage:    jetstream.FileStorage,
-		Replicas:   s.Replicas,
+		Replicas:   replicas,
 		Duplicates: s.Duplicates,
 		Discard:    jetstream.DiscardOld,
 	}
