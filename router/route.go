@@ -68,7 +68,13 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	}
 	// The breakdowns become Decision.Candidates: the one allocation.
 	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
-	res, err := r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	var res selector.Result
+	var err error
+	if r.cfg.Mode.blind() {
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
+	} else {
+		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	}
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
 			if fresh {

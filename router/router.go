@@ -94,6 +94,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	rng      *rand.Rand
+	rr       rrState // PolicyRoundRobin's position
 	approx   Approx
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]

@@ -123,7 +123,7 @@ func newRouter(t *testing.T, a targs) *Router {
 	for k, v := range a {
 		switch k {
 		case "mode":
-			m, err := ParseMode(v)
+			m, err := ParsePolicy(v)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 				return err
 			}
 			ctx := cmd.Context()
-			if cfg.Policy, err = frontend.ParsePolicy(policy); err != nil {
+			if cfg.Router.Mode, err = router.ParsePolicy(policy); err != nil {
 				return err
 			}
 			cfg.Router.Affinity.Enabled = affinity
@@ -123,7 +123,7 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 			if err != nil {
 				return err
 			}
-			log.Info("router listening", "url", "http://"+ln.Addr().String(), "policy", cfg.Policy,
+			log.Info("router listening", "url", "http://"+ln.Addr().String(), "policy", cfg.Router.Mode,
 				"block_size", cfg.Router.BlockSize, "tokenizer", cfg.Tokenizer.Name(), "static_workers", len(static),
 				"index", cfg.Index, "auth", len(cfg.APIKeys) > 0)
 			g.Go(func() error { return fe.Serve(gctx, ln) })

@@ -35,7 +35,8 @@ finishes drive the router's load tracker. Every policy in --policies runs on
 the same trace and fleet, side by side:
 
   kv           the default router (KV events)
-  kv-approx    the router in approximate mode (no events; routing history)
+  approx       the router in approximate mode (no events; routing history;
+               "kv-approx" is a deprecated alias)
   load         the router with overlap credit 0 (load only)
   round-robin  cycle through workers
   random       uniform, seeded
@@ -53,7 +54,7 @@ throughput of --capacity-policy with every request arriving at once) and
 --loads 0.5,0.7,0.9 runs the table at those fractions of it.
 
 The router knobs (--prefill-load-scale, --overlap-credit, ...) apply to kv,
-kv-approx and load. On the Mooncake conversation trace the DESIGN.md defaults
+approx and load. On the Mooncake conversation trace the DESIGN.md defaults
 (1.0 / 1.0) let the decode term (active decode blocks, i.e. KV footprint)
 outweigh cache overlap; --prefill-load-scale 64 --overlap-credit 4 brings kv
 to >= 90% of the pooled-cache bound with the best TTFT (see internal/sim).
@@ -160,7 +161,7 @@ The same flags and --seed always give the same figures.`,
 	f := c.Flags()
 	f.StringVar(&tracePath, "trace", tracePath, "Mooncake trace (JSONL, plain or gzip)")
 	f.IntVar(&cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
-	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, kv-approx, load, round-robin, random, cache-aware (all)")
+	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
 	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
 	f.Float64Var(&speed, "speed", 1, "alias of --rate-scale")
@@ -174,9 +175,9 @@ The same flags and --seed always give the same figures.`,
 	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
-	// Router knobs (kv, kv-approx, load).
+	// Router knobs (kv, approx, load).
 	s := &cfg.Router.Selector
-	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, kv-approx)")
+	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
 	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
 	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")
@@ -186,7 +187,7 @@ The same flags and --seed always give the same figures.`,
 	f.Float64Var(&s.BusyPrefillFraction, "busy-prefill-fraction", s.BusyPrefillFraction, "router: busy threshold on active prefill / max batched tokens (0 = off)")
 	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
-	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: kv-approx TTL")
+	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
 	// Cache-aware knobs.
 	ca := &cfg.CacheAware
 	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")

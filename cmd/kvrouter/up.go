@@ -8,6 +8,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +35,7 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 			if err != nil {
 				return err
 			}
-			p, err := frontend.ParsePolicy(policy)
+			p, err := router.ParsePolicy(policy)
 			if err != nil {
 				return err
 			}
@@ -44,7 +45,7 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 				return err
 			}
 			fc := frontend.DefaultConfig()
-			fc.Policy, fc.APIKeys, fc.MaxPromptTokens = p, apiKeys, maxPrompt
+			fc.Router.Mode, fc.APIKeys, fc.MaxPromptTokens = p, apiKeys, maxPrompt
 			fc.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
 			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Tokenizer: t, Frontend: fc,
 				RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})

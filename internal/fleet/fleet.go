@@ -98,7 +98,7 @@ func New(cfg Config) (f *Fleet, err error) {
 	}
 	if cfg.Frontend.Router.BlockSize == 0 {
 		fc := frontend.DefaultConfig()
-		fc.Policy, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Policy, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
+		fc.Router.Mode, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Router.Mode, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
 		fc.Events, fc.MaxPromptTokens, fc.Registry = cfg.Frontend.Events, cfg.Frontend.MaxPromptTokens, cfg.Frontend.Registry
 		if cfg.Frontend.LoadPollInterval != 0 {
 			fc.LoadPollInterval = cfg.Frontend.LoadPollInterval
@@ -232,6 +232,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	var reg *discovery.Registry
 	var sub *eventplane.Subscriber
+	goRun("index", f.fe.RunIndex, bg)
 	if !f.cfg.Direct {
 		nc := f.cfg.NATS
 		nc.Logger = f.log.With("component", "nats")
@@ -311,6 +312,9 @@ func (f *Fleet) waitReady(ctx context.Context, sub *eventplane.Subscriber) {
 	defer t.Stop()
 	for {
 		if len(f.fe.Workers()) >= len(f.workers) {
+			if f.fe.Flush(ctx) != nil {
+				return
+			}
 			close(f.ready)
 			return
 		}
