@@ -75,6 +75,9 @@ type StreamConfig struct {
 	MaxAge time.Duration
 	// MaxBytes bounds retention by size; default 1 GiB. Negative means unlimited.
 	MaxBytes int64
+	// MaxMsgs bounds retention by message count; default 0: unlimited.
+	// With snapshots (DESIGN.md §9) retention may be short.
+	MaxMsgs int64
 	// Memory keeps the stream in memory instead of files; default false.
 	Memory bool
 	// Replicas is the replication factor, on a NATS cluster, of the stream
@@ -338,6 +341,10 @@ func (c *Conn) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	if s.MaxBytes < 0 {
 		sc.MaxBytes = -1
+	}
+	sc.MaxMsgs = -1
+	if s.MaxMsgs > 0 {
+		sc.MaxMsgs = s.MaxMsgs
 	}
 	st, err := c.JS.CreateOrUpdateStream(ctx, sc)
 	if err != nil {
