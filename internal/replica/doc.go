@@ -41,8 +41,8 @@
 //
 // # Use (the serve runtime)
 //
+//	ls, _ := replica.NewLoadSync(conn.NC, cfg.Sync, cfg.ID) // when cfg.Sync.Enabled
 //	rt, _ := router.New(rcfg, router.Options{Rand: rng, Events: router.Events{OnBooking: ls.Publish}})
-//	ls := replica.NewLoadSync(conn.NC, cfg.Sync)         // when cfg.Sync.Enabled (build it before rt)
 //	rep, _ := replica.New(conn, cfg, replica.RouterOptions(rt))
 //	g.Go(func() error { return rep.Run(ctx) })
 //	g.Go(func() error { return ls.Run(ctx, rt) })

@@ -115,8 +115,12 @@ func (l *Lease) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if l.kv != nil {
 		return l.kv, nil
 	}
+	replicas, err := l.conn.Replicas(ctx, "KV_"+l.cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("replica: lease bucket %s: %w", l.cfg.Bucket, err)
+	}
 	kv, err := l.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: l.cfg.Bucket, TTL: l.cfg.TTL, History: 1, Replicas: l.conn.Stream().Replicas,
+		Bucket: l.cfg.Bucket, TTL: l.cfg.TTL, History: 1, Replicas: replicas,
 		Description: "kvrouter replica leases"})
 	if err != nil {
 		return nil, fmt.Errorf("replica: lease bucket %s: %w", l.cfg.Bucket, err)

@@ -98,8 +98,12 @@ func (m *Manager) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	if m.obs != nil {
 		return m.obs, nil
 	}
+	replicas, err := m.conn.Replicas(ctx, "OBJ_"+m.cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: object store %s: %w", m.cfg.Bucket, err)
+	}
 	obs, err := m.conn.JS.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: m.cfg.Bucket, Description: "kvrouter index snapshots", Replicas: m.conn.Stream().Replicas})
+		Bucket: m.cfg.Bucket, Description: "kvrouter index snapshots", Replicas: replicas})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: object store %s: %w", m.cfg.Bucket, err)
 	}
