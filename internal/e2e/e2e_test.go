@@ -15,8 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// bins are built once by TestMain (empty under -short).
-var bins Binaries
+// bins are built once by TestMain (empty under -short) from root.
+var (
+	bins Binaries
+	root string
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -30,6 +33,9 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	bins, err = Build(ctx, dir)
+	if err == nil {
+		root, err = ModuleRoot(ctx)
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,10 +47,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// skipShort skips under -short; otherwise it makes the test's cached
+// result depend on every source file (see StatSources).
 func skipShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end: starts real kvrouter and nats-server processes; skipped with -short")
+	}
+	if err := StatSources(root); err != nil {
+		t.Fatal(err)
 	}
 }
 
