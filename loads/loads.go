@@ -19,7 +19,7 @@ type Config struct {
 	// StaleAfter is how long a request may go without progress (Add,
 	// PrefillDone, Touch) before Sweep releases it. Default 5 min; 0 means
 	// never sweep.
-	StaleAfter time.Duration
+	StaleAfter time.Duration `yaml:"stale_after"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.

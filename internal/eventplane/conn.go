@@ -26,60 +26,61 @@ import (
 type Config struct {
 	// URL of an external NATS server or cluster ("nats://h1:4222,nats://h2:4222").
 	// Empty (the default) starts the embedded server.
-	URL string
+	URL string `yaml:"url"`
 
 	// Embedded server only.
 	// Host to listen on; default "127.0.0.1".
-	Host string
+	Host string `yaml:"host"`
 	// Port to listen on; 0 (default) picks a free port. A Restart keeps the
 	// port actually bound.
-	Port int
+	Port int `yaml:"port"`
 	// StoreDir is the JetStream store directory. Empty (default) uses a
 	// temporary directory that Close removes.
-	StoreDir string
+	StoreDir string `yaml:"store_dir"`
 	// InProcess is kept for compatibility and has no effect: the client
 	// of the embedded server is in-process by default (see LoopbackTCP).
-	InProcess bool
+	InProcess bool `yaml:"in_process"`
 	// LoopbackTCP connects this process's own client to the embedded
 	// server over TCP on Host:Port. Default false: the client is connected
 	// in-process (nats.InProcessServer, no sockets or syscalls per
 	// message), and reconnects in-process to the new server after a
 	// Restart. Other processes always reach the server by TCP (ClientURL).
-	LoopbackTCP bool
+	LoopbackTCP bool `yaml:"loopback_tcp"`
 
 	// External server only: credentials and TLS. All optional.
-	User, Password string
-	Token          string
-	NKeySeedFile   string // file holding an nkey seed
-	CredsFile      string // user JWT + seed (.creds)
-	TLSCert        string // client certificate (PEM), with TLSKey
-	TLSKey         string
-	TLSCA          string // CA bundle (PEM) to verify the server
-	TLSInsecure    bool   // skip server certificate verification (testing only)
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`       // secret: logged masked
+	Token        string `yaml:"token"`          // secret: logged masked
+	NKeySeedFile string `yaml:"nkey_seed_file"` // file holding an nkey seed
+	CredsFile    string `yaml:"creds_file"`     // user JWT + seed (.creds)
+	TLSCert      string `yaml:"tls_cert"`       // client certificate (PEM), with TLSKey
+	TLSKey       string `yaml:"tls_key"`
+	TLSCA        string `yaml:"tls_ca"`       // CA bundle (PEM) to verify the server
+	TLSInsecure  bool   `yaml:"tls_insecure"` // skip server certificate verification (testing only)
 
 	// Name is the client connection name shown by the server; default "kvrouter".
-	Name string
+	Name string `yaml:"name"`
 	// Stream configures the KV events stream.
-	Stream StreamConfig
+	Stream StreamConfig `yaml:"stream"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // StreamConfig is the KV events stream (DESIGN.md §2, transport 1).
 type StreamConfig struct {
 	// Name of the stream; default "KVROUTER_EVENTS".
-	Name string
+	Name string `yaml:"name"`
 	// Prefix of the subjects kvrouter.<model>.kv.<worker_id>; default "kvrouter".
-	Prefix string
+	Prefix string `yaml:"prefix"`
 	// MaxAge bounds retention by age; default 1h. Negative means unlimited.
-	MaxAge time.Duration
+	MaxAge time.Duration `yaml:"max_age"`
 	// MaxBytes bounds retention by size; default 1 GiB. Negative means unlimited.
-	MaxBytes int64
+	MaxBytes int64 `yaml:"max_bytes"`
 	// MaxMsgs bounds retention by message count; default 0: unlimited.
 	// With snapshots (DESIGN.md §9) retention may be short.
-	MaxMsgs int64
+	MaxMsgs int64 `yaml:"max_msgs"`
 	// Memory keeps the stream in memory instead of files; default false.
-	Memory bool
+	Memory bool `yaml:"memory"`
 	// Replicas is the replication factor, on a NATS cluster, of the stream
 	// and of the KV buckets and object stores kvrouter creates beside it
 	// (see Conn.Replicas). 0 (the default) creates them with 1 and keeps
@@ -87,10 +88,10 @@ type StreamConfig struct {
 	// setting (a worker, a bridge) never scales down what a router or an
 	// operator created with 3; a positive value is applied to new and
 	// existing ones alike.
-	Replicas int
+	Replicas int `yaml:"replicas"`
 	// Duplicates is the window in which a re-published message id is
 	// dropped by the server; default 2m.
-	Duplicates time.Duration
+	Duplicates time.Duration `yaml:"duplicates"`
 }
 
 // DefaultConfig returns an embedded-server configuration with the defaults
