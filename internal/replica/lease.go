@@ -75,11 +75,12 @@ type LeaseStats struct {
 // revision, when the revision it sees has not changed for TTL on its own
 // clock (the holder stopped renewing). The holder renews every Renew,
 // compare-and-swap on its revision; a definitive refusal (someone else
-// holds it) or TTL without a successful renewal, counted from when the
-// last successful renewal was sent, ends its tenure. Measuring from the
+// holds it), or TTL - Renew without a successful renewal counted from when
+// the last successful one was sent, ends its tenure. Measuring from the
 // send on the holder's side and from the first sight on the contenders'
-// keeps the two tenures apart up to clock-rate differences; were they to
-// overlap briefly, the cost is a duplicate snapshot, nothing worse.
+// keeps the two tenures at least Renew apart, up to clock-rate
+// differences; were they to overlap, the cost is a duplicate snapshot,
+// nothing worse.
 //
 // Safe for concurrent use; NewLease does no I/O, Run campaigns.
 type Lease struct {

@@ -2,8 +2,10 @@ package replica_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -101,6 +103,28 @@ func TestLoadSyncOverNATS(t *testing.T) {
 	}
 	if n := remoteRequests(a, lsB.Origin()); n != 0 {
 		t.Errorf("a sees %d requests of b, which routed none (own messages ignored?)", n)
+	}
+
+	// The debug view lists a's part per worker.
+	rec := httptest.NewRecorder()
+	replica.LoadsHandler(b, lsB).ServeHTTP(rec, httptest.NewRequest("GET", "/debug/loads", nil))
+	var view replica.LoadsView
+	if err := json.Unmarshal(rec.Body.Bytes(), &view); err != nil {
+		t.Fatal(err)
+	}
+	remote := 0
+	for _, w := range view.Workers {
+		for _, r := range w.Remote {
+			if r.Origin == origin {
+				remote += r.Requests
+			}
+		}
+		if w.Local.Requests != 0 {
+			t.Errorf("b has local load before routing: %+v", w)
+		}
+	}
+	if !view.Sync || view.Origin != lsB.Origin() || len(view.Peers) != 1 || view.Peers[0].Origin != origin || remote != 5 {
+		t.Errorf("debug view %s", rec.Body)
 	}
 
 	// b routes the session where a bound it (affinity travels).
