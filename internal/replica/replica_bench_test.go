@@ -38,7 +38,7 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 	const workers, perEvent = 16, 64
 	rng := rand.New(rand.NewPCG(1, 2))
 	var hash uint64
-	last := map[kvevents.Worker]uint64{}   // event ids
+	last := map[kvevents.Worker]uint64{}  // event ids
 	tip := map[kvevents.Worker][]uint64{} // blocks a new event may hang off
 	next := func(w kvevents.Worker, n int) kvevents.Event {
 		last[w]++
