@@ -244,6 +244,8 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 		return err
 	}
 	id := streamIdentity(info)
+	r.observe(info, info.State.LastSeq)
+	r.setStatus(func(s *Status) { s.Ready, s.Applied, s.Detail = false, 0, "restoring the newest snapshot" })
 	pos, restored, notes, err := r.restore(ctx, info, fresh)
 	if err != nil {
 		return err

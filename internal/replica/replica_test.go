@@ -293,3 +293,35 @@ func TestStreamRestart(t *testing.T) {
 		t.Fatalf("after the restart the dump %x differs from the new stream's %x", got, want)
 	}
 }
+
+// With a model filter the lag counts that model's messages only: another
+// model's traffic after it leaves the replica caught up.
+func TestModelFilterLag(t *testing.T) {
+	conn := eventplanetest.Embedded(t)
+	pubs := map[string]*eventplane.Publisher{}
+	for _, m := range []string{"a", "b"} {
+		p := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: m, MaxBatch: 4, Logger: eventplanetest.Quiet})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = p.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		pubs[m] = p
+	}
+	ref := indexer.NewRadix(indexer.Config{})
+	feed(t, pubs["a"], eventplanetest.NewGen(1, 2, 1), ref, 40)
+	aLast := streamInfo(t, conn).State.LastSeq
+	feed(t, pubs["b"], eventplanetest.NewGen(2, 2, 1), indexer.NewRadix(indexer.Config{}), 40)
+	if streamInfo(t, conn).State.LastSeq <= aLast {
+		t.Fatal("b published nothing")
+	}
+	cfg := fastConfig("m")
+	cfg.Model, cfg.SnapshotInterval = "a", 0
+	n := startNode(t, conn, cfg)
+	eventplanetest.WaitFor(t, 30*time.Second, "ready with no lag", func() bool {
+		st := n.rep.Status()
+		return st.Ready && st.StreamLast == aLast && st.Lag == 0
+	})
+	if got, want := eventplanetest.DumpHash(n.idx.Dump()), eventplanetest.DumpHash(ref.Dump()); got != want {
+		t.Fatalf("model a's index %x, want %x", got, want)
+	}
+}
