@@ -41,10 +41,9 @@ type AffinityConfig struct {
 
 // Config composes the router's component configurations.
 type Config struct {
-	// Mode is the routing policy. Default PolicyKV (the zero value).
-	// NB: the field keeps its former name while code that reads it is
-	// merged; its type and every spelling users see are Policy's.
-	Mode Policy `yaml:"policy"`
+	// Policy is how a worker is picked (ParsePolicy). Default PolicyKV
+	// (the zero value).
+	Policy Policy `yaml:"policy"`
 	// BlockSize is B in tokens, which must equal every worker's block size.
 	// Default 64; must be > 0.
 	BlockSize int `yaml:"block_size"`
@@ -68,7 +67,7 @@ type Config struct {
 // DefaultConfig returns the defaults of DESIGN.md §4.
 func DefaultConfig() Config {
 	return Config{
-		Mode:      PolicyKV,
+		Policy:    PolicyKV,
 		BlockSize: DefaultBlockSize,
 		Index:     indexer.DefaultConfig(),
 		Selector:  selector.DefaultConfig(),
@@ -81,8 +80,8 @@ func DefaultConfig() Config {
 // Validate reports every problem with c, joined.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Mode > PolicyRandom {
-		errs = append(errs, fmt.Errorf("router: unknown policy %d", c.Mode))
+	if c.Policy > PolicyRandom {
+		errs = append(errs, fmt.Errorf("router: unknown policy %d", c.Policy))
 	}
 	if c.BlockSize <= 0 {
 		errs = append(errs, fmt.Errorf("router: block size %d must be > 0", c.BlockSize))

@@ -77,8 +77,8 @@ func (p *Policy) UnmarshalText(b []byte) error {
 
 // Mode is the former name of Policy.
 //
-// Deprecated: use Policy. Kept while code written against the old name is
-// merged; new code says Policy.
+// Deprecated: use Policy (and Config.Policy). Kept while code written
+// against the old name is merged.
 type Mode = Policy
 
 // Former names of PolicyKV, PolicyApprox and PolicyLoad.
@@ -130,7 +130,7 @@ func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candid
 		bs[i].Worker, bs[i].Out, bs[i].Prob = cands[i].Worker, selector.ReasonNone, 1/float64(n)
 	}
 	chosen := -1
-	switch r.cfg.Mode {
+	switch r.cfg.Policy {
 	case PolicyRoundRobin:
 		first := -1
 		for i := range cands {

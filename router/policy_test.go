@@ -44,7 +44,7 @@ func TestParsePolicy(t *testing.T) {
 	if _, err := Policy(99).MarshalText(); err == nil {
 		t.Error("policy 99 marshalled")
 	}
-	if err := (Config{Mode: Policy(99), BlockSize: 4}).Validate(); err == nil {
+	if err := (Config{Policy: Policy(99), BlockSize: 4}).Validate(); err == nil {
 		t.Error("policy 99 validated")
 	}
 }
@@ -54,7 +54,7 @@ func TestParsePolicy(t *testing.T) {
 func picks(t *testing.T, p Policy, seed uint64, workers, n int) []uint64 {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Mode, cfg.BlockSize = p, 4
+	cfg.Policy, cfg.BlockSize = p, 4
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(seed, 0))})
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func isRemote(id string) bool { return strings.HasPrefix(id, remotePrefix) }
 
 // ApplyRemote applies a booking that replica origin (non-empty, not this
 // router's) reported, at now. BookRoute adds the request to the load
-// tracker as origin's (in ModeApprox it also records the blocks in the
+// tracker as origin's (in PolicyApprox it also records the blocks in the
 // approximate index, as a local decision would); BookPrefillDone and
 // BookFree update it; BookBind binds the session when affinity is on. A
 // duplicate route or a free of an unknown request returns an error
@@ -101,7 +101,7 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("router: remote booking of %s: %w", origin, err)
 		}
-		if r.cfg.Mode == ModeApprox && len(b.Locals) > 0 {
+		if r.cfg.Policy == PolicyApprox && len(b.Locals) > 0 {
 			r.approx.Insert(b.Worker, b.Locals, now)
 		}
 	case BookPrefillDone:

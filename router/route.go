@@ -29,7 +29,7 @@ func (r *Router) routeLocked(p *pending, now time.Time, fresh bool) (Decision, b
 	return d, oc == queued, err
 }
 
-// decideLocked decides p with the overlaps in p.ov (ModeKV; ModeApprox
+// decideLocked decides p with the overlaps in p.ov (PolicyKV; PolicyApprox
 // looks up here).
 func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, outcome, error) {
 	ov := &p.ov
@@ -39,7 +39,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 			return Decision{}, dispatched, fmt.Errorf("%w: request %q is already active", ErrBadRequest, req.ID)
 		}
 	}
-	if r.cfg.Mode == ModeApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
 		if a, ok := r.approx.(approxAppender); ok {
 			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
 		} else {
@@ -70,7 +70,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
 	var res selector.Result
 	var err error
-	if r.cfg.Mode.blind() {
+	if r.cfg.Policy.blind() {
 		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
 	} else {
 		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
@@ -214,7 +214,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
-	if r.cfg.Mode == ModeApprox && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
 		r.approx.Insert(c.Worker, p.locals, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
@@ -254,7 +254,7 @@ func (r *Router) Release(now time.Time) []Released {
 	for r.queue.Len() > 0 {
 		head, _ := r.queue.Peek()
 		p := head.Value
-		if r.cfg.Mode == ModeKV && r.wantsOverlap(&p.req) {
+		if r.cfg.Policy == PolicyKV && r.wantsOverlap(&p.req) {
 			r.lookupKV(p) // under the lock: Release is rare
 		}
 		d, oc, err := r.decideLocked(p, now, false)

@@ -25,11 +25,11 @@ type Options struct {
 	// differently in every router replica (several routers must not pile
 	// onto one worker), and identically in tests and simulations.
 	Rand *rand.Rand
-	// NewIndex builds the event-fed index of one storage tier (ModeKV
+	// NewIndex builds the event-fed index of one storage tier (PolicyKV
 	// only; called once per tier in New). Default: indexer.NewFlash with
 	// Config.Index.
 	NewIndex func(kvevents.Tier) indexer.Index
-	// Approx is the approximate side index (ModeApprox only). Default:
+	// Approx is the approximate side index (PolicyApprox only). Default:
 	// indexer.NewApprox with Config.Index (TTL 120 s).
 	Approx Approx
 	// Events are optional callbacks.
@@ -127,10 +127,10 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.Mode == ModeKV && opts.NewIndex == nil {
+	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(kvevents.Tier) indexer.Index { return indexer.NewFlash(cfg.Index) }
 	}
-	if cfg.Mode == ModeApprox && opts.Approx == nil {
+	if cfg.Policy == PolicyApprox && opts.Approx == nil {
 		opts.Approx = indexer.NewApprox(cfg.Index)
 	}
 	r := &Router{
@@ -147,7 +147,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Queue.Threshold > 0 {
 		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
 	}
-	if cfg.Mode == ModeKV {
+	if cfg.Policy == PolicyKV {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
 			r.app[t], _ = r.idx[t].(matchAppender)
@@ -159,7 +159,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 // Config returns the router's configuration.
 func (r *Router) Config() Config { return r.cfg }
 
-// Index returns the event-fed index of tier t (nil outside ModeKV), for
+// Index returns the event-fed index of tier t (nil outside PolicyKV), for
 // shells that apply events through their own wrapper (indexer.Concurrent)
 // instead of ApplyEvent.
 func (r *Router) Index(t kvevents.Tier) indexer.Index {
@@ -169,7 +169,7 @@ func (r *Router) Index(t kvevents.Tier) indexer.Index {
 	return r.idx[t]
 }
 
-// ApplyEvent applies a KV event to its tier's index. Outside ModeKV it is
+// ApplyEvent applies a KV event to its tier's index. Outside PolicyKV it is
 // a no-op. Events of one worker+rank must be applied in order by one
 // goroutine at a time (the Index contract); different workers may apply
 // concurrently with each other and with Route.
@@ -177,7 +177,7 @@ func (r *Router) Index(t kvevents.Tier) indexer.Index {
 // NB: events of workers not (yet) added are applied too (a worker may
 // publish before it registers); they are never candidates until AddWorker.
 func (r *Router) ApplyEvent(ev *kvevents.Event) error {
-	if r.cfg.Mode != ModeKV {
+	if r.cfg.Policy != PolicyKV {
 		return nil
 	}
 	if int(ev.Tier) >= kvevents.NumTiers {
@@ -257,7 +257,7 @@ func (r *Router) rebuildRanks() {
 // index entries (every tier), approximate entries, active loads and session
 // bindings are dropped. It returns the ids of the requests it released.
 func (r *Router) RemoveWorker(id uint64) []string {
-	if r.cfg.Mode == ModeKV {
+	if r.cfg.Policy == PolicyKV {
 		for _, ix := range r.idx {
 			ix.RemoveWorker(id)
 		}
@@ -534,7 +534,7 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 	// Index reads run outside the router lock (indexes are safe for
 	// concurrent use), so routing never waits behind event application.
-	if r.cfg.Mode == ModeKV && r.wantsOverlap(&req) {
+	if r.cfg.Policy == PolicyKV && r.wantsOverlap(&req) {
 		r.lookupKV(p)
 	}
 

@@ -127,7 +127,7 @@ func newRouter(t *testing.T, a targs) *Router {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Mode = m
+			cfg.Policy = m
 		case "block":
 			cfg.BlockSize = a.int(t, k)
 		case "seed":

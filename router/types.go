@@ -132,7 +132,7 @@ type Metrics struct {
 	KVUsage float64
 }
 
-// Approx is the approximate side index the router needs in ModeApprox
+// Approx is the approximate side index the router needs in PolicyApprox
 // (indexer.NewApprox satisfies it). It must be safe for concurrent use or
 // be used by this router only (the router calls it under its lock).
 type Approx interface {

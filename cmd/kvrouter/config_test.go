@@ -76,7 +76,7 @@ api_keys: [file-key]
 		{"affinity ttl (flag over file)", cfg.Frontend.Router.Affinity.TTL, 2 * time.Minute},
 		{"model (file)", cfg.Frontend.Model, "from-file"},
 		{"api keys (env over file)", strings.Join(cfg.Frontend.APIKeys, ","), "env-key-1,env-key-2"},
-		{"policy (env)", cfg.Frontend.Router.Mode, router.PolicyApprox},
+		{"policy (env)", cfg.Frontend.Router.Policy, router.PolicyApprox},
 		{"block size (default)", cfg.Frontend.Router.BlockSize, app.DefaultBlockSize},
 	} {
 		if c.got != c.want {
@@ -127,7 +127,7 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"policy", rc.Mode, router.PolicyRoundRobin},
+		{"policy", rc.Policy, router.PolicyRoundRobin},
 		{"index", cfg.Frontend.Index, "radix"},
 		{"active-request-weight", rc.Selector.ActiveRequestWeight, 0.5},
 		{"credit-decay", rc.Selector.CreditDecay, 1.5},

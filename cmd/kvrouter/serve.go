@@ -66,7 +66,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.StringVar(&fc.Model, "model", fc.Model, "served model name (/v1/models; NATS subject token)")
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
 	f.StringSliceVar(&c.TokenizerURLs, "tokenizer-url", c.TokenizerURLs, "with --tokenizer remote: worker base URLs to ask (default: the static workers)")
-	f.TextVar(&rc.Mode, "policy", rc.Mode, "kv, approx, load, round-robin or random")
+	f.TextVar(&rc.Policy, "policy", rc.Policy, "kv, approx, load, round-robin or random")
 	f.StringVar(&fc.Index, "index", fc.Index, "event-fed index: flash or radix")
 	f.IntVar(&rc.Index.Stride, "jump-stride", rc.Index.Stride, "flash index jump-search stride in blocks")
 	f.IntVar(&rc.Index.Writers, "index-writers", rc.Index.Writers, "index writer goroutines (events are sticky per worker+rank)")

@@ -221,7 +221,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return s.signalReady(gctx, sub) })
 
-	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Mode.String(),
+	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
 		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
 		"tokenizer", s.cfg.Tokenizer, "static_workers", len(s.static), "nats", s.usesNATS(),
 		"auth", len(s.cfg.Frontend.APIKeys) > 0)

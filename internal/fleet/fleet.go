@@ -109,7 +109,7 @@ func New(cfg Config) (f *Fleet, err error) {
 	if cfg.Frontend.Router.BlockSize == 0 {
 		// Defaults under the few fields a caller sets on a zero Config.
 		fc := app.DefaultServeConfig().Frontend
-		fc.Router.Mode, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Router.Mode, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
+		fc.Router.Policy, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Router.Policy, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
 		fc.Events, fc.MaxPromptTokens, fc.Registry = cfg.Frontend.Events, cfg.Frontend.MaxPromptTokens, cfg.Frontend.Registry
 		if cfg.Frontend.LoadPollInterval != 0 {
 			fc.LoadPollInterval = cfg.Frontend.LoadPollInterval

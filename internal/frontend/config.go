@@ -27,7 +27,7 @@ type Config struct {
 	// Tokenizer tokenizes text prompts and chats exactly as the workers do.
 	// Required.
 	Tokenizer tokenizer.Tokenizer `yaml:"-"`
-	// Router configures the routing core: policy (Router.Mode), block
+	// Router configures the routing core: policy (Router.Policy), block
 	// size, cost knobs, and the parameters of every index it builds
 	// (Router.Index: flash stride, approx TTL, writers). Default
 	// router.DefaultConfig().

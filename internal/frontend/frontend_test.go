@@ -46,7 +46,7 @@ func newServer(t *testing.T, policy router.Policy) *Server {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Tokenizer, cfg.Router.Mode, cfg.Seed = tok, policy, 1
+	cfg.Tokenizer, cfg.Router.Policy, cfg.Seed = tok, policy, 1
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := New(cfg)
 	if err != nil {

@@ -73,7 +73,7 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 
 func compareOne(ctx context.Context, cfg *CompareConfig, p router.Policy) (Report, error) {
 	fc := frontend.DefaultConfig()
-	fc.Router.Mode, fc.Seed = p, cfg.Seed
+	fc.Router.Policy, fc.Seed = p, cfg.Seed
 	if cfg.Frontend != nil {
 		cfg.Frontend(&fc)
 	}

@@ -67,7 +67,7 @@ type routerPolicy struct {
 
 func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPolicy, error) {
 	rc := cfg.Router
-	rc.Mode = mode
+	rc.Policy = mode
 	rc.BlockSize = cfg.BlockSize
 	r, err := router.New(rc, router.Options{Rand: rng})
 	if err != nil {
