@@ -271,7 +271,13 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- sub.Run(sctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		<-done
+		r.mu.Lock()
+		r.sub = nil // a rebuild starts over; nothing reads the old one
+		r.mu.Unlock()
+	}()
 	tick := time.NewTicker(r.cfg.StatusInterval)
 	defer tick.Stop()
 	readyC := sub.Ready()
