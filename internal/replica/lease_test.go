@@ -22,8 +22,8 @@ type contender struct {
 
 func campaign(t *testing.T, conn *eventplane.Conn, holder string, both *atomic.Int32) *contender {
 	t.Helper()
-	l, err := replica.NewLease(conn, replica.LeaseConfig{Holder: holder, TTL: 600 * time.Millisecond,
-		Renew: 50 * time.Millisecond, Bucket: "test_leases", Logger: eventplanetest.Quiet})
+	l, err := replica.NewLease(conn, replica.LeaseConfig{Holder: holder, TTL: time.Second,
+		Renew: 200 * time.Millisecond, Bucket: "test_leases", Logger: eventplanetest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
