@@ -140,6 +140,10 @@ func TestCatchUpAfterRetention(t *testing.T) {
 	ref := indexer.NewRadix(indexer.Config{})
 	g := eventplanetest.NewGen(11, 4, 2)
 
+	// w follows the whole stream from the start, writing nothing.
+	wcfg := fastConfig("w")
+	wcfg.SnapshotInterval = 0
+	w := startNode(t, conn, wcfg)
 	// a follows phase 1 and writes a snapshot covering all of it.
 	a := startNode(t, conn, fastConfig("a"))
 	feed(t, pub, g, ref, 400)
@@ -151,6 +155,7 @@ func TestCatchUpAfterRetention(t *testing.T) {
 	// are gone from the stream but in the snapshot.
 	feed(t, pub, g, ref, 200)
 	info := streamInfo(t, conn)
+	eventplanetest.WaitFor(t, 30*time.Second, "w read everything", func() bool { return w.rep.Status().Applied == info.State.LastSeq })
 	cfg := info.Config
 	cfg.MaxMsgs = int64(info.State.LastSeq - last)
 	if _, err := conn.JS.UpdateStream(context.Background(), cfg); err != nil {
@@ -172,6 +177,12 @@ func TestCatchUpAfterRetention(t *testing.T) {
 	// Ready means applied: no flush before this dump.
 	if got, want := eventplanetest.DumpHash(b.idx.Dump()), eventplanetest.DumpHash(ref.Dump()); got != want {
 		t.Fatalf("b's dump %x differs from the whole stream's %x (%s)", got, want, b.rep.Status())
+	}
+	if err := w.idx.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := eventplanetest.DumpHash(b.idx.Dump()), eventplanetest.DumpHash(w.idx.Dump()); got != want {
+		t.Fatalf("b's dump %x differs from w's %x, which saw the whole stream", got, want)
 	}
 	st := b.rep.Status()
 	if !st.Ready || st.Restored != last || st.Applied != info.State.LastSeq || st.Lag != 0 || st.StreamFirst != last+1 {
