@@ -60,6 +60,10 @@ type Status struct {
 	// Resets counts stream restarts seen (each one cleared the index and
 	// rebuilt it).
 	Resets uint64
+	// Resyncs counts worker+ranks cleared in this life because their
+	// event ids jumped over a gap the stream could not fill (events lost,
+	// e.g. to retention while this replica lagged behind it).
+	Resyncs uint64
 	// Detail says what is going on in one line (and any loss of events
 	// that no snapshot covers).
 	Detail string
@@ -71,8 +75,8 @@ func (s Status) String() string {
 	if s.Ready {
 		state = "ready"
 	}
-	return fmt.Sprintf("%s: lag=%d applied=%d stream=%d..%d restored=%d lease=%v snapshots=%d resets=%d: %s",
-		state, s.Lag, s.Applied, s.StreamFirst, s.StreamLast, s.Restored, s.LeaseHeld, s.Snapshots, s.Resets, s.Detail)
+	return fmt.Sprintf("%s: lag=%d applied=%d stream=%d..%d restored=%d lease=%v snapshots=%d resets=%d resyncs=%d: %s",
+		state, s.Lag, s.Applied, s.StreamFirst, s.StreamLast, s.Restored, s.LeaseHeld, s.Snapshots, s.Resets, s.Resyncs, s.Detail)
 }
 
 // errStreamReset ends a life of the subscriber: the stream restarted.
@@ -153,7 +157,9 @@ func (r *Replica) Status() Status {
 	sub := r.sub
 	r.mu.Unlock()
 	if sub != nil {
-		s.Applied = max(s.Applied, sub.Stats().StreamSeq)
+		ss := sub.Stats()
+		s.Applied = max(s.Applied, ss.StreamSeq)
+		s.Resyncs = ss.Order.Resyncs
 	}
 	s.Lag = 0
 	if s.StreamLast > s.Applied {

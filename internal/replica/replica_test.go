@@ -197,6 +197,8 @@ func TestCatchUpAfterRetention(t *testing.T) {
 	if st := c.rep.Status(); !strings.Contains(st.Detail, "dropped") || st.Restored != 0 {
 		t.Errorf("c status %s", st)
 	}
+	t.Logf("b: %s", b.rep.Status())
+	t.Logf("c: %s", c.rep.Status())
 	if eventplanetest.DumpHash(c.idx.Dump()) == eventplanetest.DumpHash(ref.Dump()) {
 		t.Error("c rebuilt the whole index without the dropped events")
 	}
