@@ -41,12 +41,21 @@
 //
 // # Use (the serve runtime)
 //
-//	ls, _ := replica.NewLoadSync(conn.NC, cfg.Sync, cfg.ID) // when cfg.Sync.Enabled
-//	rt, _ := router.New(rcfg, router.Options{Rand: rng, Events: router.Events{OnBooking: ls.Publish}})
-//	rep, _ := replica.New(conn, cfg, replica.RouterOptions(rt))
+//	cfg := replica.DefaultConfig()                            // flags set fields; cfg.Validate()
+//	var ls *replica.LoadSync
+//	if cfg.Sync.Enabled {
+//		ls, _ = replica.NewLoadSync(conn.NC, cfg.Sync, cfg.ID)
+//		routerEvents.OnBooking = ls.Publish                  // before router.New
+//	}
+//	rt, _ := router.New(rcfg, router.Options{Rand: rng, Events: routerEvents, NewIndex: ...})
+//	opts := replica.RouterOptions(rt)                          // Sink: rt.ApplyEvent, or the frontend's Apply
+//	opts.SubscriberEvents.OnMessage = fe.ObservePublished
+//	rep, _ := replica.New(conn, cfg, opts)                     // replaces the bare eventplane.Subscriber
 //	g.Go(func() error { return rep.Run(ctx) })
-//	g.Go(func() error { return ls.Run(ctx, rt) })
-//	/readyz: st := rep.Status(); 200 if st.Ready, else 503 with st.String()
+//	if ls != nil { g.Go(func() error { return ls.Run(ctx, rt) }) }
+//	GET /readyz:      st := rep.Status(); 200 when st.Ready, else 503; body st.String()
+//	GET /debug/loads: replica.LoadsHandler(rt, ls)            // ls nil with sync off
+//	worker left:      rep.Forget(id)
 //
 // # Concurrency
 //
