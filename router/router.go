@@ -174,6 +174,11 @@ func (r *Router) Index(t kvevents.Tier) indexer.Index {
 // goroutine at a time (the Index contract); different workers may apply
 // concurrently with each other and with Route.
 //
+// NB: with an asynchronous index (indexer.Concurrent, as serve builds
+// through Options.NewIndex) the event is only queued here: the returned
+// error, Stats.EventsApplied and Events.OnEvent reflect the hand-off, and
+// the index reports each outcome itself (indexer.Events).
+//
 // NB: events of workers not (yet) added are applied too (a worker may
 // publish before it registers); they are never candidates until AddWorker.
 func (r *Router) ApplyEvent(ev *kvevents.Event) error {
