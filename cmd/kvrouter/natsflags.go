@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding"
+
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/spf13/pflag"
 )
@@ -30,3 +32,26 @@ func bindNATSAuthFlags(fs *pflag.FlagSet, cfg *eventplane.Config) {
 	fs.StringVar(&cfg.TLSCA, "nats-tls-ca", cfg.TLSCA, "NATS TLS CA bundle (PEM)")
 	fs.BoolVar(&cfg.TLSInsecure, "nats-tls-insecure", cfg.TLSInsecure, "skip NATS server certificate verification (testing only)")
 }
+
+// text is a flag over a value with a text form (router.Policy,
+// queue.Policy): shown as a string in --help, unlike pflag.TextVar's.
+type text interface {
+	encoding.TextMarshaler
+	encoding.TextUnmarshaler
+}
+
+type textFlag struct{ p text }
+
+func (f textFlag) String() string {
+	b, err := f.p.MarshalText()
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func (f textFlag) Set(s string) error { return f.p.UnmarshalText([]byte(s)) }
+func (textFlag) Type() string         { return "string" }
+
+// textVar binds a text flag to p (its current value is the default).
+func textVar(fs *pflag.FlagSet, p text, name, usage string) { fs.Var(textFlag{p}, name, usage) }

@@ -62,7 +62,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
-	fl.TextVar(&sc.Frontend.Router.Policy, "policy", sc.Frontend.Router.Policy, "kv, approx, load, round-robin or random")
+	textVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
 	fl.StringVar(&sc.Frontend.Index, "index", sc.Frontend.Index, "event-fed index: flash or radix")
 	fl.StringVar(&tok, "tokenizer", "builtin", "builtin, or a tokenizer.json file / model directory (router and workers)")
 	fl.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "tokens per KV block")
