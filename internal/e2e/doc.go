@@ -20,6 +20,7 @@
 //		ServeArgs: []string{"--flag", "value"}})        // waits: ready, every mocker seen
 //	r := f.Routers[0]; r.Kill(); r.Restart(t)  // kill -9 a replica; same port and flags
 //	r.Ready()                                  // GET /readyz: ok, or the body saying why not
+//	r.Get("/readyz")                           // status and body of any GET (503 + lag, /debug/loads)
 //	f.WaitRouter(t, r, timeout)                // ready again and sees every mocker
 //	r.Complete(ctx, prompt, maxTokens)         // POST /v1/completions: worker, overlap header
 //	r.CompleteRetry(ctx, prompt, n, timeout)   // retried until answered (counts failures)

@@ -76,12 +76,18 @@ func (r *Router) Kill() { r.Proc.Kill() }
 // or Stop); it does not wait for readiness.
 func (r *Router) Restart(t testing.TB) { r.Proc = r.Proc.Restart(t) }
 
+// Get does GET path (e.g. "/readyz", "/debug/loads") on the router and
+// returns the status and body.
+func (r *Router) Get(path string) (status int, body string, err error) {
+	return httpGet(r.URL() + path)
+}
+
 // Ready asks GET /readyz: 200 means ready; the body says why not.
 func (r *Router) Ready() (bool, string) {
 	if r.Proc.Exited() {
 		return false, fmt.Sprintf("%s exited: %v", r.Name, r.Proc.ExitErr())
 	}
-	status, body, err := httpGet(r.URL() + "/readyz")
+	status, body, err := r.Get("/readyz")
 	if err != nil {
 		return false, err.Error()
 	}
