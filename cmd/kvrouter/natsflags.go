@@ -17,6 +17,7 @@ func bindNATSFlags(fs *pflag.FlagSet, cfg *eventplane.Config, portFlag string) {
 	bindNATSAuthFlags(fs, cfg)
 	fs.DurationVar(&cfg.Stream.MaxAge, "stream-max-age", cfg.Stream.MaxAge, "KV events stream retention by age (0 = 1h)")
 	fs.Int64Var(&cfg.Stream.MaxBytes, "stream-max-bytes", cfg.Stream.MaxBytes, "KV events stream retention by size (0 = 1 GiB)")
+	fs.IntVar(&cfg.Stream.Replicas, "stream-replicas", cfg.Stream.Replicas, "replication factor of the stream and kvrouter's buckets on a NATS cluster (0 = 1 for new ones, keep existing)")
 }
 
 // bindNATSAuthFlags binds the credential and TLS flags of an external

@@ -11,6 +11,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
+	"github.com/kvrouter/kvrouter/internal/replica"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -52,6 +53,13 @@ type ServeConfig struct {
 	// NoNATS uses neither NATS nor the embedded server (static workers
 	// with ZMQ events only). Default false.
 	NoNATS bool `yaml:"no_nats"`
+	// Replica makes this process one replica of a routing tier on NATS
+	// (DESIGN.md §9): snapshots of the index with a writer lease, restore
+	// and replay before ready, load and affinity sync. Used only with
+	// NATS (without it there are no replicas). Model "" follows
+	// Frontend.Model. Default replica.DefaultConfig(): snapshot every 1m,
+	// keep 3, lease TTL 10s, sync on.
+	Replica replica.Config `yaml:"replica"`
 	// Workers are static workers in the --worker syntax
 	// (URL[,id=N,zmq=tcp://...,replay=tcp://...,bs=N]). Default none.
 	Workers []string `yaml:"workers"`
@@ -85,6 +93,7 @@ func DefaultServeConfig() ServeConfig {
 		Tokenizer: "builtin",
 		Frontend:  fc,
 		NATS:      nc,
+		Replica:   replica.DefaultConfig(),
 		LogLevel:  "info",
 	}
 }
@@ -107,6 +116,9 @@ func (c ServeConfig) Validate() error {
 	}
 	if c.NATS.Port < 0 {
 		errs = append(errs, fmt.Errorf("serve: NATS port %d < 0", c.NATS.Port))
+	}
+	if err := c.Replica.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
 	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/internal/replica"
+	"github.com/kvrouter/kvrouter/router"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -37,8 +41,11 @@ type Serve struct {
 	ready   chan struct{}
 
 	mu   sync.Mutex
-	conn *eventplane.Conn       // set in Run (NATS on)
-	sub  *eventplane.Subscriber // set in Run (NATS on)
+	conn *eventplane.Conn // set in Run (NATS on)
+	rep  *replica.Replica // set in Run (NATS on)
+	// loadSync is set in Run (NATS on, sync on); the router's booking
+	// callback reads it on request goroutines.
+	loadSync atomic.Pointer[replica.LoadSync]
 }
 
 // NewServe validates cfg, loads the tokenizer, builds the frontend and
@@ -90,13 +97,26 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	s := &Serve{cfg: cfg, log: log, static: static, ready: make(chan struct{})}
 	onDown := fc.Events.OnWorkerDown
 	fc.Events.OnWorkerDown = func(id uint64) {
-		if sub := s.Subscriber(); sub != nil {
-			sub.Forget(id) // its next life may restart event ids
+		if rep := s.Replica(); rep != nil {
+			rep.Forget(id) // its next life may restart event ids
 		}
 		if onDown != nil {
 			onDown(id)
 		}
 	}
+	// Load sync (DESIGN.md §9) needs the NATS connection, made in Run;
+	// the router hands its bookings here from the start.
+	onBooking := fc.Events.OnBooking
+	fc.Events.OnBooking = func(b router.Booking) {
+		if ls := s.loadSync.Load(); ls != nil {
+			ls.Publish(b)
+		}
+		if onBooking != nil {
+			onBooking(b)
+		}
+	}
+	fc.Readiness = s.readiness
+	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads)}
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
@@ -125,8 +145,9 @@ func (s *Serve) URL() string { return "http://" + s.ln.Addr().String() }
 func (s *Serve) Config() ServeConfig { return s.cfg }
 
 // Ready is closed once Run has the event plane up and the index caught
-// up: the subscriber applied the stream up to where it stood at start
-// (NATS), and the index writers flushed it.
+// up: with NATS, the replica restored the newest snapshot and applied the
+// stream up to where it stood at start (flushed through the index
+// writers, not merely received; replica.Replica.Ready).
 func (s *Serve) Ready() <-chan struct{} { return s.ready }
 
 // Conn is the NATS connection (nil before Run connected, or without NATS).
@@ -136,12 +157,36 @@ func (s *Serve) Conn() *eventplane.Conn {
 	return s.conn
 }
 
-// Subscriber is the KV event stream's subscriber (nil before Run started
-// it, or without NATS).
-func (s *Serve) Subscriber() *eventplane.Subscriber {
+// Replica keeps the index converged with the KV event stream, snapshots
+// and load sync (nil before Run started it, or without NATS).
+func (s *Serve) Replica() *replica.Replica {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sub
+	return s.rep
+}
+
+// LoadSync shares load and affinity with the other replicas (nil before
+// Run started it, without NATS, or with Replica.Sync.Enabled false).
+func (s *Serve) LoadSync() *replica.LoadSync { return s.loadSync.Load() }
+
+// readiness is the frontend's extra /readyz condition: with NATS, the
+// replica is caught up; the body carries its status (lag, snapshot).
+func (s *Serve) readiness() (bool, string) {
+	if !s.usesNATS() {
+		return true, ""
+	}
+	rep := s.Replica()
+	if rep == nil {
+		return false, "replica: not started"
+	}
+	st := rep.Status()
+	return st.Ready, "replica " + rep.ID() + ": " + st.String()
+}
+
+// handleLoads serves GET /debug/loads: each worker's load with its local
+// and remote parts, and the replicas heard through load sync.
+func (s *Serve) handleLoads(w http.ResponseWriter, r *http.Request) {
+	replica.LoadsHandler(s.fe.Router(), s.LoadSync()).ServeHTTP(w, r)
 }
 
 // NATSURL is the NATS server's client URL ("" without NATS or before Run
@@ -192,18 +237,18 @@ func (s *Serve) Run(ctx context.Context) error {
 	}
 	g.Go(func() error { return fe.RunIndex(gctx) })
 
-	var sub *eventplane.Subscriber
+	var rep *replica.Replica
 	if conn != nil {
 		if s.cfg.NATS.URL == "" {
 			log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
 		}
-		scfg := eventplane.SubscriberConfig{Model: s.cfg.Frontend.Model, Logger: log}
-		scfg.Events.OnMessage = fe.ObservePublished // kvrouter_event_lag_seconds
-		sub = eventplane.NewSubscriber(conn, fe, scfg)
-		s.mu.Lock()
-		s.conn, s.sub = conn, sub
-		s.mu.Unlock()
-		g.Go(func() error { return sub.Run(gctx) })
+		var err error
+		if rep, err = s.startReplica(gctx, g, conn); err != nil {
+			stopBG()
+			_ = g.Wait()
+			_ = s.ln.Close()
+			return err
+		}
 		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
 		g.Go(func() error { return reg.Watch(gctx, s.members) })
 	}
@@ -219,7 +264,7 @@ func (s *Serve) Run(ctx context.Context) error {
 			OnBatch: fe.ObservePublished}, fe)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
-	g.Go(func() error { return s.signalReady(gctx, sub) })
+	g.Go(func() error { return s.signalReady(gctx, rep) })
 
 	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
 		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
@@ -236,12 +281,50 @@ func (s *Serve) Run(ctx context.Context) error {
 	return err
 }
 
-// signalReady closes Ready once the subscriber (if any) caught up and the
+// startReplica builds the replica (and its load sync, when on) on conn
+// and runs them in g (DESIGN.md §9).
+func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *eventplane.Conn) (*replica.Replica, error) {
+	rc := s.cfg.Replica
+	if rc.Model == "" {
+		rc.Model = s.cfg.Frontend.Model
+	}
+	if s.fe.IndexKind() == "" {
+		rc.SnapshotInterval = 0 // no event-fed index to snapshot (policy not kv)
+	}
+	rc.Logger = s.log.With("component", "replica")
+	rc.Sync.Logger = rc.Logger
+	opts := replica.RouterOptions(s.fe.Router())
+	opts.Sink, opts.Flush = s.fe, s.fe.Flush
+	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
+	rep, err := replica.New(conn, rc, opts)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	var ls *replica.LoadSync
+	if rc.Sync.Enabled {
+		if ls, err = replica.NewLoadSync(conn.NC, rc.Sync, rep.ID()); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		// The frontend is the target: a remote free lets queued requests
+		// try again.
+		g.Go(func() error { return ls.Run(ctx, s.fe) })
+	}
+	s.mu.Lock()
+	s.conn, s.rep = conn, rep
+	s.mu.Unlock()
+	s.loadSync.Store(ls)
+	g.Go(func() error { return rep.Run(ctx) })
+	s.log.Info("replica started", "replica", rep.ID(), "snapshot_interval", rc.SnapshotInterval,
+		"sync", rc.Sync.Enabled, "lease_ttl", rc.LeaseTTL)
+	return rep, nil
+}
+
+// signalReady closes Ready once the replica (if any) caught up and the
 // index writers applied what it handed them.
-func (s *Serve) signalReady(ctx context.Context, sub *eventplane.Subscriber) error {
-	if sub != nil {
+func (s *Serve) signalReady(ctx context.Context, rep *replica.Replica) error {
+	if rep != nil {
 		select {
-		case <-sub.Ready():
+		case <-rep.Ready():
 		case <-ctx.Done():
 			return nil
 		}

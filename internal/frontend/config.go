@@ -73,6 +73,14 @@ type Config struct {
 	Logger *slog.Logger `yaml:"-"`
 	// Events are optional callbacks (tests, metrics).
 	Events Events `yaml:"-"`
+	// Readiness, when set, is asked by GET /readyz after the frontend's
+	// own conditions (not draining, workers known): false answers 503.
+	// detail is added to the body either way (a replica's catch-up and
+	// lag, DESIGN.md §9). Default nil: the frontend's conditions only.
+	Readiness func() (ok bool, detail string) `yaml:"-"`
+	// AdminHandlers are extra endpoints ("GET /debug/loads") served
+	// behind the admin keys like /debug/index. Default none.
+	AdminHandlers map[string]http.Handler `yaml:"-"`
 }
 
 // Events are optional callbacks, called on request goroutines.
@@ -86,6 +94,10 @@ type Events struct {
 	// when it answers again and is back. Event transports use them to reset
 	// their per-worker state.
 	OnWorkerDown, OnWorkerUp func(id uint64)
+	// OnBooking is handed to the router (router.Events.OnBooking): every
+	// change of this router's own load and affinity state, for the other
+	// replicas (DESIGN.md §9 load sync). Called on request goroutines.
+	OnBooking func(b router.Booking)
 }
 
 // DefaultConfig returns the defaults; Tokenizer must still be set.

@@ -108,9 +108,10 @@ func New(cfg Config) (*Server, error) {
 			return s.conc[t]
 		},
 		Events: router.Events{
-			OnRoute:  s.m.onRoute,
-			OnReject: s.m.onReject,
-			OnSweep:  func(ids []string) { s.m.swept.Add(float64(len(ids))) },
+			OnRoute:   s.m.onRoute,
+			OnReject:  s.m.onReject,
+			OnSweep:   func(ids []string) { s.m.swept.Add(float64(len(ids))) },
+			OnBooking: cfg.Events.OnBooking,
 		},
 	}
 	rt, err := router.New(cfg.Router, opts)
@@ -326,6 +327,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /route/{id}/free", client(http.HandlerFunc(s.handleRouteLifecycle)))
 	mux.Handle("GET /debug/index", admin(http.HandlerFunc(s.handleDebugIndex)))
 	mux.Handle("GET /debug/router", admin(http.HandlerFunc(s.handleDebugRouter)))
+	for pattern, h := range s.cfg.AdminHandlers {
+		mux.Handle(pattern, admin(h))
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.handleReady)
@@ -339,14 +343,42 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	n := len(s.workers)
 	s.mu.RUnlock()
+	ok, detail := true, ""
+	if s.cfg.Readiness != nil {
+		ok, detail = s.cfg.Readiness()
+		detail = "\n" + detail
+	}
 	switch {
 	case s.draining.Load():
-		http.Error(w, "draining", http.StatusServiceUnavailable)
+		http.Error(w, "draining"+detail, http.StatusServiceUnavailable)
+	case !ok:
+		http.Error(w, "not ready"+detail, http.StatusServiceUnavailable)
 	case n == 0:
-		http.Error(w, "no workers", http.StatusServiceUnavailable)
+		http.Error(w, "no workers"+detail, http.StatusServiceUnavailable)
 	default:
-		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers\n"))
+		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers" + detail + "\n"))
 	}
+}
+
+// ApplyRemote applies another replica's booking to the router (it fits
+// the load sync's target, DESIGN.md §9) and, since a remote free lowers
+// load, lets queued requests try again.
+func (s *Server) ApplyRemote(origin string, b router.Booking, now time.Time) error {
+	err := s.rt.ApplyRemote(origin, b, now)
+	if b.Kind != router.BookRoute && b.Kind != router.BookBind {
+		s.kickRelease()
+	}
+	return err
+}
+
+// DropOrigin drops a silent replica's bookings (router.DropOrigin) and
+// lets queued requests try again.
+func (s *Server) DropOrigin(origin string) int {
+	n := s.rt.DropOrigin(origin)
+	if n > 0 {
+		s.kickRelease()
+	}
+	return n
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {

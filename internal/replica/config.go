@@ -16,42 +16,42 @@ import (
 type Config struct {
 	// ID names this replica: the lease holder's value, the load-sync
 	// origin's prefix, logs. Default "<hostname>-<pid>".
-	ID string
+	ID string `yaml:"id"`
 	// Model filters the KV event subjects consumed, as
 	// eventplane.SubscriberConfig.Model. Default "" (every model).
-	Model string
+	Model string `yaml:"model"`
 	// SnapshotInterval is how often the lease holder writes a snapshot
 	// (when the stream moved since the last one). Default 1m; 0 means
 	// this replica never competes for the lease nor writes snapshots (it
 	// still restores them).
-	SnapshotInterval time.Duration
+	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
 	// SnapshotKeep is how many snapshots the writer keeps. Default 3; 0
 	// means the default.
-	SnapshotKeep int
+	SnapshotKeep int `yaml:"snapshot_keep"`
 	// SnapshotBucket is the object store of the snapshots. Default
 	// "kvrouter_snapshots"; "" means the default.
-	SnapshotBucket string
+	SnapshotBucket string `yaml:"snapshot_bucket"`
 	// LeaseBucket is the KV bucket of the snapshot writer's lease.
 	// Default "kvrouter_replicas"; "" means the default.
-	LeaseBucket string
+	LeaseBucket string `yaml:"lease_bucket"`
 	// LeaseTTL: a writer that stopped renewing for this long is replaced.
 	// Default 10s; 0 means the default.
-	LeaseTTL time.Duration
+	LeaseTTL time.Duration `yaml:"lease_ttl"`
 	// LeaseRenew is the lease's renewal interval. Default LeaseTTL/3; 0
 	// means that.
-	LeaseRenew time.Duration
+	LeaseRenew time.Duration `yaml:"lease_renew"`
 	// StatusInterval is how often the stream's last sequence is read (the
 	// lag in Status, and the check for a stream that restarted). Default
 	// 1s; 0 means the default.
-	StatusInterval time.Duration
+	StatusInterval time.Duration `yaml:"status_interval"`
 	// GapTimeout is the subscriber's wait for a missing event id before it
 	// clears that worker+rank (eventplane.Order). Default 0: the
 	// subscriber's default.
-	GapTimeout time.Duration
+	GapTimeout time.Duration `yaml:"gap_timeout"`
 	// Sync configures load and affinity sync.
-	Sync SyncConfig
+	Sync SyncConfig `yaml:"sync"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // SyncConfig configures a LoadSync (DESIGN.md §9: ephemeral state).
@@ -59,27 +59,27 @@ type SyncConfig struct {
 	// Enabled turns sync on (`--replica-sync`): bookings are published
 	// and the others' applied. Default true; false: each replica sees
 	// only its own traffic (the wiring then builds no LoadSync).
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 	// Subject is the core NATS subject; default "kvrouter.load".
-	Subject string
+	Subject string `yaml:"subject"`
 	// Origin is this replica's id on the wire. Default Config.ID plus a
 	// random suffix, so that a restarted replica is a new origin (its
 	// predecessor's bookings die with the heartbeat timeout, not with
 	// its frees, which never come).
-	Origin string
+	Origin string `yaml:"origin"`
 	// Heartbeat is the interval of this replica's heartbeats. Default 1s;
 	// 0 means the default.
-	Heartbeat time.Duration
+	Heartbeat time.Duration `yaml:"heartbeat"`
 	// Timeout: a replica unheard for this long has its bookings dropped.
 	// Default 3s; 0 means the default. Must exceed Heartbeat.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"timeout"`
 	// MaxBatch, MaxDelay and Queue tune the loadsync batching (0: the
 	// loadsync defaults 256, 1ms, 65536).
-	MaxBatch int
-	MaxDelay time.Duration
-	Queue    int
+	MaxBatch int           `yaml:"max_batch"`
+	MaxDelay time.Duration `yaml:"max_delay"`
+	Queue    int           `yaml:"queue"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // DefaultConfig returns the defaults above (DESIGN.md §9).
