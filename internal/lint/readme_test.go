@@ -113,3 +113,50 @@ func TestREADMEDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestREADMETestNames: every test README.md names (`TestX`, as the proof
+// of a claim) exists as a test function in the module.
+func TestREADMETestNames(t *testing.T) {
+	root := moduleRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(string(readme), -1) {
+		named[m[1]] = false
+	}
+	if len(named) == 0 {
+		t.Fatal("README names no test")
+	}
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)`)
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			if _, ok := named[string(m[1])]; ok {
+				named[string(m[1])] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, found := range named {
+		if !found {
+			t.Errorf("README names %s, which is no test function", name)
+		}
+	}
+}
