@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +87,103 @@ func TestServeEmbeddedNATSAndReadyz(t *testing.T) {
 	}
 	if st := s.Frontend().Router().Stats(); st.Workers != 1 {
 		t.Errorf("router has %d workers, want 1 (block size 16 refused)", st.Workers)
+	}
+}
+
+// freePort returns a loopback TCP port that was free a moment ago (for ZMQ
+// endpoints, which the mocker binds by address).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestServeStaticZMQFleet: serve --no-nats with a --worker carrying zmq= and
+// replay= endpoints (README: a static fleet of vLLM engines publishing KV
+// events over ZMQ) indexes the worker's events: a repeated long prompt
+// finds its blocks cached on that worker.
+func TestServeStaticZMQFleet(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
+	replay := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
+	mc := DefaultMockerConfig()
+	mc.Listen = "127.0.0.1:0"
+	mc.ZMQPub, mc.ZMQReplay = pub, replay
+	mc.Mocker.Engine.SpeedupRatio = 0
+	mc.Logger = quiet
+	m, err := NewMocker(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mDone := make(chan error, 1)
+	go func() { mDone <- m.Run(ctx) }()
+	defer func() { cancel(); <-mDone }()
+
+	cfg := DefaultServeConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.NoNATS = true
+	cfg.Workers = []string{m.URL() + ",id=1,zmq=" + pub + ",replay=" + replay + ",bs=64"}
+	cfg.Frontend.LoadPollInterval = -1
+	cfg.Logger = quiet
+	s, err := NewServe(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(sCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	select {
+	case <-s.Ready():
+	case err := <-done:
+		done <- err
+		t.Fatalf("serve stopped before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve not ready after 30s")
+	}
+	if s.NATSURL() != "" {
+		t.Fatalf("--no-nats serve connected to NATS %s", s.NATSURL())
+	}
+	prompt := strings.Repeat("a static fleet publishes its KV events over ZMQ; ", 40)
+	body := `{"prompt":"` + prompt + `","max_tokens":1}`
+	post := func() (int, string) {
+		resp, err := http.Post(s.URL()+"/v1/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, resp.Header.Get("x-kvrouter-overlap-blocks")
+	}
+	// The SUB may join after the first events: the router asks the replay
+	// endpoint for what it missed; retry the request until the overlap shows.
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		code, overlap := post()
+		if code != http.StatusOK {
+			t.Fatalf("completion: %d", code)
+		}
+		if n, _ := strconv.Atoi(overlap); n > 0 {
+			break
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("no overlap after 20s: ZMQ events never reached the index (%+v)", s.Frontend().IndexSummaries().Workers)
+		case <-tick.C:
+		}
 	}
 }
