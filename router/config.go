@@ -71,6 +71,21 @@ type AffinityConfig struct {
 	TTL time.Duration
 }
 
+// PredictConfig configures the predicted side index (ModeKV): every
+// decision also records the request's blocks for the chosen worker in a
+// short-TTL approximate index, and a lookup takes, per worker, the larger
+// of the event-fed and the predicted device overlap. A burst of requests
+// sharing a new prefix then follows the first one instead of scattering
+// while that prefix's KV events are still in flight. The prediction is
+// kept apart from the event-fed index (DESIGN.md §3): it never writes to it.
+type PredictConfig struct {
+	// TTL is how long a prediction lasts: long enough to cover the first
+	// request's prefill and its events' delay, short enough that an
+	// eviction the events report is not overridden for long. Default 0
+	// (off); see DefaultConfig for kvrouter's measured default.
+	TTL time.Duration
+}
+
 // Config composes the router's component configurations.
 type Config struct {
 	// Mode: ModeKV (default), ModeApprox or ModeLoadOnly.
@@ -89,6 +104,9 @@ type Config struct {
 	Queue QueueConfig
 	// Affinity configures session affinity (off by default).
 	Affinity AffinityConfig
+	// Predict configures the predicted side index (ModeKV only).
+	// Default TTL DefaultPredictTTL; zero TTL = off.
+	Predict PredictConfig
 	// TrackOutputBlocks, when true, charges a request's expected output
 	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
 	// its worker. Default false.
@@ -105,7 +123,27 @@ func DefaultConfig() Config {
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
 		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
+		Predict:   PredictConfig{TTL: DefaultPredictTTL},
 	}
+}
+
+// DefaultPredictTTL is the default lifetime of a prediction (Config.Predict).
+const DefaultPredictTTL = 0
+
+// Preset returns DefaultConfig with the selector preset name
+// (selector.Preset): "default", or "dynamo" for Dynamo's exact cost and
+// defaults, with the predicted side index off as in Dynamo.
+func Preset(name string) (Config, error) {
+	sc, err := selector.Preset(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("router: %w", err)
+	}
+	c := DefaultConfig()
+	c.Selector = sc
+	if name == selector.PresetDynamo {
+		c.Predict = PredictConfig{}
+	}
+	return c, nil
 }
 
 // Validate reports every problem with c, joined.
@@ -134,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.Queue.Capacity < 0 {
 		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.Predict.TTL < 0 {
+		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))

@@ -46,6 +46,10 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 			ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
 		}
 	}
+	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
+		r.predicted = r.predict.AppendMatches(r.predicted[:0], p.locals, now)
+		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
+	}
 	outBlocks := 0
 	if r.cfg.TrackOutputBlocks {
 		outBlocks = (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
@@ -115,6 +119,8 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.ActivePrefillTokens = l.PrefillTokens
 		c.ActiveDecodeBlocks = l.DecodeBlocks
 		c.ActiveRequests = l.Requests
+		c.PrefillRequests = l.PrefillRequests
+		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
 		c.Overlap = [kvevents.NumTiers]int{}
 		switch {
@@ -211,6 +217,9 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	if r.cfg.Mode == ModeApprox && len(p.locals) > 0 {
 		r.approx.Insert(c.Worker, p.locals, now)
 	}
+	if r.predict != nil && len(p.locals) > 0 {
+		r.predict.Insert(c.Worker, p.locals, now)
+	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)
 		r.sessions[p.req.ID] = p.req.Session
@@ -272,4 +281,31 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 	}
 	return out
+}
+
+// mergeMax returns, per worker, the larger overlap of a and b (both sorted
+// by worker), built in *scratch and copied back over a's buffer (which the
+// caller owns): the predicted side index never lowers what events say.
+func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps {
+	if len(b) == 0 {
+		return a
+	}
+	m := (*scratch)[:0]
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Worker.Less(b[j].Worker)):
+			m = append(m, a[i])
+			i++
+		case i == len(a) || b[j].Worker.Less(a[i].Worker):
+			m = append(m, b[j])
+			j++
+		default:
+			m = append(m, indexer.Overlap{Worker: a[i].Worker, Blocks: max(a[i].Blocks, b[j].Blocks)})
+			i++
+			j++
+		}
+	}
+	*scratch = m
+	return append(a[:0], m...)
 }

@@ -95,6 +95,7 @@ type Router struct {
 	mu       sync.Mutex
 	rng      *rand.Rand
 	approx   Approx
+	predict  *indexer.Approx // predicted side index (Config.Predict), ModeKV only
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -111,6 +112,8 @@ type Router struct {
 	cands     []selector.Candidate
 	newBlocks []int
 	reasons   []selector.Reason
+	predicted indexer.Overlaps     // predicted overlaps of the decision
+	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 }
 
@@ -142,6 +145,11 @@ func New(cfg Config, opts Options) (*Router, error) {
 		aff:      affinity.New(cfg.Affinity.TTL),
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
+	}
+	if cfg.Mode == ModeKV && cfg.Predict.TTL > 0 {
+		pc := cfg.Index
+		pc.TTL = cfg.Predict.TTL
+		r.predict = indexer.NewApprox(pc)
 	}
 	if cfg.Queue.Threshold > 0 {
 		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
@@ -265,6 +273,9 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	defer r.mu.Unlock()
 	if r.approx != nil {
 		r.approx.RemoveWorker(id)
+	}
+	if r.predict != nil {
+		r.predict.RemoveWorker(id)
 	}
 	delete(r.workers, id)
 	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks
