@@ -37,6 +37,7 @@ func newRootCmd() *cobra.Command {
 		newEventsCmd(),
 		newBenchCmd(),
 		newSimCmd(),
+		newTraceCmd(),
 		newMockerCmd(),
 		newServeCmd(),
 		newUpCmd(),

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replay"
+	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/mocker"
-	"github.com/kvrouter/kvrouter/trace"
 	"github.com/spf13/cobra"
 )
 
@@ -38,13 +38,10 @@ With --compare kv,load,round-robin it starts a fresh in-process fleet (embedded 
 --workers mockers, router) per policy and replays the same trace against each, back to
 back: a table (with ratios to the first policy), --json, and PNG charts in --charts.
 The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes on 2 cores.`,
-		Example: `  kvrouter replay --compare kv,load,round-robin --trace ../shared/data/conversation_trace.jsonl.gz
+		Example: `  kvrouter replay --compare kv,load,round-robin
   kvrouter replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tracePath == "" {
-				return errors.New("--trace is required")
-			}
-			recs, err := trace.ReadFile(tracePath)
+			recs, err := traces.Load(tracePath)
 			if err != nil {
 				return err
 			}
@@ -131,7 +128,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&tracePath, "trace", "", "Mooncake trace (JSONL, plain or gzip)")
+	f.StringVar(&tracePath, "trace", traces.Default, "a shipped trace (conversation, synth, azure-code, azure-conv) or a file (Mooncake JSONL or Azure CSV, plain or gzip)")
 	f.StringVar(&cfg.URL, "url", "", "OpenAI-compatible base URL to replay against")
 	f.StringVar(&cfg.Model, "model", "kvrouter-mock", "model name sent in requests")
 	f.StringVar(&cfg.APIKey, "api-key", "", "bearer token")

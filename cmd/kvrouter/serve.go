@@ -20,7 +20,7 @@ func newServeCmd() *cobra.Command {
 		workerFlags, tokURLs                              []string
 		noNATS, affinity                                  bool
 		natsPort                                          int
-		queuePolicy                                       string
+		queuePolicy, preset                               string
 	)
 	c := &cobra.Command{
 		Use:   "serve",
@@ -41,6 +41,9 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 			}
 			ctx := cmd.Context()
 			if cfg.Policy, err = frontend.ParsePolicy(policy); err != nil {
+				return err
+			}
+			if err := applyRouterPreset(cmd, &cfg.Router, preset); err != nil {
 				return err
 			}
 			cfg.Router.Affinity.Enabled = affinity
@@ -136,6 +139,7 @@ With neither --nats nor --worker an embedded NATS server is started.`,
 	f.StringVar(&tok, "tokenizer", "builtin", "builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
 	f.StringSliceVar(&tokURLs, "tokenizer-url", nil, "with --tokenizer remote: worker base URLs to ask (default: the static workers)")
 	f.StringVar(&policy, "policy", "kv", "kv, approx, load, round-robin or random")
+	f.StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); explicit flags override it")
 	f.StringVar(&cfg.Index, "index", cfg.Index, "event-fed index: radix or flash")
 	f.IntVar(&cfg.Router.BlockSize, "block-size", router.DefaultBlockSize, "tokens per KV block; must equal the workers'")
 	f.Float64Var(&cfg.Router.Selector.OverlapCredit, "overlap-credit", cfg.Router.Selector.OverlapCredit, "credit per cached device block (0 = pure load balancing)")
