@@ -81,8 +81,8 @@ type AffinityConfig struct {
 type PredictConfig struct {
 	// TTL is how long a prediction lasts: long enough to cover the first
 	// request's prefill and its events' delay, short enough that an
-	// eviction the events report is not overridden for long. Default 0
-	// (off); see DefaultConfig for kvrouter's measured default.
+	// eviction the events report is not overridden for long. Default
+	// DefaultPredictTTL; 0 = off (Dynamo's behaviour, preset "dynamo").
 	TTL time.Duration
 }
 
@@ -104,6 +104,11 @@ type Config struct {
 	Queue QueueConfig
 	// Affinity configures session affinity (off by default).
 	Affinity AffinityConfig
+	// UtilizationWindow is the time constant of the running estimate of
+	// the fleet's prefill utilization (selector.Request.Utilization), which
+	// the default time cost uses to price the delay a request imposes on
+	// later ones. Default 10 s; 0 = no estimate (that term off).
+	UtilizationWindow time.Duration
 	// Predict configures the predicted side index (ModeKV only).
 	// Default TTL DefaultPredictTTL; zero TTL = off.
 	Predict PredictConfig
@@ -124,11 +129,15 @@ func DefaultConfig() Config {
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
 		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
 		Predict:   PredictConfig{TTL: DefaultPredictTTL},
+
+		UtilizationWindow: 10 * time.Second,
 	}
 }
 
-// DefaultPredictTTL is the default lifetime of a prediction (Config.Predict).
-const DefaultPredictTTL = 0
+// DefaultPredictTTL is the default lifetime of a prediction
+// (Config.Predict), chosen by measurement (internal/sim): it covers a
+// prefill and the events' delay; longer changed nothing measurable.
+const DefaultPredictTTL = 500 * time.Millisecond
 
 // Preset returns DefaultConfig with the selector preset name
 // (selector.Preset): "default", or "dynamo" for Dynamo's exact cost and
@@ -172,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if c.Queue.Capacity < 0 {
 		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.UtilizationWindow < 0 {
+		errs = append(errs, fmt.Errorf("router: utilization window %v must be >= 0", c.UtilizationWindow))
 	}
 	if c.Predict.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))

@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -57,7 +58,8 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	cands := r.candidates(p, ov, outBlocks)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
-	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides}
+	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
+		Utilization: r.utilization(cands, now)}
 
 	if r.queue != nil {
 		if fresh && r.queue.Len() > 0 {
@@ -308,4 +310,31 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 	}
 	*scratch = m
 	return append(a[:0], m...)
+}
+
+// utilization updates and returns the running estimate of the fleet's
+// prefill utilization: the fraction of ranks with a request in prefill,
+// sampled at every decision and averaged exponentially over
+// Config.UtilizationWindow of time (arrivals sample the time average).
+func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 {
+	if len(cands) == 0 || r.cfg.UtilizationWindow <= 0 {
+		return 0
+	}
+	busy := 0
+	for i := range cands {
+		if cands[i].PrefillRequests > 0 {
+			busy++
+		}
+	}
+	u := float64(busy) / float64(len(cands))
+	if r.utilAt.IsZero() {
+		r.util, r.utilAt = u, now
+		return u
+	}
+	if dt := now.Sub(r.utilAt); dt > 0 {
+		a := 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
+		r.util += a * (u - r.util)
+		r.utilAt = now
+	}
+	return r.util
 }

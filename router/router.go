@@ -112,6 +112,8 @@ type Router struct {
 	cands     []selector.Candidate
 	newBlocks []int
 	reasons   []selector.Reason
+	util      float64              // utilization estimate (utilization)
+	utilAt    time.Time            // its last update
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns

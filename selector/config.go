@@ -60,12 +60,14 @@ type Config struct {
 	// the worker's backlog.
 	Unclamped bool
 
-	// ImposedWeight (CostTime only) charges the prefill time the request
-	// adds to the candidate's queue again, weighted: the delay it imposes
-	// on the requests that will queue behind it there. It is what makes a
-	// cache hit worth more than the time it saves this request alone (a
-	// hit leaves the worker free for the next one), and a burst of
-	// requests sharing a new prefix follow the first one. Default
+	// ImposedWeight (CostTime only) charges the request's own prefill
+	// time again, times ImposedWeight/(1-U) at fleet utilization U
+	// (Request.Utilization): what that work costs the fleet, i.e. the
+	// requests that will queue behind it on the worker and the capacity
+	// and cache room it takes from them. It makes a cache hit worth more
+	// than the time it saves this request alone, more so as the fleet
+	// fills, and makes a burst of requests with the same new prefix follow
+	// the first one (with the predicted side index). Default
 	// DefaultImposedWeight; 0 = this request's time to first token only.
 	ImposedWeight float64
 	// ActiveRequestWeight charges this many blocks per active request on a
@@ -88,8 +90,9 @@ type Config struct {
 }
 
 // DefaultImposedWeight is the default Config.ImposedWeight, chosen by
-// measurement (internal/sim, every shipped trace at 50/70/90% load).
-const DefaultImposedWeight = 1.0
+// measurement (internal/sim, every shipped trace at 50/70/90% load; see
+// its package doc).
+const DefaultImposedWeight = 2.0
 
 // DefaultConfig returns kvrouter's defaults: the time cost (CostTime) on
 // the DESIGN.md §6 timing model, with DESIGN.md §4's knob values.

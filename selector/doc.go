@@ -19,12 +19,21 @@
 //
 //	credit   = tier-weighted overlap blocks (below; decay applies)
 //	own      = max(1, isl - credit*B)             uncached prompt tokens
-//	queue    = active_prefill_tokens + own        prefill ahead of it (FCFS) and its own
 //	chunk    = max_batched_tokens - decoding requests
-//	prefill  = Σ over ceil(queue/chunk) passes of PrefillTime(tokens in the pass)
+//	ahead    = PrefillSpan(active_prefill_tokens) prefill queued before it (FCFS), own passes
+//	mine     = PrefillSpan(own)                   its own prefill, in the passes after
 //	usage    = kv_usage + new_blocks / total_kv_blocks
 //	decode   = passes * DecodeTime(usage)         if the worker has active requests
-//	cost     = PrefillLoadScale*prefill + decode + ActiveRequestWeight*active_requests
+//	imposed  = ImposedWeight * mine / (1 - U)     what its work costs the fleet
+//	cost     = PrefillLoadScale*(ahead + mine + imposed) + decode + ActiveRequestWeight*active_requests
+//
+// where PrefillSpan(T) is the time of the chunked passes computing T
+// tokens, and U the fleet's prefill utilization (Request.Utilization; the
+// router estimates it). ahead + mine + decode is the request's time to
+// first token; imposed prices the work it adds: in an M/M/1 queue a unit
+// of work costs the system 1/(1-U) of response time, so recomputing a
+// prefix another worker holds costs more as the fleet fills, and a cache
+// hit is worth more than the time it saves this request alone.
 //
 // Why: every term is then the same unit, so no weight has to be tuned to
 // a trace. Dynamo's cost adds prefill blocks to resident decode blocks;

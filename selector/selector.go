@@ -95,6 +95,12 @@ type Request struct {
 	BlockSize   int
 	Constraints Constraints
 	Overrides   Overrides
+	// Utilization is the fleet's prefill utilization U, the fraction of
+	// time a worker has prefill work in flight, in [0, 1) (the router keeps
+	// a running estimate). CostTime charges a request's own prefill time
+	// ImposedWeight/(1-U) times again: in an M/M/1 queue a unit of work
+	// costs the system 1/(1-U) of response time. 0: unknown or idle.
+	Utilization float64
 }
 
 // Reason says why a candidate was not scored; ReasonNone means it was.
@@ -149,7 +155,7 @@ type Breakdown struct {
 	Passes int
 	Usage  float64
 	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
-	// the prefill time the request adds to the worker's queue, weighted.
+	// the request's own prefill time times ImposedWeight/(1-U).
 	Imposed float64
 	// Requests is the active-request term (ActiveRequestWeight * requests).
 	Requests float64
@@ -293,7 +299,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 			continue
 		}
 		b := &res.Breakdowns[i]
-		costInto(cfg, req.ISL, req.BlockSize, floor, &cands[i], b)
+		costInto(cfg, req.ISL, req.BlockSize, floor, req.Utilization, &cands[i], b)
 		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
@@ -302,15 +308,16 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 }
 
 // Cost computes a candidate's cost breakdown under cfg for a request of isl
-// tokens with block size b, floorTokens being the load floor of the decay.
-func Cost(cfg Config, isl, b, floorTokens int, c *Candidate) Breakdown {
+// tokens with block size b, floorTokens being the load floor of the decay
+// and util the fleet utilization (Request.Utilization).
+func Cost(cfg Config, isl, b, floorTokens int, util float64, c *Candidate) Breakdown {
 	var out Breakdown
-	costInto(&cfg, isl, b, floorTokens, c, &out)
+	costInto(&cfg, isl, b, floorTokens, util, c, &out)
 	return out
 }
 
 // costInto is Cost writing into out (every field but Out and Prob).
-func costInto(cfg *Config, isl, b, floorTokens int, c *Candidate, out *Breakdown) {
+func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, out *Breakdown) {
 	B := float64(b)
 	reqBlocks := max(1, float64(isl)/B)
 	decay := 1.0
@@ -334,7 +341,7 @@ func costInto(cfg *Config, isl, b, floorTokens int, c *Candidate, out *Breakdown
 			tm = *c.Timing
 		}
 		tm = tm.orDefault()
-		costTimeInto(cfg, &tm, isl, b, credit, c, out)
+		costTimeInto(cfg, &tm, isl, b, credit, util, c, out)
 		return
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed = 0, 0, 0, 0

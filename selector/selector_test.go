@@ -84,6 +84,8 @@ func configFrom(t *testing.T, a map[string]string) Config {
 				t.Fatal(err)
 			}
 			c.Cost = m
+		case "imposed":
+			c.ImposedWeight = fnum(t, v)
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -176,6 +178,8 @@ func TestDataDriven(t *testing.T) {
 					case "isl", "block":
 					case "seed":
 						seed = uint64(inum(t, v))
+					case "util":
+						req.Utilization = fnum(t, v)
 					case "allow":
 						for _, s := range strings.Split(v, ",") {
 							req.Constraints.Allow = append(req.Constraints.Allow, uint64(inum(t, s)))

@@ -138,36 +138,47 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 }
 
 // costTimeInto computes the time cost (CostTime) of candidate c for a
-// request of isl tokens with block size b, given its credit in blocks and
-// the decay already applied.
+// request of isl tokens with block size b, given its credit in blocks (the
+// decay already applied) and the fleet utilization util.
 //
-//	own      = isl - credit*B               (uncached prompt tokens; >= 1 clamped)
-//	queue    = active_prefill_tokens + own  (FCFS: prefill ahead, then its own)
-//	chunk    = max_batched_tokens - decoding requests (each decode takes one token of a pass)
-//	prefill  = Σ over ceil(queue/chunk) passes of PrefillTime(tokens of that pass)
+//	own      = max(1, isl - credit*B)        uncached prompt tokens
+//	chunk    = max_batched_tokens - decoding requests (a decode takes one token of a pass)
+//	ahead    = PrefillSpan(active_prefill_tokens)  the queued prefill, in its own passes
+//	mine     = PrefillSpan(own)              its own prefill, in the passes after
 //	usage    = KV usage + new_blocks / total_kv_blocks
-//	decode   = passes * DecodeTime(usage)   when the worker has active requests
-//	imposed  = PrefillSpan(queue) - PrefillSpan(active_prefill_tokens)
-//	cost     = PrefillLoadScale*(prefill + ImposedWeight*imposed) + decode + ActiveRequestWeight*active_requests
-func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit float64, c *Candidate, out *Breakdown) {
+//	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
+//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
+//	cost     = PrefillLoadScale*(ahead + mine + imposed) + decode + ActiveRequestWeight*active_requests
+//
+// The queued prefill is mostly in the pass running now, which the
+// request cannot join: it waits for those passes to end, then its own
+// start (pessimistic for requests still waiting to be scheduled, which an
+// engine may batch with it; exact for the pass in flight, the common case).
+// With Unclamped, a credit beyond the prompt (own < 1) shortens the queue
+// ahead instead.
+func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, util float64, c *Candidate, out *Breakdown) {
 	own := float64(isl) - credit*float64(b)
-	if !cfg.Unclamped {
-		own = max(own, 1)
+	ahead := float64(c.ActivePrefillTokens)
+	if own < 1 {
+		if cfg.Unclamped {
+			ahead = max(0, ahead+own-1)
+		}
+		own = 1
 	}
-	q := max(float64(c.ActivePrefillTokens)+own, 1)
 	chunk := c.MaxNumBatchedTokens
 	if chunk <= 0 {
 		chunk = tm.MaxBatchedTokens
 	}
 	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
 	chunk = max(1, chunk-decoding)
-	prefill, passes := tm.PrefillSpan(q, chunk)
-	imposed := prefill
-	if c.ActivePrefillTokens > 0 {
-		before, _ := tm.PrefillSpan(float64(c.ActivePrefillTokens), chunk)
-		imposed = max(0, prefill-before)
+	prefill, passes := 0.0, 0
+	if ahead > 0 {
+		prefill, passes = tm.PrefillSpan(ahead, chunk)
 	}
-	imposed *= cfg.ImposedWeight
+	mine, n := tm.PrefillSpan(own, chunk)
+	prefill += mine
+	passes += n
+	imposed := mine * cfg.ImposedWeight * queueFactor(util)
 	usage := max(c.KVUsage, 0)
 	if c.TotalKVBlocks > 0 {
 		usage += float64(c.NewBlocks) / float64(c.TotalKVBlocks)
@@ -181,9 +192,22 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit float64, c *Candid
 	out.Prefill = prefill
 	out.Decode = decode
 	out.Requests = reqs
-	out.Queue = q
+	out.Queue = ahead + own
 	out.Passes = passes
 	out.Usage = usage
 	out.Imposed = imposed
 	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
+}
+
+// MaxUtilization caps the utilization estimate in queueFactor, so a
+// saturated fleet's factor stays finite (20).
+const MaxUtilization = 0.95
+
+// queueFactor is 1/(1-U): in an M/M/1 queue at utilization U, a unit of
+// work costs the system 1/(1-U) units of response time (the mean response
+// time is S/(1-U)): its own service and the waiting it causes the requests
+// behind it. Unknown utilization (0) gives 1.
+func queueFactor(u float64) float64 {
+	u = min(max(u, 0), MaxUtilization)
+	return 1 / (1 - u)
 }
