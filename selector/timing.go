@@ -47,8 +47,13 @@ func ParseCostModel(s string) (CostModel, error) {
 // where p is the fraction of KV blocks in use. The zero Timing means
 // DefaultTiming (see Config.Timing).
 type Timing struct {
+	// Prefill polynomial in ms (per T², per T, per pass). Defaults
+	// 4.21e-7, 0.01518, 16.5 (DESIGN.md §6); all fields zero means
+	// DefaultTiming.
 	PrefillQuad, PrefillLin, PrefillConst float64
-	DecodeQuad, DecodeLin, DecodeConst    float64
+	// Decode polynomial in ms (per p², per p, per pass). Defaults -25.74,
+	// 54.01, 5.74 (DESIGN.md §6).
+	DecodeQuad, DecodeLin, DecodeConst float64
 	// MaxBatchedTokens is the token budget of one pass, used when a
 	// candidate does not report its own. Default 8192 (the mocker's);
 	// 0 means 8192.
