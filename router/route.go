@@ -30,7 +30,7 @@ func (r *Router) routeLocked(p *pending, now time.Time, fresh bool) (Decision, b
 	return d, oc == queued, err
 }
 
-// decideLocked decides p with the overlaps in p.ov (ModeKV; ModeApprox
+// decideLocked decides p with the overlaps in p.ov (PolicyKV; PolicyApprox
 // looks up here).
 func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, outcome, error) {
 	ov := &p.ov
@@ -40,7 +40,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 			return Decision{}, dispatched, fmt.Errorf("%w: request %q is already active", ErrBadRequest, req.ID)
 		}
 	}
-	if r.cfg.Mode == ModeApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
 		if a, ok := r.approx.(approxAppender); ok {
 			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
 		} else {
@@ -74,7 +74,13 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	}
 	// The breakdowns become Decision.Candidates: the one allocation.
 	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
-	res, err := r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	var res selector.Result
+	var err error
+	if r.cfg.Policy.blind() {
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
+	} else {
+		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	}
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
 			if fresh {
@@ -216,7 +222,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
-	if r.cfg.Mode == ModeApprox && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
 		r.approx.Insert(c.Worker, p.locals, now)
 	}
 	if r.predict != nil && len(p.locals) > 0 {
@@ -254,11 +260,12 @@ func (r *Router) Release(now time.Time) []Released {
 	}
 	var out []Released
 	var reqs []Request
+	var books []Booking
 	r.mu.Lock()
 	for r.queue.Len() > 0 {
 		head, _ := r.queue.Peek()
 		p := head.Value
-		if r.cfg.Mode == ModeKV && r.wantsOverlap(&p.req) {
+		if r.cfg.Policy == PolicyKV && r.wantsOverlap(&p.req) {
 			r.lookupKV(p) // under the lock: Release is rare
 		}
 		d, oc, err := r.decideLocked(p, now, false)
@@ -271,9 +278,15 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 		out = append(out, Released{Decision: d, Err: err})
 		reqs = append(reqs, p.req)
+		if err == nil {
+			books = r.releasedBookings(books, p, &d)
+		}
 		putPending(p)
 	}
 	r.mu.Unlock()
+	for _, b := range books {
+		r.events.OnBooking(b)
+	}
 	for i := range out {
 		switch {
 		case out[i].Err != nil && r.events.OnReject != nil:
@@ -328,8 +341,10 @@ func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 
 	}
 	u := float64(busy) / float64(len(cands))
 	if r.utilAt.IsZero() {
-		r.util, r.utilAt = u, now
-		return u
+		// Start from an idle fleet rather than the first sample, so that
+		// replicas whose first decisions come at different moments agree.
+		r.utilAt = now
+		return r.util
 	}
 	if dt := now.Sub(r.utilAt); dt > 0 {
 		a := 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))

@@ -132,11 +132,11 @@ func newRouter(t *testing.T, a targs) *Router {
 		case "predict":
 			cfg.Predict.TTL = a.dur(t, k)
 		case "mode":
-			m, err := ParseMode(v)
+			m, err := ParsePolicy(v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Mode = m
+			cfg.Policy = m
 		case "block":
 			cfg.BlockSize = a.int(t, k)
 		case "seed":

@@ -50,14 +50,18 @@ type Timing struct {
 	// Prefill polynomial in ms (per T², per T, per pass). Defaults
 	// 4.21e-7, 0.01518, 16.5 (DESIGN.md §6); all fields zero means
 	// DefaultTiming.
-	PrefillQuad, PrefillLin, PrefillConst float64
+	PrefillQuad  float64 `yaml:"prefill_quad"`
+	PrefillLin   float64 `yaml:"prefill_lin"`
+	PrefillConst float64 `yaml:"prefill_const"`
 	// Decode polynomial in ms (per p², per p, per pass). Defaults -25.74,
 	// 54.01, 5.74 (DESIGN.md §6).
-	DecodeQuad, DecodeLin, DecodeConst float64
+	DecodeQuad  float64 `yaml:"decode_quad"`
+	DecodeLin   float64 `yaml:"decode_lin"`
+	DecodeConst float64 `yaml:"decode_const"`
 	// MaxBatchedTokens is the token budget of one pass, used when a
 	// candidate does not report its own. Default 8192 (the mocker's);
 	// 0 means 8192.
-	MaxBatchedTokens int
+	MaxBatchedTokens int `yaml:"max_batched_tokens"`
 }
 
 // DefaultTiming returns the mocker's timing model (DESIGN.md §6), the
@@ -215,4 +219,22 @@ const MaxUtilization = 0.95
 func queueFactor(u float64) float64 {
 	u = min(max(u, 0), MaxUtilization)
 	return 1 / (1 - u)
+}
+
+// MarshalText implements encoding.TextMarshaler (config files, flags).
+func (m CostModel) MarshalText() ([]byte, error) {
+	if int(m) >= len(costModelNames) {
+		return nil, fmt.Errorf("selector: unknown cost model %d", m)
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseCostModel.
+func (m *CostModel) UnmarshalText(b []byte) error {
+	v, err := ParseCostModel(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }

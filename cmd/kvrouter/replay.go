@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replay"
 	"github.com/kvrouter/kvrouter/internal/traces"
@@ -75,7 +76,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 				}
 				var log = discardLogger()
 				if logLevel != "" {
-					if log, err = newLogger(logLevel); err != nil {
+					if log, err = app.NewLogger(logLevel); err != nil {
 						return err
 					}
 				}

@@ -36,7 +36,8 @@ finishes drive the router's load tracker. Every policy in --policies runs on
 the same trace and fleet, side by side:
 
   kv           the default router (KV events)
-  kv-approx    the router in approximate mode (no events; routing history)
+  approx       the router in approximate mode (no events; routing history;
+               "kv-approx" is a deprecated alias)
   load         the router with overlap credit 0 (load only)
   round-robin  cycle through workers
   random       uniform, seeded
@@ -62,7 +63,7 @@ per load and policy, and a verdict per load: does kv have the best TTFT p50
 and p99 of all policies and a hit rate >= 0.9 of the pooled bound?
 
 The router knobs (--cost, --imposed-weight, --predict-ttl, --overlap-credit,
-...) apply to kv, kv-approx and load; --preset dynamo switches them to
+...) apply to kv, approx and load; --preset dynamo switches them to
 Dynamo's block cost and defaults (explicit flags still override).
 
 With --json stdout carries the JSON alone (text goes to stderr). The same
@@ -164,7 +165,7 @@ flags and --seed always give the same figures.`,
 	f.StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); explicit router flags override it")
 	f.BoolVar(&full, "full", false, "also print every report's full table (latencies, tokens, throughput, imbalance)")
 	f.IntVar(&cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
-	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, kv-approx, load, round-robin, random, cache-aware (all)")
+	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
 	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
 	f.Float64Var(&speed, "speed", 1, "alias of --rate-scale")
@@ -178,10 +179,10 @@ flags and --seed always give the same figures.`,
 	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
-	// Router knobs (kv, kv-approx, load).
+	// Router knobs (kv, approx, load).
 	s := &cfg.Router.Selector
-	f.Var(costModelFlag{&s.Cost}, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
-	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, kv-approx)")
+	textVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
+	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
 	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
 	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")
@@ -193,7 +194,7 @@ flags and --seed always give the same figures.`,
 	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
 	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
-	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: kv-approx TTL")
+	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
 	// Cache-aware knobs.
 	ca := &cfg.CacheAware
 	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")

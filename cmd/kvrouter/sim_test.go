@@ -66,7 +66,7 @@ func TestSimTableAndOutputs(t *testing.T) {
 	tr := writeSimTestTrace(t)
 	dir := t.TempDir()
 	out := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--out", dir)
-	for _, want := range []string{"bounds:", "policy", "kv-approx", "round-robin", "random", "cache-aware", "/pooled"} {
+	for _, want := range []string{"bounds:", "policy", "approx", "round-robin", "random", "cache-aware", "/pooled"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

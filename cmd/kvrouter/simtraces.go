@@ -104,19 +104,31 @@ func applyRouterPreset(cmd *cobra.Command, rcfg *router.Config, name string) err
 	if name == "" {
 		return nil
 	}
-	rc, err := router.Preset(name)
-	if err != nil {
-		return err
-	}
 	changed := map[string]string{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { changed[f.Name] = f.Value.String() })
-	rcfg.Selector = rc.Selector
-	rcfg.Predict = rc.Predict
+	if err := presetRouter(rcfg, name); err != nil {
+		return err
+	}
 	for n, v := range changed {
 		if err := cmd.Flags().Set(n, v); err != nil {
 			return fmt.Errorf("--%s: %w", n, err)
 		}
 	}
+	return nil
+}
+
+// presetRouter replaces the router's cost knobs (selector config and
+// predicted side index) by the preset's (router.Preset). "" is a no-op.
+func presetRouter(rcfg *router.Config, name string) error {
+	if name == "" {
+		return nil
+	}
+	rc, err := router.Preset(name)
+	if err != nil {
+		return err
+	}
+	rcfg.Selector = rc.Selector
+	rcfg.Predict = rc.Predict
 	return nil
 }
 
@@ -136,24 +148,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-// costModelFlag binds a selector.CostModel to a flag.
-type costModelFlag struct{ p *selector.CostModel }
-
-func (f costModelFlag) String() string {
-	if f.p == nil {
-		return selector.CostTime.String()
-	}
-	return f.p.String()
-}
-
-func (f costModelFlag) Set(s string) error {
-	m, err := selector.ParseCostModel(s)
-	if err != nil {
-		return err
-	}
-	*f.p = m
-	return nil
-}
-
-func (costModelFlag) Type() string { return "model" }

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -186,13 +187,16 @@ type IndexSummary struct {
 type IndexReport struct {
 	Workers []IndexSummary `json:"workers"`
 	Tiers   map[string]any `json:"tiers"`
+	// Index is the event-fed index's kind ("flash" or "radix"; "" outside
+	// the kv policy).
+	Index string `json:"index"`
 }
 
 // IndexSummaries counts the blocks each worker+rank holds per tier (from
 // the index's Dump; a debugging aid, O(index size)).
 func (s *Server) IndexSummaries() IndexReport {
 	per := map[kvevents.Worker]*IndexSummary{}
-	rep := IndexReport{Tiers: map[string]any{}}
+	rep := IndexReport{Tiers: map[string]any{}, Index: s.IndexKind()}
 	get := func(w kvevents.Worker) *IndexSummary {
 		x := per[w]
 		if x == nil {
@@ -228,6 +232,13 @@ func (s *Server) IndexSummaries() IndexReport {
 }
 
 func (s *Server) handleDebugIndex(w http.ResponseWriter, r *http.Request) {
+	// Show every event received so far, not only those the writers got
+	// to; a stalled writer must not hang the debug page.
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	if err := s.Flush(ctx); err != nil {
+		s.log.Warn("debug index: flush", "err", err)
+	}
+	cancel()
 	writeJSON(w, http.StatusOK, s.IndexSummaries())
 }
 

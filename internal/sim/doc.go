@@ -1,7 +1,7 @@
-// Package sim is kvrouter's deterministic fleet simulator (`kvrouter sim`,
-// issue 4 item 7): a discrete-event simulation of W mocker engines on
-// simulated time behind a routing policy, driven by a Mooncake trace, that
-// compares policies side by side on the same requests.
+// Package sim is kvrouter's deterministic fleet simulator (`kvrouter sim`):
+// a discrete-event simulation of W mocker engines on simulated time behind a
+// routing policy, driven by a Mooncake trace, that compares policies side by
+// side on the same requests.
 //
 // # Event loop
 //
@@ -27,10 +27,11 @@
 //
 // # Policies
 //
-// kv, kv-approx and load are the router package (ModeKV, ModeApprox,
-// ModeLoadOnly) with Config.Router's knobs; round-robin and random are the
-// usual baselines; cache-aware follows the documented behaviour of SGLang
-// router's cache_aware policy (CacheAwareConfig).
+// kv, approx, load, round-robin and random are the router package's
+// policies (router.ParsePolicy: the names serve and replay use, the
+// baselines round-robin and random included) with Config.Router's knobs;
+// cache-aware, a simulator-only baseline, follows the documented
+// behaviour of SGLang router's cache_aware policy (CacheAwareConfig).
 //
 // # Bounds
 //
