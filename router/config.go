@@ -39,6 +39,21 @@ type AffinityConfig struct {
 	TTL time.Duration `yaml:"ttl"`
 }
 
+// PredictConfig configures the predicted side index (PolicyKV): every
+// decision also records the request's blocks for the chosen worker in a
+// short-TTL approximate index, and a lookup takes, per worker, the larger
+// of the event-fed and the predicted device overlap. A burst of requests
+// sharing a new prefix then follows the first one instead of scattering
+// while that prefix's KV events are still in flight. The prediction is
+// kept apart from the event-fed index (DESIGN.md §3): it never writes to it.
+type PredictConfig struct {
+	// TTL is how long a prediction lasts: long enough to cover the first
+	// request's prefill and its events' delay, short enough that an
+	// eviction the events report is not overridden for long. Default
+	// DefaultPredictTTL; 0 = off (Dynamo's behaviour, preset "dynamo").
+	TTL time.Duration `yaml:"ttl"`
+}
+
 // Config composes the router's component configurations.
 type Config struct {
 	// Policy is how a worker is picked (ParsePolicy). Default PolicyKV
@@ -58,6 +73,14 @@ type Config struct {
 	Queue QueueConfig `yaml:"queue"`
 	// Affinity configures session affinity (off by default).
 	Affinity AffinityConfig `yaml:"affinity"`
+	// UtilizationWindow is the time constant of the running estimate of
+	// the fleet's prefill utilization (selector.Request.Utilization), which
+	// the default time cost uses to price the delay a request imposes on
+	// later ones. Default 10 s; 0 = no estimate (that term off).
+	UtilizationWindow time.Duration `yaml:"utilization_window"`
+	// Predict configures the predicted side index (PolicyKV only).
+	// Default TTL DefaultPredictTTL; zero TTL = off.
+	Predict PredictConfig `yaml:"predict"`
 	// TrackOutputBlocks, when true, charges a request's expected output
 	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
 	// its worker. Default false.
@@ -74,7 +97,31 @@ func DefaultConfig() Config {
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
 		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
+		Predict:   PredictConfig{TTL: DefaultPredictTTL},
+
+		UtilizationWindow: 10 * time.Second,
 	}
+}
+
+// DefaultPredictTTL is the default lifetime of a prediction
+// (Config.Predict), chosen by measurement (internal/sim): it covers a
+// prefill and the events' delay; longer changed nothing measurable.
+const DefaultPredictTTL = 500 * time.Millisecond
+
+// Preset returns DefaultConfig with the selector preset name
+// (selector.Preset): "default", or "dynamo" for Dynamo's exact cost and
+// defaults, with the predicted side index off as in Dynamo.
+func Preset(name string) (Config, error) {
+	sc, err := selector.Preset(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("router: %w", err)
+	}
+	c := DefaultConfig()
+	c.Selector = sc
+	if name == selector.PresetDynamo {
+		c.Predict = PredictConfig{}
+	}
+	return c, nil
 }
 
 // Validate reports every problem with c, joined.
@@ -103,6 +150,12 @@ func (c Config) Validate() error {
 	}
 	if c.Queue.Capacity < 0 {
 		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.UtilizationWindow < 0 {
+		errs = append(errs, fmt.Errorf("router: utilization window %v must be >= 0", c.UtilizationWindow))
+	}
+	if c.Predict.TTL < 0 {
+		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))

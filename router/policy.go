@@ -126,7 +126,7 @@ func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candid
 			bs[i] = selector.Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
 			continue
 		}
-		bs[i] = selector.Cost(cfg, sreq.ISL, sreq.BlockSize, floor, &cands[i])
+		bs[i] = selector.Cost(cfg, sreq.ISL, sreq.BlockSize, floor, sreq.Utilization, &cands[i])
 		bs[i].Worker, bs[i].Out, bs[i].Prob = cands[i].Worker, selector.ReasonNone, 1/float64(n)
 	}
 	chosen := -1

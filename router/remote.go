@@ -104,6 +104,10 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		if r.cfg.Policy == PolicyApprox && len(b.Locals) > 0 {
 			r.approx.Insert(b.Worker, b.Locals, now)
 		}
+		// Another replica's decision predicts a cache like our own do.
+		if r.predict != nil && len(b.Locals) > 0 {
+			r.predict.Insert(b.Worker, b.Locals, now)
+		}
 	case BookPrefillDone:
 		if err := r.loads.PrefillDone(key, now); err != nil {
 			return fmt.Errorf("router: remote booking of %s: %w", origin, err)

@@ -96,6 +96,7 @@ type Router struct {
 	rng      *rand.Rand
 	rr       rrState // PolicyRoundRobin's position
 	approx   Approx
+	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -112,6 +113,10 @@ type Router struct {
 	cands     []selector.Candidate
 	newBlocks []int
 	reasons   []selector.Reason
+	util      float64              // utilization estimate (utilization)
+	utilAt    time.Time            // its last update
+	predicted indexer.Overlaps     // predicted overlaps of the decision
+	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 }
 
@@ -143,6 +148,11 @@ func New(cfg Config, opts Options) (*Router, error) {
 		aff:      affinity.New(cfg.Affinity.TTL),
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
+	}
+	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
+		pc := cfg.Index
+		pc.TTL = cfg.Predict.TTL
+		r.predict = indexer.NewApprox(pc)
 	}
 	if cfg.Queue.Threshold > 0 {
 		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
@@ -271,6 +281,9 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	defer r.mu.Unlock()
 	if r.approx != nil {
 		r.approx.RemoveWorker(id)
+	}
+	if r.predict != nil {
+		r.predict.RemoveWorker(id)
 	}
 	delete(r.workers, id)
 	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks

@@ -9,6 +9,17 @@ import (
 // Config holds every knob of the cost function and the busy thresholds.
 // Field docs state the default (DefaultConfig) and what zero means.
 type Config struct {
+	// Cost selects the cost function: CostTime (default, the zero value)
+	// estimates time to first token in ms from Timing; CostBlocks is
+	// Dynamo's formula in blocks (Preset "dynamo"). Every knob below
+	// applies to both (see the package doc for where).
+	Cost CostModel `yaml:"cost"`
+	// Timing is the timing model of CostTime, used for every candidate
+	// that carries no fitted model of its own (Candidate.Timing). Default
+	// (and zero value) DefaultTiming(): the mocker's DESIGN.md §6
+	// polynomials.
+	Timing Timing `yaml:"timing"`
+
 	// OverlapCredit multiplies device-tier (G1) overlap blocks in the
 	// credit. Default 1.0; 0 ignores the cache (pure load balancing).
 	// Values above 1 chase cache hits onto busier workers.
@@ -49,6 +60,16 @@ type Config struct {
 	// the worker's backlog.
 	Unclamped bool `yaml:"unclamped"`
 
+	// ImposedWeight (CostTime only) charges the request's own prefill
+	// time again, times ImposedWeight/(1-U) at fleet utilization U
+	// (Request.Utilization): what that work costs the fleet, i.e. the
+	// requests that will queue behind it on the worker and the capacity
+	// and cache room it takes from them. It makes a cache hit worth more
+	// than the time it saves this request alone, more so as the fleet
+	// fills, and makes a burst of requests with the same new prefix follow
+	// the first one (with the predicted side index). Default
+	// DefaultImposedWeight; 0 = this request's time to first token only.
+	ImposedWeight float64 `yaml:"imposed_weight"`
 	// ActiveRequestWeight charges this many blocks per active request on a
 	// worker. Default 0 (off).
 	ActiveRequestWeight float64 `yaml:"active_request_weight"`
@@ -68,9 +89,18 @@ type Config struct {
 	BusyPrefillFraction float64 `yaml:"busy_prefill_fraction"`
 }
 
-// DefaultConfig returns the defaults of DESIGN.md §4.
+// DefaultImposedWeight is the default Config.ImposedWeight, chosen by
+// measurement (internal/sim, every shipped trace at 50/70/90% load; see
+// its package doc).
+const DefaultImposedWeight = 2.0
+
+// DefaultConfig returns kvrouter's defaults: the time cost (CostTime) on
+// the DESIGN.md §6 timing model, with DESIGN.md §4's knob values.
 func DefaultConfig() Config {
 	return Config{
+		Cost:             CostTime,
+		Timing:           DefaultTiming(),
+		ImposedWeight:    DefaultImposedWeight,
 		OverlapCredit:    1.0,
 		PrefillLoadScale: 1.0,
 		HostWeight:       0.75,
@@ -81,6 +111,12 @@ func DefaultConfig() Config {
 // Validate reports every problem with c.
 func (c Config) Validate() error {
 	var errs []error
+	if c.Cost > CostBlocks {
+		errs = append(errs, fmt.Errorf("selector: unknown cost model %d", c.Cost))
+	}
+	if err := c.Timing.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	nonneg := func(name string, v float64) {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			errs = append(errs, fmt.Errorf("selector: %s = %v must be finite and >= 0", name, v))
@@ -92,6 +128,7 @@ func (c Config) Validate() error {
 	nonneg("DiskWeight", c.DiskWeight)
 	nonneg("CreditDecay", c.CreditDecay)
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
+	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("Temperature", c.Temperature)
 	nonneg("BusyKVUsage", c.BusyKVUsage)
 	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)

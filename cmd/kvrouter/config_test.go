@@ -11,6 +11,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/queue"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // printConfig runs `kvrouter <args> --print-config` and returns its YAML
@@ -190,5 +191,33 @@ func TestMockerAndBridgeConfig(t *testing.T) {
 	}
 	if b.BlockSize != app.DefaultBlockSize || b.Model != app.DefaultModel || b.WorkerID != 3 {
 		t.Errorf("bridge config %+v: want serve's block size and model", b)
+	}
+}
+
+// --preset replaces the cost knobs; a flag, the environment or a file
+// still overrides a single knob on top of it.
+func TestServePreset(t *testing.T) {
+	def, _ := printConfig(t, "serve")
+	if def.Frontend.Router.Selector.Cost != selector.CostTime || def.Frontend.Router.Predict.TTL == 0 {
+		t.Fatalf("default cost %v predict %v: want the time cost with predictions", def.Frontend.Router.Selector.Cost, def.Frontend.Router.Predict.TTL)
+	}
+	cfg, text := printConfig(t, "serve", "--preset", "dynamo", "--overlap-credit", "3")
+	sc := cfg.Frontend.Router.Selector
+	if sc.Cost != selector.CostBlocks || sc.PrefillLoadScale != 1 || sc.OverlapCredit != 3 || cfg.Frontend.Router.Predict.TTL != 0 {
+		t.Errorf("--preset dynamo --overlap-credit 3: cost %v scale %v credit %v predict %v\n%s",
+			sc.Cost, sc.PrefillLoadScale, sc.OverlapCredit, cfg.Frontend.Router.Predict.TTL, text)
+	}
+	if !strings.Contains(text, "cost: blocks") {
+		t.Errorf("printed config lacks the cost model name:\n%s", text)
+	}
+	t.Setenv("KVROUTER_PRESET", "dynamo")
+	if cfg, _ := printConfig(t, "serve"); cfg.Frontend.Router.Selector.Cost != selector.CostBlocks {
+		t.Errorf("KVROUTER_PRESET=dynamo: cost %v", cfg.Frontend.Router.Selector.Cost)
+	}
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetArgs([]string{"serve", "--preset", "nope", "--print-config"})
+	if err := root.Execute(); err == nil {
+		t.Error("unknown preset accepted")
 	}
 }

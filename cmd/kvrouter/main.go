@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 		newEventsCmd(),
 		newBenchCmd(),
 		newSimCmd(),
+		newTraceCmd(),
 		newMockerCmd(),
 		newServeCmd(),
 		newUpCmd(),

@@ -18,6 +18,7 @@ func configFlags(fs *pflag.FlagSet, print *bool) {
 func newServeCmd() *cobra.Command {
 	cfg := app.DefaultServeConfig()
 	var printConfig bool
+	var preset string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the KV-aware router frontend (OpenAI API) in front of a fleet of workers",
@@ -38,7 +39,16 @@ effective config in the file's shape.`,
   kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16
   kvrouter serve --print-config > kvrouter.yaml; kvrouter serve --config kvrouter.yaml`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := app.Resolve(cmd.Flags(), app.DefaultServeConfig(), bindServeFlags, os.LookupEnv)
+			// The preset replaces the default cost knobs; a file, the
+			// environment and flags then override single knobs on top.
+			def := app.DefaultServeConfig()
+			if v, ok := os.LookupEnv(app.EnvName("preset")); ok && !cmd.Flags().Changed("preset") {
+				preset = v
+			}
+			if err := presetRouter(&def.Frontend.Router, preset); err != nil {
+				return err
+			}
+			eff, err := app.Resolve(cmd.Flags(), def, bindServeFlags, os.LookupEnv)
 			if err != nil {
 				return err
 			}
@@ -53,6 +63,7 @@ effective config in the file's shape.`,
 	}
 	bindServeFlags(c.Flags(), &cfg)
 	configFlags(c.Flags(), &printConfig)
+	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
 	return c
 }
 
@@ -72,6 +83,9 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.IntVar(&rc.Index.Writers, "index-writers", rc.Index.Writers, "index writer goroutines (events are sticky per worker+rank)")
 	f.DurationVar(&rc.Index.TTL, "approx-ttl", rc.Index.TTL, "approx policy: how long a routed request's blocks are remembered")
 	f.IntVar(&rc.BlockSize, "block-size", rc.BlockSize, "tokens per KV block; must equal the workers'")
+	textVar(f, &sc.Cost, "cost", "cost model: time (default: time to first token from the worker timing model) or blocks (Dynamo's formula)")
+	f.Float64Var(&sc.ImposedWeight, "imposed-weight", sc.ImposedWeight, "time cost: weight of the delay a request's own prefill imposes on later ones, scaled by 1/(1-utilization) (0 = off)")
+	f.DurationVar(&rc.Predict.TTL, "predict-ttl", rc.Predict.TTL, "kv policy: lifetime of the predicted side index that lets a burst with a new prefix follow its first request (0 = off)")
 	f.Float64Var(&sc.OverlapCredit, "overlap-credit", sc.OverlapCredit, "credit per cached device block (0 = pure load balancing)")
 	f.Float64Var(&sc.PrefillLoadScale, "prefill-load-scale", sc.PrefillLoadScale, "weight of the prefill term")
 	f.Float64Var(&sc.HostWeight, "host-weight", sc.HostWeight, "credit per host-tier (G2) cached block beyond the device prefix")
