@@ -296,10 +296,46 @@ func (c *Conn) attach(ctx context.Context, nc *nats.Conn) error {
 		return fmt.Errorf("eventplane: jetstream: %w", err)
 	}
 	c.NC, c.JS = nc, js
-	if _, err := c.EnsureStream(ctx); err != nil {
-		return err
+	// NB: a cluster electing a leader (a node just died or restarted)
+	// answers JetStream API calls with timeouts or 503s for seconds; a
+	// process starting then waits for it instead of exiting (seen in the
+	// 3-node cluster tests of internal/e2e).
+	deadline := time.Now().Add(streamPatience)
+	backoff := 100 * time.Millisecond
+	for {
+		_, err := c.EnsureStream(ctx)
+		if err == nil {
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		c.log.Warn("KV events stream not reachable yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
 	}
-	return nil
+}
+
+// streamPatience bounds how long Connect retries a transient failure to
+// create or update the events stream.
+const streamPatience = 30 * time.Second
+
+// transient reports whether a JetStream API error may go away by itself
+// (no leader yet, a node restarting): a timeout, no responders, or a 503.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503
+	}
+	return false
 }
 
 // Replicas returns the replication factor to create or update the
