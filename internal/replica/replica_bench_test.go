@@ -48,7 +48,7 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 		}
 		for range n {
 			hash++
-			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: hash, Local: uint64(rng.IntN(1 << 20))})
+			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: hash, Local: rng.Uint64()})
 		}
 		tip[w] = append(tip[w], hash)
 		return ev
