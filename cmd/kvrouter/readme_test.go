@@ -27,7 +27,7 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"model": "kvrouter-mock"}},
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock"}},
-		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "", "speed": "8", "limit": "600", "rate": "0",
+		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",
 			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4"}},
 		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
 			"floor": "false"}},
