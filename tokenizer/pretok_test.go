@@ -244,3 +244,31 @@ func TestDefaultRegexSemantics(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeHeapEqualsScan: the heap merge of long pieces gives the
+// reference scan's ids on runs that merge deeply (repeated letters,
+// digits, spaces, mixed scripts), for cl100k and the synthetic model.
+func TestMergeHeapEqualsScan(t *testing.T) {
+	cores := map[string]*fastCore{"cl100k": cl100kCore()}
+	l, err := fromJSON(synthJSON(t, nil), nil, Options{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores["synth"] = l.core.(*fastCore)
+	rng := rand.New(rand.NewPCG(16, 5))
+	alphabets := []string{"a", "ab", "hel", "lo", " ", "0123456789", "é中", "xyzzy", "=-", "\u00a0a"}
+	for name, c := range cores {
+		for range 300 {
+			var b strings.Builder
+			alpha := []rune(alphabets[rng.IntN(len(alphabets))])
+			for n := 1 + rng.IntN(400); n > 0; n-- {
+				b.WriteRune(alpha[rng.IntN(len(alpha))])
+			}
+			piece := b.String()
+			want, _ := c.mergeScan(nil, piece, nil)
+			if got := c.mergeHeap(nil, piece); !slices.Equal(got, want) {
+				t.Fatalf("%s: %q: %s", name, piece, firstDiff(got, want))
+			}
+		}
+	}
+}
