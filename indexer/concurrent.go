@@ -50,8 +50,10 @@ type job struct {
 	barrier *barrier
 }
 
+// A barrier parks every writer: each sends on arrived (buffered for all of
+// them, so the send never blocks) and waits for release.
 type barrier struct {
-	arrived sync.WaitGroup
+	arrived chan struct{}
 	release chan struct{}
 }
 
@@ -176,7 +178,7 @@ func (c *Concurrent) writer(ctx context.Context, q chan job) {
 			clear(errs[:n])
 		}
 		if j.barrier != nil {
-			j.barrier.arrived.Done()
+			j.barrier.arrived <- struct{}{}
 			select {
 			case <-j.barrier.release:
 			case <-ctx.Done():
@@ -234,9 +236,8 @@ func (c *Concurrent) Flush(ctx context.Context) error {
 // (everything enqueued before is then applied), runs fn with the writers
 // parked, and releases them.
 func (c *Concurrent) stopTheWorld(ctx context.Context, fn func()) error {
-	b := &barrier{release: make(chan struct{})}
+	b := &barrier{arrived: make(chan struct{}, len(c.queues)), release: make(chan struct{})}
 	defer close(b.release)
-	b.arrived.Add(len(c.queues))
 	for _, q := range c.queues {
 		select {
 		case q <- job{barrier: b}:
@@ -246,19 +247,14 @@ func (c *Concurrent) stopTheWorld(ctx context.Context, fn func()) error {
 			return ErrClosed
 		}
 	}
-	// NB: if ctx ends first, this goroutine lingers until the remaining
-	// writers reach the barrier (or forever if Run has stopped them).
-	all := make(chan struct{})
-	go func() {
-		b.arrived.Wait()
-		close(all)
-	}()
-	select {
-	case <-all:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.done:
-		return ErrClosed
+	for range c.queues {
+		select {
+		case <-b.arrived:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.done:
+			return ErrClosed
+		}
 	}
 	if fn != nil {
 		fn()

@@ -13,30 +13,30 @@ import (
 // means its default, so Config{} is usable.
 type Config struct {
 	// Stride is Flash's jump-search stride J in blocks. Default 64.
-	Stride int
+	Stride int `yaml:"stride"`
 	// BlocksPerWorker is a capacity hint: the number of blocks one
 	// worker+rank is expected to hold at most (its engine's KV cache size
 	// in blocks, e.g. 16384). Flash and Radix size each worker's table for
 	// it when they first see the worker, instead of growing it by doubling
 	// (rehashing and reallocating on the event path). 0 = no hint. Memory
 	// per worker is about 24 bytes per hinted block up front.
-	BlocksPerWorker int
+	BlocksPerWorker int `yaml:"blocks_per_worker"`
 	// Writers is the number of Concurrent writer goroutines. Default
 	// runtime.GOMAXPROCS(0) at construction.
-	Writers int
+	Writers int `yaml:"writers"`
 	// QueueSize is the capacity, in events, of each Concurrent writer's
 	// queue. Apply blocks while the chosen queue is full. Default 1024.
-	QueueSize int
+	QueueSize int `yaml:"queue_size"`
 	// TTL is how long Approx keeps a routed request's blocks. Default 120 s.
-	TTL time.Duration
+	TTL time.Duration `yaml:"ttl"`
 	// MaxBlocks is the number of (worker, block) pairs above which Approx
 	// prunes in expiry order. Default 1<<20.
-	MaxBlocks int
+	MaxBlocks int `yaml:"max_blocks"`
 	// PruneFraction is the fraction of MaxBlocks Approx prunes down to.
 	// Default 0.8.
-	PruneFraction float64
+	PruneFraction float64 `yaml:"prune_fraction"`
 	// Events are optional callbacks (Concurrent only).
-	Events Events
+	Events Events `yaml:"-"`
 }
 
 // Events are optional callbacks, pebble style. Concurrent calls them from

@@ -25,6 +25,12 @@
 // collected once they outnumber the live ones), so steady-state Add and Free
 // do not allocate and Free does no hash lookups.
 //
+// Replicas (DESIGN.md §9): an Entry carries its Origin, "" for this router
+// and another replica's id for a booking learnt through load sync. Remote
+// bookings count in Load exactly like local ones; RemoveOrigin drops a
+// silent replica's bookings and Breakdown splits each worker's load into
+// its local and remote parts for a debug view.
+//
 // Invariant: per-worker counters are never negative and equal the sums over
 // that worker's active requests (checked under internal/invariants.Enabled).
 //

@@ -19,7 +19,7 @@ type Config struct {
 	// StaleAfter is how long a request may go without progress (Add,
 	// PrefillDone, Touch) before Sweep releases it. Default 5 min; 0 means
 	// never sweep.
-	StaleAfter time.Duration
+	StaleAfter time.Duration `yaml:"stale_after"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.
@@ -75,6 +75,11 @@ type Entry struct {
 	// OutputBlocks are extra decode blocks charged for the expected output
 	// (0 = not tracked). They are private to the request.
 	OutputBlocks int
+	// Origin is the router replica that routed the request: "" (the
+	// default) for this one, another replica's id for a booking learnt
+	// through load sync (DESIGN.md §9). It changes no cost, only the
+	// Breakdown and RemoveOrigin.
+	Origin string
 }
 
 // Stats is a snapshot of a Tracker's counters.
@@ -633,7 +638,11 @@ func (t *Tracker) String() string {
 		if r.inPrefill {
 			phase = "prefill"
 		}
-		fmt.Fprintf(&b, "  %s on w%s: %s blocks=%d prefill=%d", id, r.e.Worker, phase, len(r.e.Blocks), r.e.PrefillTokens)
+		fmt.Fprintf(&b, "  %s on w%s", id, r.e.Worker)
+		if r.e.Origin != "" {
+			fmt.Fprintf(&b, " from %s", r.e.Origin)
+		}
+		fmt.Fprintf(&b, ": %s blocks=%d prefill=%d", phase, len(r.e.Blocks), r.e.PrefillTokens)
 		if r.e.OutputBlocks > 0 {
 			fmt.Fprintf(&b, " out=%d", r.e.OutputBlocks)
 		}

@@ -84,7 +84,7 @@ func TestDataDriven(t *testing.T) {
 				return ""
 			case "add":
 				err = tr.Add(Entry{ID: a["id"], Worker: parseWorker(t, a["w"]), Blocks: hashes(t, a["blocks"]),
-					PrefillTokens: num("prefill"), OutputBlocks: num("out")}, at(t, a["t"]))
+					PrefillTokens: num("prefill"), OutputBlocks: num("out"), Origin: a["origin"]}, at(t, a["t"]))
 			case "prefill-done":
 				err = tr.PrefillDone(a["id"], at(t, a["t"]))
 			case "touch":
@@ -95,6 +95,14 @@ func TestDataDriven(t *testing.T) {
 				return fmt.Sprintf("swept %v\n%s", tr.Sweep(at(t, a["t"])), tr)
 			case "remove-worker":
 				return fmt.Sprintf("released %v\n%s", tr.RemoveWorker(uint64(num("id"))), tr)
+			case "remove-origin":
+				return fmt.Sprintf("released %v\n%s", tr.RemoveOrigin(a["origin"]), tr)
+			case "breakdown":
+				var b strings.Builder
+				for _, wl := range tr.Breakdown() {
+					fmt.Fprintln(&b, wl)
+				}
+				return b.String()
 			case "potential":
 				w := parseWorker(t, a["w"])
 				seq := hashes(t, a["blocks"])

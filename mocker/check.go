@@ -3,10 +3,31 @@ package mocker
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kvrouter/kvrouter/internal/invariants"
 )
 
+// invariantsMaxBlocks bounds the KV cache size up to which invariant builds
+// run checkInvariants after every pass and cancel, so that large
+// simulations under -tags invariants stay usable (the check is O(blocks +
+// requests) per pass).
+const invariantsMaxBlocks = 1 << 12
+
+// maybeCheck runs checkInvariants in invariant builds (internal/invariants)
+// and panics on a violation: broken bookkeeping is a bug in the engine, not
+// bad input.
+func (e *Engine) maybeCheck() {
+	if !invariants.Enabled || len(e.pool.blocks) > invariantsMaxBlocks {
+		return
+	}
+	if err := e.checkInvariants(); err != nil {
+		panic(fmt.Sprintf("mocker: invariant violated at %v: %v", e.clock, err))
+	}
+}
+
 // checkInvariants verifies the pool and queue bookkeeping; O(blocks +
-// requests). Tests call it after every step.
+// requests). Tests call it after every step; invariant builds after every
+// Step and Cancel (maybeCheck).
 func (e *Engine) checkInvariants() error {
 	p := &e.pool
 	var errs []error

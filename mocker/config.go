@@ -15,38 +15,38 @@ import (
 type Config struct {
 	// NumBlocks is the number of KV blocks on the device. Default 16384;
 	// must be positive.
-	NumBlocks int
+	NumBlocks int `yaml:"num_blocks"`
 	// BlockSize is the number of tokens per block (and per hashed block in
 	// KV events). Default 64; must be positive.
-	BlockSize int
+	BlockSize int `yaml:"block_size"`
 	// MaxNumSeqs caps the running requests. Default 256; must be positive.
-	MaxNumSeqs int
+	MaxNumSeqs int `yaml:"max_num_seqs"`
 	// MaxNumBatchedTokens is the token budget of one forward pass (prefill
 	// chunk tokens plus one per decoding request). Default 8192; must be
 	// positive.
-	MaxNumBatchedTokens int
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
 	// Watermark is the fraction of NumBlocks kept spare when admitting a
 	// waiting request (running requests may use them). Default 0.01; zero
 	// means no reserve. Must be in [0, 1).
-	Watermark float64
+	Watermark float64 `yaml:"watermark"`
 	// EnablePrefixCaching turns on block caching, prefix reuse and KV
 	// events. Default true; false (the zero value) caches nothing and emits
 	// no events.
-	EnablePrefixCaching bool
+	EnablePrefixCaching bool `yaml:"enable_prefix_caching"`
 	// SpeedupRatio divides the modeled pass time. Default 1. With a ratio r
 	// > 0 a pass modeled to take m lasts m/r of simulated time and a
 	// real-time shell sleeps m/r. With 0, no shell sleeps (Result.Sleep is
 	// 0), but simulated time still advances by the unscaled model time m, so
 	// a discrete-event simulator and the engine's per-request timings stay
 	// meaningful. Must be finite and >= 0.
-	SpeedupRatio float64
+	SpeedupRatio float64 `yaml:"speedup_ratio"`
 	// Worker names this engine in its KV events (WorkerID, DPRank). Default
 	// zero value (worker 0, rank 0).
-	Worker kvevents.Worker
+	Worker kvevents.Worker `yaml:"-"`
 	// HashSeed is the local-hash seed (kvhash.Seed of the LoRA name and
 	// cache namespace). Default kvhash.DefaultSeed; zero means
 	// kvhash.DefaultSeed.
-	HashSeed uint64
+	HashSeed uint64 `yaml:"hash_seed"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §6.

@@ -141,6 +141,7 @@ func (e *Engine) Cancel(id uint64) (Result, bool) {
 	s.res.Cancelled = true
 	s.res.Finish = e.clock
 	s.res.OutputTokens = s.outputs
+	e.maybeCheck()
 	return s.res, true
 }
 
@@ -181,6 +182,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	if len(e.sched) == 0 {
 		r.Idle = true
 		r.Events = e.events
+		e.maybeCheck()
 		return *r
 	}
 	for _, it := range e.sched {
@@ -250,6 +252,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 		e.running = kept
 	}
 	r.Events = e.events
+	e.maybeCheck()
 	return *r
 }
 

@@ -12,38 +12,6 @@ import (
 	"github.com/kvrouter/kvrouter/selector"
 )
 
-// Mode is where overlap comes from.
-type Mode uint8
-
-const (
-	// ModeKV (default): overlap from the event-fed per-tier indexes.
-	ModeKV Mode = iota
-	// ModeApprox: no KV events; overlap from the approximate side index,
-	// which the router updates on every routing decision.
-	ModeApprox
-	// ModeLoadOnly: no overlap at all; cost is load only.
-	ModeLoadOnly
-)
-
-var modeNames = [...]string{"kv", "approx", "load"}
-
-func (m Mode) String() string {
-	if int(m) < len(modeNames) {
-		return modeNames[m]
-	}
-	return fmt.Sprintf("mode(%d)", m)
-}
-
-// ParseMode parses "kv", "approx" or "load".
-func ParseMode(s string) (Mode, error) {
-	for i, n := range modeNames {
-		if n == s {
-			return Mode(i), nil
-		}
-	}
-	return 0, fmt.Errorf("router: unknown mode %q (want kv, approx or load)", s)
-}
-
 // DefaultBlockSize is the default block size in tokens (the mocker's and
 // vLLM's common setting for kvrouter fleets).
 const DefaultBlockSize = 64
@@ -53,66 +21,114 @@ type QueueConfig struct {
 	// Threshold enables the queue: a request waits while every eligible
 	// worker+rank has active_prefill_tokens > Threshold *
 	// max_num_batched_tokens. Default 0 = off (no queue).
-	Threshold float64
+	Threshold float64 `yaml:"threshold"`
 	// Policy orders waiting requests. Default FCFS.
-	Policy queue.Policy
+	Policy queue.Policy `yaml:"policy"`
 	// Capacity bounds the queue; a request that would overflow it fails
 	// with an error matching selector.ErrAllOverloaded (529) and
 	// queue.ErrFull. Default 1024; 0 = unbounded.
-	Capacity int
+	Capacity int `yaml:"capacity"`
 }
 
 // AffinityConfig configures session affinity (DESIGN.md §4).
 type AffinityConfig struct {
 	// Enabled turns session affinity on. Default false.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 	// TTL is the idle time after which a binding expires. Default 5 min;
 	// 0 = bindings never expire (they still go when the worker leaves).
-	TTL time.Duration
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// PredictConfig configures the predicted side index (PolicyKV): every
+// decision also records the request's blocks for the chosen worker in a
+// short-TTL approximate index, and a lookup takes, per worker, the larger
+// of the event-fed and the predicted device overlap. A burst of requests
+// sharing a new prefix then follows the first one instead of scattering
+// while that prefix's KV events are still in flight. The prediction is
+// kept apart from the event-fed index (DESIGN.md §3): it never writes to it.
+type PredictConfig struct {
+	// TTL is how long a prediction lasts: long enough to cover the first
+	// request's prefill and its events' delay, short enough that an
+	// eviction the events report is not overridden for long. Default
+	// DefaultPredictTTL; 0 = off (Dynamo's behaviour, preset "dynamo").
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Config composes the router's component configurations.
 type Config struct {
-	// Mode: ModeKV (default), ModeApprox or ModeLoadOnly.
-	Mode Mode
+	// Policy is how a worker is picked (ParsePolicy). Default PolicyKV
+	// (the zero value).
+	Policy Policy `yaml:"policy"`
 	// BlockSize is B in tokens, which must equal every worker's block size.
 	// Default 64; must be > 0.
-	BlockSize int
+	BlockSize int `yaml:"block_size"`
 	// Index configures the default indexes (Flash stride; Approx TTL,
 	// size bound). Zero fields mean the indexer defaults.
-	Index indexer.Config
+	Index indexer.Config `yaml:"index"`
 	// Selector holds the cost knobs, temperature and busy thresholds.
-	Selector selector.Config
+	Selector selector.Config `yaml:"selector"`
 	// Loads holds the stale limit of the load tracker.
-	Loads loads.Config
+	Loads loads.Config `yaml:"loads"`
 	// Queue configures the wait queue (off by default).
-	Queue QueueConfig
+	Queue QueueConfig `yaml:"queue"`
 	// Affinity configures session affinity (off by default).
-	Affinity AffinityConfig
+	Affinity AffinityConfig `yaml:"affinity"`
+	// UtilizationWindow is the time constant of the running estimate of
+	// the fleet's prefill utilization (selector.Request.Utilization), which
+	// the default time cost uses to price the delay a request imposes on
+	// later ones. Default 10 s; 0 = no estimate (that term off).
+	UtilizationWindow time.Duration `yaml:"utilization_window"`
+	// Predict configures the predicted side index (PolicyKV only).
+	// Default TTL DefaultPredictTTL; zero TTL = off.
+	Predict PredictConfig `yaml:"predict"`
 	// TrackOutputBlocks, when true, charges a request's expected output
 	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
 	// its worker. Default false.
-	TrackOutputBlocks bool
+	TrackOutputBlocks bool `yaml:"track_output_blocks"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.
 func DefaultConfig() Config {
 	return Config{
-		Mode:      ModeKV,
+		Policy:    PolicyKV,
 		BlockSize: DefaultBlockSize,
 		Index:     indexer.DefaultConfig(),
 		Selector:  selector.DefaultConfig(),
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
 		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
+		Predict:   PredictConfig{TTL: DefaultPredictTTL},
+
+		UtilizationWindow: 10 * time.Second,
 	}
+}
+
+// DefaultPredictTTL is the default lifetime of a prediction
+// (Config.Predict), chosen by measurement (internal/sim): it covers a
+// prefill and the events' delay; longer changed nothing measurable.
+const DefaultPredictTTL = 500 * time.Millisecond
+
+// Preset returns DefaultConfig with the selector preset name
+// (selector.Preset): "default", or "dynamo" for Dynamo's exact cost and
+// defaults, with the predicted side index off as in Dynamo.
+func Preset(name string) (Config, error) {
+	sc, err := selector.Preset(name)
+	if err != nil {
+		return Config{}, fmt.Errorf("router: %w", err)
+	}
+	c := DefaultConfig()
+	c.Selector = sc
+	if name == selector.PresetDynamo {
+		c.Predict = PredictConfig{}
+	}
+	return c, nil
 }
 
 // Validate reports every problem with c, joined.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Mode > ModeLoadOnly {
-		errs = append(errs, fmt.Errorf("router: unknown mode %d", c.Mode))
+	if c.Policy > PolicyRandom {
+		errs = append(errs, fmt.Errorf("router: unknown policy %d", c.Policy))
 	}
 	if c.BlockSize <= 0 {
 		errs = append(errs, fmt.Errorf("router: block size %d must be > 0", c.BlockSize))
@@ -134,6 +150,12 @@ func (c Config) Validate() error {
 	}
 	if c.Queue.Capacity < 0 {
 		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.UtilizationWindow < 0 {
+		errs = append(errs, fmt.Errorf("router: utilization window %v must be >= 0", c.UtilizationWindow))
+	}
+	if c.Predict.TTL < 0 {
+		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))

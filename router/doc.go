@@ -18,22 +18,26 @@
 //	r.Sweep(now)                              // periodically: stale requests, idle sessions
 //	for _, rel := range r.Release(now) { ... } // after capacity frees, when the queue is on
 //
-// # Modes
+// # Policies
 //
-// ModeKV (default) reads overlap from the event-fed indexes (per tier;
-// ApplyEvent feeds them, or the shell applies through its own wrapper on
-// Index(t)). ModeApprox has no events: on every decision the router
-// inserts the request's blocks for the chosen worker into the approximate
-// side index (TTL, DESIGN.md §3) and reads device overlap from it.
-// ModeLoadOnly never looks at caches.
+// Policy is kvrouter's one routing vocabulary (ParsePolicy: kv, approx,
+// load, round-robin, random). PolicyKV (default) reads overlap from the
+// event-fed indexes (per tier; ApplyEvent feeds them, or the shell
+// applies through its own wrapper on Index(t)). PolicyApprox has no
+// events: on every decision the router inserts the request's blocks for
+// the chosen worker into the approximate side index (TTL, DESIGN.md §3)
+// and reads device overlap from it. PolicyLoad never looks at caches.
+// PolicyRoundRobin and PolicyRandom (the baselines of DESIGN.md §8) pass
+// the same filters but pick blind to cost: the next eligible worker+rank,
+// or one drawn from Options.Rand. Every policy tracks load.
 //
 // # Time and randomness
 //
 // Nothing here reads a clock: every call that depends on time takes now,
 // so a discrete-event simulator drives the router on simulated time by
 // passing its own clock's value, and a shell passes time.Now(). The only
-// randomness is Options.Rand (ties at temperature 0, softmax sampling):
-// seeded, a simulation is reproducible.
+// randomness is Options.Rand (ties at temperature 0, softmax sampling,
+// PolicyRandom): seeded, a simulation is reproducible.
 //
 // # Block size
 //

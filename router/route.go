@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 	"unsafe"
@@ -29,7 +30,7 @@ func (r *Router) routeLocked(p *pending, now time.Time, fresh bool) (Decision, b
 	return d, oc == queued, err
 }
 
-// decideLocked decides p with the overlaps in p.ov (ModeKV; ModeApprox
+// decideLocked decides p with the overlaps in p.ov (PolicyKV; PolicyApprox
 // looks up here).
 func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, outcome, error) {
 	ov := &p.ov
@@ -39,12 +40,16 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 			return Decision{}, dispatched, fmt.Errorf("%w: request %q is already active", ErrBadRequest, req.ID)
 		}
 	}
-	if r.cfg.Mode == ModeApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
 		if a, ok := r.approx.(approxAppender); ok {
 			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
 		} else {
 			ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
 		}
+	}
+	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
+		r.predicted = r.predict.AppendMatches(r.predicted[:0], p.locals, now)
+		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	outBlocks := 0
 	if r.cfg.TrackOutputBlocks {
@@ -53,7 +58,8 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	cands := r.candidates(p, ov, outBlocks)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
-	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides}
+	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
+		Utilization: r.utilization(cands, now)}
 
 	if r.queue != nil {
 		if fresh && r.queue.Len() > 0 {
@@ -68,7 +74,13 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	}
 	// The breakdowns become Decision.Candidates: the one allocation.
 	r.reasons = slices.Grow(r.reasons[:0], len(cands))[:len(cands)]
-	res, err := r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	var res selector.Result
+	var err error
+	if r.cfg.Policy.blind() {
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
+	} else {
+		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+	}
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
 			if fresh {
@@ -115,6 +127,8 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.ActivePrefillTokens = l.PrefillTokens
 		c.ActiveDecodeBlocks = l.DecodeBlocks
 		c.ActiveRequests = l.Requests
+		c.PrefillRequests = l.PrefillRequests
+		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
 		c.Overlap = [kvevents.NumTiers]int{}
 		switch {
@@ -208,8 +222,11 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
-	if r.cfg.Mode == ModeApprox && len(p.locals) > 0 {
+	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
 		r.approx.Insert(c.Worker, p.locals, now)
+	}
+	if r.predict != nil && len(p.locals) > 0 {
+		r.predict.Insert(c.Worker, p.locals, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)
@@ -243,11 +260,12 @@ func (r *Router) Release(now time.Time) []Released {
 	}
 	var out []Released
 	var reqs []Request
+	var books []Booking
 	r.mu.Lock()
 	for r.queue.Len() > 0 {
 		head, _ := r.queue.Peek()
 		p := head.Value
-		if r.cfg.Mode == ModeKV && r.wantsOverlap(&p.req) {
+		if r.cfg.Policy == PolicyKV && r.wantsOverlap(&p.req) {
 			r.lookupKV(p) // under the lock: Release is rare
 		}
 		d, oc, err := r.decideLocked(p, now, false)
@@ -260,9 +278,15 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 		out = append(out, Released{Decision: d, Err: err})
 		reqs = append(reqs, p.req)
+		if err == nil {
+			books = r.releasedBookings(books, p, &d)
+		}
 		putPending(p)
 	}
 	r.mu.Unlock()
+	for _, b := range books {
+		r.events.OnBooking(b)
+	}
 	for i := range out {
 		switch {
 		case out[i].Err != nil && r.events.OnReject != nil:
@@ -272,4 +296,60 @@ func (r *Router) Release(now time.Time) []Released {
 		}
 	}
 	return out
+}
+
+// mergeMax returns, per worker, the larger overlap of a and b (both sorted
+// by worker), built in *scratch and copied back over a's buffer (which the
+// caller owns): the predicted side index never lowers what events say.
+func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps {
+	if len(b) == 0 {
+		return a
+	}
+	m := (*scratch)[:0]
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Worker.Less(b[j].Worker)):
+			m = append(m, a[i])
+			i++
+		case i == len(a) || b[j].Worker.Less(a[i].Worker):
+			m = append(m, b[j])
+			j++
+		default:
+			m = append(m, indexer.Overlap{Worker: a[i].Worker, Blocks: max(a[i].Blocks, b[j].Blocks)})
+			i++
+			j++
+		}
+	}
+	*scratch = m
+	return append(a[:0], m...)
+}
+
+// utilization updates and returns the running estimate of the fleet's
+// prefill utilization: the fraction of ranks with a request in prefill,
+// sampled at every decision and averaged exponentially over
+// Config.UtilizationWindow of time (arrivals sample the time average).
+func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 {
+	if len(cands) == 0 || r.cfg.UtilizationWindow <= 0 {
+		return 0
+	}
+	busy := 0
+	for i := range cands {
+		if cands[i].PrefillRequests > 0 {
+			busy++
+		}
+	}
+	u := float64(busy) / float64(len(cands))
+	if r.utilAt.IsZero() {
+		// Start from an idle fleet rather than the first sample, so that
+		// replicas whose first decisions come at different moments agree.
+		r.utilAt = now
+		return r.util
+	}
+	if dt := now.Sub(r.utilAt); dt > 0 {
+		a := 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
+		r.util += a * (u - r.util)
+		r.utilAt = now
+	}
+	return r.util
 }

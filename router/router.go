@@ -25,11 +25,11 @@ type Options struct {
 	// differently in every router replica (several routers must not pile
 	// onto one worker), and identically in tests and simulations.
 	Rand *rand.Rand
-	// NewIndex builds the event-fed index of one storage tier (ModeKV
+	// NewIndex builds the event-fed index of one storage tier (PolicyKV
 	// only; called once per tier in New). Default: indexer.NewFlash with
 	// Config.Index.
 	NewIndex func(kvevents.Tier) indexer.Index
-	// Approx is the approximate side index (ModeApprox only). Default:
+	// Approx is the approximate side index (PolicyApprox only). Default:
 	// indexer.NewApprox with Config.Index (TTL 120 s).
 	Approx Approx
 	// Events are optional callbacks.
@@ -94,7 +94,9 @@ type Router struct {
 
 	mu       sync.Mutex
 	rng      *rand.Rand
+	rr       rrState // PolicyRoundRobin's position
 	approx   Approx
+	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -111,6 +113,10 @@ type Router struct {
 	cands     []selector.Candidate
 	newBlocks []int
 	reasons   []selector.Reason
+	util      float64              // utilization estimate (utilization)
+	utilAt    time.Time            // its last update
+	predicted indexer.Overlaps     // predicted overlaps of the decision
+	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 }
 
@@ -126,10 +132,10 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.Mode == ModeKV && opts.NewIndex == nil {
+	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(kvevents.Tier) indexer.Index { return indexer.NewFlash(cfg.Index) }
 	}
-	if cfg.Mode == ModeApprox && opts.Approx == nil {
+	if cfg.Policy == PolicyApprox && opts.Approx == nil {
 		opts.Approx = indexer.NewApprox(cfg.Index)
 	}
 	r := &Router{
@@ -143,10 +149,15 @@ func New(cfg Config, opts Options) (*Router, error) {
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
 	}
+	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
+		pc := cfg.Index
+		pc.TTL = cfg.Predict.TTL
+		r.predict = indexer.NewApprox(pc)
+	}
 	if cfg.Queue.Threshold > 0 {
 		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
 	}
-	if cfg.Mode == ModeKV {
+	if cfg.Policy == PolicyKV {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
 			r.app[t], _ = r.idx[t].(matchAppender)
@@ -158,7 +169,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 // Config returns the router's configuration.
 func (r *Router) Config() Config { return r.cfg }
 
-// Index returns the event-fed index of tier t (nil outside ModeKV), for
+// Index returns the event-fed index of tier t (nil outside PolicyKV), for
 // shells that apply events through their own wrapper (indexer.Concurrent)
 // instead of ApplyEvent.
 func (r *Router) Index(t kvevents.Tier) indexer.Index {
@@ -168,15 +179,20 @@ func (r *Router) Index(t kvevents.Tier) indexer.Index {
 	return r.idx[t]
 }
 
-// ApplyEvent applies a KV event to its tier's index. Outside ModeKV it is
+// ApplyEvent applies a KV event to its tier's index. Outside PolicyKV it is
 // a no-op. Events of one worker+rank must be applied in order by one
 // goroutine at a time (the Index contract); different workers may apply
 // concurrently with each other and with Route.
 //
+// NB: with an asynchronous index (indexer.Concurrent, as serve builds
+// through Options.NewIndex) the event is only queued here: the returned
+// error, Stats.EventsApplied and Events.OnEvent reflect the hand-off, and
+// the index reports each outcome itself (indexer.Events).
+//
 // NB: events of workers not (yet) added are applied too (a worker may
 // publish before it registers); they are never candidates until AddWorker.
 func (r *Router) ApplyEvent(ev *kvevents.Event) error {
-	if r.cfg.Mode != ModeKV {
+	if r.cfg.Policy != PolicyKV {
 		return nil
 	}
 	if int(ev.Tier) >= kvevents.NumTiers {
@@ -256,7 +272,7 @@ func (r *Router) rebuildRanks() {
 // index entries (every tier), approximate entries, active loads and session
 // bindings are dropped. It returns the ids of the requests it released.
 func (r *Router) RemoveWorker(id uint64) []string {
-	if r.cfg.Mode == ModeKV {
+	if r.cfg.Policy == PolicyKV {
 		for _, ix := range r.idx {
 			ix.RemoveWorker(id)
 		}
@@ -265,6 +281,9 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	defer r.mu.Unlock()
 	if r.approx != nil {
 		r.approx.RemoveWorker(id)
+	}
+	if r.predict != nil {
+		r.predict.RemoveWorker(id)
 	}
 	delete(r.workers, id)
 	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks
@@ -349,9 +368,14 @@ func (r *Router) Stats() Stats {
 // prefill tokens leave the prefill load.
 func (r *Router) PrefillDone(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.loads.PrefillDone(id, now); err != nil {
+	err := r.loads.PrefillDone(id, now)
+	w, book := r.localWorker(id)
+	r.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
+	}
+	if book {
+		r.events.OnBooking(Booking{Kind: BookPrefillDone, ID: id, Worker: w})
 	}
 	return nil
 }
@@ -370,8 +394,13 @@ func (r *Router) Touch(id string, now time.Time) error {
 // from the queue if it is still waiting.
 func (r *Router) Free(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.freeLocked(id)
+	w, book := r.localWorker(id)
+	err := r.freeLocked(id)
+	r.mu.Unlock()
+	if book && err == nil {
+		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: w})
+	}
+	return err
 }
 
 func (r *Router) freeLocked(id string) error {
@@ -395,29 +424,41 @@ func (r *Router) freeLocked(id string) error {
 // afresh.
 func (r *Router) Fail(id string, now time.Time) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	e, _, ok := r.loads.Request(id)
 	if s := r.sessions[id]; ok && s != "" {
 		if w, bound := r.aff.Get(s, now); bound && w == e.Worker {
 			r.aff.Drop(s)
 		}
 	}
-	return r.freeLocked(id)
+	err := r.freeLocked(id)
+	r.mu.Unlock()
+	if ok && err == nil && r.events.OnBooking != nil {
+		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: e.Worker})
+	}
+	return err
 }
 
 // Sweep releases requests without progress for the stale limit and expired
-// session bindings, and returns the released request ids, sorted.
+// session bindings, and returns the released request ids, sorted. Remote
+// bookings (ApplyRemote) are swept alike but neither returned nor
+// reported: they are not this router's requests.
 func (r *Router) Sweep(now time.Time) []string {
 	r.mu.Lock()
 	ids := r.loads.Sweep(now)
+	r.stats.Swept += uint64(len(ids))
+	ids = localIDs(ids)
 	for _, id := range ids {
 		delete(r.sessions, id)
 	}
-	r.stats.Swept += uint64(len(ids))
 	r.aff.Sweep(now)
 	r.mu.Unlock()
 	if len(ids) > 0 && r.events.OnSweep != nil {
 		r.events.OnSweep(ids)
+	}
+	if r.events.OnBooking != nil {
+		for _, id := range ids {
+			r.events.OnBooking(Booking{Kind: BookFree, ID: id})
+		}
 	}
 	return ids
 }
@@ -511,7 +552,7 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 	// Index reads run outside the router lock (indexes are safe for
 	// concurrent use), so routing never waits behind event application.
-	if r.cfg.Mode == ModeKV && r.wantsOverlap(&req) {
+	if r.cfg.Policy == PolicyKV && r.wantsOverlap(&req) {
 		r.lookupKV(p)
 	}
 
@@ -523,6 +564,9 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 	r.mu.Unlock()
 	if !queued {
+		if err == nil && r.events.OnBooking != nil {
+			r.bookRoute(p, &d)
+		}
 		putPending(p)
 	}
 

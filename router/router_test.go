@@ -119,15 +119,24 @@ func labels(s string) map[string]string {
 
 func newRouter(t *testing.T, a targs) *Router {
 	cfg := DefaultConfig()
+	if name, ok := a["preset"]; ok {
+		var err error
+		if cfg, err = Preset(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seed := uint64(1)
 	for k, v := range a {
 		switch k {
+		case "preset":
+		case "predict":
+			cfg.Predict.TTL = a.dur(t, k)
 		case "mode":
-			m, err := ParseMode(v)
+			m, err := ParsePolicy(v)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Mode = m
+			cfg.Policy = m
 		case "block":
 			cfg.BlockSize = a.int(t, k)
 		case "seed":

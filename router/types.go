@@ -132,7 +132,7 @@ type Metrics struct {
 	KVUsage float64
 }
 
-// Approx is the approximate side index the router needs in ModeApprox
+// Approx is the approximate side index the router needs in PolicyApprox
 // (indexer.NewApprox satisfies it). It must be safe for concurrent use or
 // be used by this router only (the router calls it under its lock).
 type Approx interface {
@@ -162,6 +162,14 @@ type Events struct {
 	OnSweep func(ids []string)
 	// OnEvent is called after ApplyEvent (err nil when applied).
 	OnEvent func(ev *kvevents.Event, err error)
+	// OnBooking reports every change of this router's own load and
+	// affinity state, for the other replicas of a routing tier (DESIGN.md
+	// §9; they apply it with ApplyRemote): a dispatched decision
+	// (BookRoute, then BookBind when affinity bound its session),
+	// PrefillDone, and Free, Fail or Sweep of a routed request (BookFree).
+	// Remote bookings are not reported again. b.Locals is valid during the
+	// call only.
+	OnBooking func(b Booking)
 }
 
 // Stats is a snapshot of the router's counters.

@@ -9,19 +9,30 @@ import (
 // Config holds every knob of the cost function and the busy thresholds.
 // Field docs state the default (DefaultConfig) and what zero means.
 type Config struct {
+	// Cost selects the cost function: CostTime (default, the zero value)
+	// estimates time to first token in ms from Timing; CostBlocks is
+	// Dynamo's formula in blocks (Preset "dynamo"). Every knob below
+	// applies to both (see the package doc for where).
+	Cost CostModel `yaml:"cost"`
+	// Timing is the timing model of CostTime, used for every candidate
+	// that carries no fitted model of its own (Candidate.Timing). Default
+	// (and zero value) DefaultTiming(): the mocker's DESIGN.md §6
+	// polynomials.
+	Timing Timing `yaml:"timing"`
+
 	// OverlapCredit multiplies device-tier (G1) overlap blocks in the
 	// credit. Default 1.0; 0 ignores the cache (pure load balancing).
 	// Values above 1 chase cache hits onto busier workers.
-	OverlapCredit float64
+	OverlapCredit float64 `yaml:"overlap_credit"`
 	// PrefillLoadScale multiplies the adjusted prefill term. Default 1.0;
 	// 0 ignores prefill load (decode footprint only).
-	PrefillLoadScale float64
+	PrefillLoadScale float64 `yaml:"prefill_load_scale"`
 	// HostWeight is the credit per host-pinned (G2) overlap block beyond the
 	// device prefix. Default 0.75; 0 ignores the host tier.
-	HostWeight float64
+	HostWeight float64 `yaml:"host_weight"`
 	// DiskWeight is the credit per disk (G3) overlap block beyond the device
 	// and host prefixes. Default 0.25; 0 ignores the disk tier.
-	DiskWeight float64
+	DiskWeight float64 `yaml:"disk_weight"`
 
 	// CreditDecay shrinks the device credit of a cache-rich worker with a
 	// prefill backlog: the device credit is multiplied by
@@ -35,42 +46,61 @@ type Config struct {
 	// credit halves at one request-equivalent of excess backlog; workers at
 	// the floor keep their full credit. Matches Dynamo's
 	// router-kv-overlap-score-credit-decay. Default 0 = no decay.
-	CreditDecay float64
+	CreditDecay float64 `yaml:"credit_decay"`
 	// DecayAbsolute is the decay's floor switch: when true the excess is
 	// measured from zero (all of a worker's active prefill counts as
 	// excess), instead of from the load floor. Default false (Dynamo's
 	// meaning: decay relative to the least-loaded eligible worker).
-	DecayAbsolute bool
+	DecayAbsolute bool `yaml:"decay_absolute"`
 	// Unclamped is the prefill floor switch: when false (default) the
 	// adjusted prefill is max(0, raw - credit), as in Dynamo, so credit
 	// never pays more than the prefill it saves; when true the clamp is
 	// removed and the adjusted prefill may go negative, so with
 	// OverlapCredit > 1 deeper cache hits keep lowering the cost even past
 	// the worker's backlog.
-	Unclamped bool
+	Unclamped bool `yaml:"unclamped"`
 
+	// ImposedWeight (CostTime only) charges the request's own prefill
+	// time again, times ImposedWeight/(1-U) at fleet utilization U
+	// (Request.Utilization): what that work costs the fleet, i.e. the
+	// requests that will queue behind it on the worker and the capacity
+	// and cache room it takes from them. It makes a cache hit worth more
+	// than the time it saves this request alone, more so as the fleet
+	// fills, and makes a burst of requests with the same new prefix follow
+	// the first one (with the predicted side index). Default
+	// DefaultImposedWeight; 0 = this request's time to first token only.
+	ImposedWeight float64 `yaml:"imposed_weight"`
 	// ActiveRequestWeight charges this many blocks per active request on a
 	// worker. Default 0 (off).
-	ActiveRequestWeight float64
+	ActiveRequestWeight float64 `yaml:"active_request_weight"`
 	// Temperature of the softmax over min-max-normalized costs. Default 0:
 	// the lowest cost wins, ties broken at random.
-	Temperature float64
+	Temperature float64 `yaml:"temperature"`
 
 	// BusyKVUsage: a rank is over its busy threshold when its KV usage
 	// fraction exceeds this. Default 0 = off. Range (0, 1].
-	BusyKVUsage float64
+	BusyKVUsage float64 `yaml:"busy_kv_usage"`
 	// BusyPrefillTokens: a rank is over when its active prefill tokens
 	// exceed this. Default 0 = off.
-	BusyPrefillTokens int
+	BusyPrefillTokens int `yaml:"busy_prefill_tokens"`
 	// BusyPrefillFraction: a rank is over when its active prefill tokens
 	// exceed this fraction of its max_num_batched_tokens (ranks with an
 	// unknown max are never over by this rule). Default 0 = off.
-	BusyPrefillFraction float64
+	BusyPrefillFraction float64 `yaml:"busy_prefill_fraction"`
 }
 
-// DefaultConfig returns the defaults of DESIGN.md §4.
+// DefaultImposedWeight is the default Config.ImposedWeight, chosen by
+// measurement (internal/sim, every shipped trace at 50/70/90% load; see
+// its package doc).
+const DefaultImposedWeight = 2.0
+
+// DefaultConfig returns kvrouter's defaults: the time cost (CostTime) on
+// the DESIGN.md §6 timing model, with DESIGN.md §4's knob values.
 func DefaultConfig() Config {
 	return Config{
+		Cost:             CostTime,
+		Timing:           DefaultTiming(),
+		ImposedWeight:    DefaultImposedWeight,
 		OverlapCredit:    1.0,
 		PrefillLoadScale: 1.0,
 		HostWeight:       0.75,
@@ -81,6 +111,12 @@ func DefaultConfig() Config {
 // Validate reports every problem with c.
 func (c Config) Validate() error {
 	var errs []error
+	if c.Cost > CostBlocks {
+		errs = append(errs, fmt.Errorf("selector: unknown cost model %d", c.Cost))
+	}
+	if err := c.Timing.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	nonneg := func(name string, v float64) {
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			errs = append(errs, fmt.Errorf("selector: %s = %v must be finite and >= 0", name, v))
@@ -92,6 +128,7 @@ func (c Config) Validate() error {
 	nonneg("DiskWeight", c.DiskWeight)
 	nonneg("CreditDecay", c.CreditDecay)
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
+	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("Temperature", c.Temperature)
 	nonneg("BusyKVUsage", c.BusyKVUsage)
 	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)

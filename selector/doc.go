@@ -9,21 +9,64 @@
 //
 //	p_i ∝ exp(-(c_i - c_min) / ((c_max - c_min) * T))
 //
-// Cost, in blocks of B tokens:
+// # Cost: time to first token (default, CostTime)
+//
+// The cost of a candidate estimates what the request will wait for its
+// first token there, in milliseconds, from the worker's timing model
+// (Timing: DESIGN.md §6's prefill and decode polynomials for the mocker;
+// for real engines a per-worker model fitted online by TimingFit, with
+// the polynomials as its prior):
+//
+//	credit   = tier-weighted overlap blocks (below; decay applies)
+//	own      = max(1, isl - credit*B)             uncached prompt tokens
+//	chunk    = max_batched_tokens - decoding requests
+//	ahead    = PrefillSpan(active_prefill_tokens) prefill queued before it (FCFS), own passes
+//	mine     = PrefillSpan(own)                   its own prefill, in the passes after
+//	usage    = kv_usage + new_blocks / total_kv_blocks
+//	decode   = passes * DecodeTime(usage)         if the worker has active requests
+//	imposed  = ImposedWeight * mine / (1 - U)     what its work costs the fleet
+//	cost     = PrefillLoadScale*(ahead + mine + imposed) + decode + ActiveRequestWeight*active_requests
+//
+// where PrefillSpan(T) is the time of the chunked passes computing T
+// tokens, and U the fleet's prefill utilization (Request.Utilization; the
+// router estimates it). ahead + mine + decode is the request's time to
+// first token; imposed prices the work it adds: in an M/M/1 queue a unit
+// of work costs the system 1/(1-U) of response time, so recomputing a
+// prefix another worker holds costs more as the fleet fills, and a cache
+// hit is worth more than the time it saves this request alone.
+//
+// Why: every term is then the same unit, so no weight has to be tuned to
+// a trace. Dynamo's cost adds prefill blocks to resident decode blocks;
+// with its unit weights one more active 12k-token request on a worker
+// (~190 decode blocks) outweighs a 190-block cache hit, although in the
+// engine that request slows each pass by a few milliseconds while the hit
+// saves ~250 ms of prefill. Measured on the fleet simulator (internal/sim)
+// the time cost keeps conversations on the worker that caches them and
+// still spreads backlog, where the block cost scatters them.
+//
+// # Cost: Dynamo's formula (CostBlocks, Preset "dynamo")
+//
+// In blocks of B tokens, exactly as Dynamo's KV router (DESIGN.md §4):
+//
+//	prefill  = max(0, (active_prefill_tokens + isl)/B - credit)
+//	decode   = active_decode_blocks + new_blocks
+//	cost     = PrefillLoadScale*prefill + decode + ActiveRequestWeight*active_requests
+//
+// # Credit (both models)
 //
 //	decay    = 1 / (1 + CreditDecay * excess_prefill_blocks / request_blocks)
 //	credit   = Σ over leading blocks of the best weight of the tiers holding it
 //	         = OverlapCredit*decay*device + HostWeight*host' + DiskWeight*disk'
-//	prefill  = max(0, (active_prefill_tokens + isl)/B - credit)
-//	decode   = active_decode_blocks + new_blocks
-//	cost     = PrefillLoadScale*prefill + decode + ActiveRequestWeight*active_requests
 //
 // (the second line with the default, decreasing weights) where host' and
 // disk' count only the blocks a slower tier adds beyond the faster tiers'
 // prefix: a block is credited once, at its best tier, and
 // excess_prefill_blocks is the candidate's active prefill tokens above the
 // "load floor" (the least active prefill tokens among the eligible
-// candidates), divided by B. See Config for every knob.
+// candidates), divided by B. Unclamped lets the credit offset more than
+// the request's own prompt (CostBlocks: the prefill term goes negative;
+// CostTime: own goes negative and eats into the queue). See Config for
+// every knob.
 //
 // No candidate left after filtering yields ErrNoneEligible (HTTP 503) or,
 // when some candidate passed every hard constraint and was only dropped by a

@@ -58,6 +58,15 @@ type Candidate struct {
 	ActivePrefillTokens int
 	ActiveDecodeBlocks  int
 	ActiveRequests      int
+	// PrefillRequests is how many of ActiveRequests are still in prefill
+	// (the others decode: each takes one token of every pass; CostTime).
+	PrefillRequests int
+	// TotalKVBlocks is the rank's KV capacity in blocks (CostTime turns
+	// NewBlocks into KV usage with it); 0 unknown.
+	TotalKVBlocks int
+	// Timing is this worker's fitted timing model (TimingFit); nil uses
+	// Config.Timing.
+	Timing *Timing
 	// NewBlocks is the number of decode blocks this request would add here
 	// (its prompt blocks not yet active on the rank, plus any output blocks).
 	NewBlocks int
@@ -86,6 +95,12 @@ type Request struct {
 	BlockSize   int
 	Constraints Constraints
 	Overrides   Overrides
+	// Utilization is the fleet's prefill utilization U, the fraction of
+	// time a worker has prefill work in flight, in [0, 1) (the router keeps
+	// a running estimate). CostTime charges a request's own prefill time
+	// ImposedWeight/(1-U) times again: in an M/M/1 queue a unit of work
+	// costs the system 1/(1-U) of response time. 0: unknown or idle.
+	Utilization float64
 }
 
 // Reason says why a candidate was not scored; ReasonNone means it was.
@@ -114,7 +129,8 @@ func (r Reason) String() string {
 // gets ErrAllOverloaded (529), not ErrNoneEligible (503).
 func (r Reason) Overload() bool { return r == ReasonBusy }
 
-// Breakdown is one candidate's cost and its terms, in blocks.
+// Breakdown is one candidate's cost and its terms: in blocks under
+// CostBlocks, in milliseconds under CostTime.
 type Breakdown struct {
 	Worker kvevents.Worker
 	// Out is why the candidate was filtered out (ReasonNone: scored; the
@@ -126,10 +142,21 @@ type Breakdown struct {
 	Decay float64
 	// Credit is the overlap credit in blocks.
 	Credit float64
-	// Prefill is the adjusted prefill, before PrefillLoadScale.
+	// Prefill is the adjusted prefill, before PrefillLoadScale (CostTime:
+	// the modeled time of the prefill passes up to its first token).
 	Prefill float64
-	// Decode is active decode blocks + new blocks.
+	// Decode is active decode blocks + new blocks (CostTime: the decode
+	// share of those passes).
 	Decode float64
+	// Queue, Passes and Usage are CostTime's intermediate figures: prefill
+	// tokens up to and including the request's own, the passes they take,
+	// and the KV usage with the request's new blocks.
+	Queue  float64
+	Passes int
+	Usage  float64
+	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
+	// the request's own prefill time times ImposedWeight/(1-U).
+	Imposed float64
 	// Requests is the active-request term (ActiveRequestWeight * requests).
 	Requests float64
 	// Cost = PrefillLoadScale*Prefill + Decode + Requests.
@@ -149,7 +176,14 @@ func (b Breakdown) String() string {
 	if b.Decay != 1 {
 		s += " decay=" + fmtf(b.Decay)
 	}
-	s += " prefill=" + fmtf(b.Prefill) + " decode=" + fmtf(b.Decode)
+	if b.Passes > 0 {
+		s += " queue=" + fmtf(b.Queue) + " passes=" + fmt.Sprint(b.Passes) + " usage=" + fmtf(b.Usage)
+	}
+	s += " prefill=" + fmtf(b.Prefill)
+	if b.Imposed != 0 {
+		s += " imposed=" + fmtf(b.Imposed)
+	}
+	s += " decode=" + fmtf(b.Decode)
 	if b.Requests != 0 {
 		s += " reqs=" + fmtf(b.Requests)
 	}
@@ -265,7 +299,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 			continue
 		}
 		b := &res.Breakdowns[i]
-		costInto(cfg, req.ISL, req.BlockSize, floor, &cands[i], b)
+		costInto(cfg, req.ISL, req.BlockSize, floor, req.Utilization, &cands[i], b)
 		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
@@ -274,15 +308,16 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 }
 
 // Cost computes a candidate's cost breakdown under cfg for a request of isl
-// tokens with block size b, floorTokens being the load floor of the decay.
-func Cost(cfg Config, isl, b, floorTokens int, c *Candidate) Breakdown {
+// tokens with block size b, floorTokens being the load floor of the decay
+// and util the fleet utilization (Request.Utilization).
+func Cost(cfg Config, isl, b, floorTokens int, util float64, c *Candidate) Breakdown {
 	var out Breakdown
-	costInto(&cfg, isl, b, floorTokens, c, &out)
+	costInto(&cfg, isl, b, floorTokens, util, c, &out)
 	return out
 }
 
 // costInto is Cost writing into out (every field but Out and Prob).
-func costInto(cfg *Config, isl, b, floorTokens int, c *Candidate, out *Breakdown) {
+func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, out *Breakdown) {
 	B := float64(b)
 	reqBlocks := max(1, float64(isl)/B)
 	decay := 1.0
@@ -295,21 +330,31 @@ func costInto(cfg *Config, isl, b, floorTokens int, c *Candidate, out *Breakdown
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/reqBlocks)
 	}
 	credit := tierCredit(&c.Overlap, [3]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight})
+	out.Worker = c.Worker
+	out.Overlap = c.Overlap
+	out.Decay = decay
+	out.Credit = credit
+	out.Prob = 0
+	if cfg.Cost == CostTime {
+		tm := cfg.Timing
+		if c.Timing != nil {
+			tm = *c.Timing
+		}
+		tm = tm.orDefault()
+		costTimeInto(cfg, &tm, isl, b, credit, util, c, out)
+		return
+	}
+	out.Queue, out.Passes, out.Usage, out.Imposed = 0, 0, 0, 0
 	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
 	if !cfg.Unclamped {
 		prefill = max(0, prefill)
 	}
 	decode := float64(c.ActiveDecodeBlocks + c.NewBlocks)
 	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
-	out.Worker = c.Worker
-	out.Overlap = c.Overlap
-	out.Decay = decay
-	out.Credit = credit
 	out.Prefill = prefill
 	out.Decode = decode
 	out.Requests = reqs
 	out.Cost = cfg.PrefillLoadScale*prefill + decode + reqs
-	out.Prob = 0
 }
 
 // tieEps is the relative tolerance under which two costs tie: costs are

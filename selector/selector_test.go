@@ -69,8 +69,25 @@ func labels(s string) map[string]string {
 // configFrom applies script keys to the defaults.
 func configFrom(t *testing.T, a map[string]string) Config {
 	c := DefaultConfig()
+	if name, ok := a["preset"]; ok {
+		var err error
+		if c, err = Preset(name); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for k, v := range a {
 		switch k {
+		case "preset":
+		case "cost":
+			m, err := ParseCostModel(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Cost = m
+		case "imposed":
+			c.ImposedWeight = fnum(t, v)
+		case "chunk":
+			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
 			c.OverlapCredit = fnum(t, v)
 		case "scale":
@@ -136,6 +153,10 @@ func TestDataDriven(t *testing.T) {
 						c.NewBlocks = inum(t, v)
 					case "reqs":
 						c.ActiveRequests = inum(t, v)
+					case "preqs":
+						c.PrefillRequests = inum(t, v)
+					case "total":
+						c.TotalKVBlocks = inum(t, v)
 					case "kv":
 						c.KVUsage = fnum(t, v)
 					case "max-batched":
@@ -157,6 +178,8 @@ func TestDataDriven(t *testing.T) {
 					case "isl", "block":
 					case "seed":
 						seed = uint64(inum(t, v))
+					case "util":
+						req.Utilization = fnum(t, v)
 					case "allow":
 						for _, s := range strings.Split(v, ",") {
 							req.Constraints.Allow = append(req.Constraints.Allow, uint64(inum(t, s)))
@@ -212,7 +235,7 @@ func TestDataDriven(t *testing.T) {
 // from the closed form, independently of Select, and then checked against
 // sampled frequencies.
 func TestTemperatureSampling(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg, _ := Preset(PresetDynamo)
 	cfg.Temperature = 0.5
 	cands := []Candidate{
 		{Worker: kvevents.Worker{ID: 1}, Overlap: [4]int{48}, ActivePrefillTokens: 2048, ActiveDecodeBlocks: 100, NewBlocks: 16},
@@ -263,7 +286,8 @@ func TestTieBreakUniform(t *testing.T) {
 		cands[i] = Candidate{Worker: kvevents.Worker{ID: uint64(i + 1)}, ActiveDecodeBlocks: 10}
 	}
 	cands[3].ActiveDecodeBlocks = 11 // not tied
-	s := New(DefaultConfig())
+	dyn, _ := Preset(PresetDynamo)
+	s := New(dyn)
 	rng := rand.New(rand.NewPCG(3, 4))
 	req := Request{ISL: 64, BlockSize: 16}
 	const n = 9000

@@ -3,16 +3,16 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvrouter/kvrouter/internal/benchindex"
+	"github.com/kvrouter/kvrouter/internal/traces"
 )
 
 func newBenchIndexCmd() *cobra.Command {
 	cfg := benchindex.DefaultConfig()
-	cfg.Trace = filepath.Join("..", "shared", "data", "conversation_trace.jsonl.gz")
+	cfg.Trace = traces.Default
 	var indexes string
 	var asJSON, quiet bool
 	c := &cobra.Command{
@@ -48,7 +48,7 @@ Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
 every prompt at its recorded length, so a request is input_length/64 query
 blocks and the mocker's KV cache really evicts. --block-size 512 gives one
 block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
-		Example: "  kvrouter bench index --trace ../shared/data/conversation_trace.jsonl.gz --workers 64 --json",
+		Example: "  kvrouter bench index --workers 64 --json\n  kvrouter bench index --trace synth --limit 2000",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Indexes, err = benchindex.ParseIndexes(indexes); err != nil {
@@ -72,7 +72,7 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&cfg.Trace, "trace", cfg.Trace, "Mooncake trace (JSONL, plain or gzip)")
+	f.StringVar(&cfg.Trace, "trace", cfg.Trace, "a shipped trace (conversation, synth, azure-code, azure-conv) or a file (Mooncake JSONL or Azure CSV, plain or gzip)")
 	f.IntVar(&cfg.Limit, "limit", 0, "replay only the first N requests (0 = all)")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "simulated workers W")
 	f.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "tokens per KV block (engine and router)")

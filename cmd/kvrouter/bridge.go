@@ -1,84 +1,56 @@
 package main
 
 import (
-	"fmt"
-	"log/slog"
 	"os"
 
-	"github.com/kvrouter/kvrouter/internal/eventplane"
-	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
-	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
+	"github.com/spf13/pflag"
 )
 
 // newBridgeCmd republishes one engine's ZMQ KV events into JetStream.
 func newBridgeCmd() *cobra.Command {
-	var (
-		ncfg   eventplane.Config
-		src    zmqsub.Source
-		bs     int
-		model  string
-		format string
-	)
+	cfg := app.DefaultBridgeConfig()
+	var printConfig bool
 	c := &cobra.Command{
 		Use:   "bridge",
 		Short: "Republish one vLLM/SGLang engine's ZMQ KV events into the NATS JetStream stream",
+		Long: `Subscribes to one engine's ZMQ KV events (with replay on gaps) and republishes them
+into the JetStream stream under kvrouter.<model>.kv.<worker-id>, continuing the event
+numbering where the stream stopped. Block size and model default to serve's and
+mocker's (64, kvrouter-mock). Flags are also read from KVROUTER_* environment variables
+and a YAML file (--config), as for serve.`,
 		Example: "  kvrouter bridge --zmq tcp://engine:5557 --replay tcp://engine:5558 --worker-id 3 \\\n" +
 			"    --block-size 16 --model llama --nats nats://nats:4222",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			f, err := eventplane.ParseFormat(format)
+			eff, err := app.Resolve(cmd.Flags(), app.DefaultBridgeConfig(), bindBridgeFlags, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			ncfg.Logger = log
-			conn, err := eventplane.Connect(ctx, ncfg)
-			if err != nil {
-				return err
+			if printConfig {
+				if err := eff.Validate(); err != nil {
+					return err
+				}
+				return app.WriteYAML(cmd.OutOrStdout(), eff)
 			}
-			defer conn.Close()
-			if conn.Embedded() {
-				log.Warn("no --nats given: publishing into an embedded server only this process can see", "url", conn.ClientURL())
-			}
-			// Continue the event numbering where the stream stopped.
-			last, err := eventplane.LastEventIDs(ctx, conn, model, src.WorkerID)
-			if err != nil {
-				return err
-			}
-			pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: model, Format: f, Logger: log})
-			zcfg := zmqsub.Config{BlockSize: bs, Sources: []zmqsub.Source{src}, Logger: log,
-				StartID: func(w kvevents.Worker) uint64 { return last[w] }}
-			if err := zcfg.Validate(); err != nil {
-				return err
-			}
-			sub := zmqsub.New(zcfg, zmqsub.SinkFunc(func(ev *kvevents.Event) error { return pub.Publish(ctx, *ev) }))
-			log.Info("bridge started", "zmq", src.Endpoint, "replay", src.Replay, "worker", src.WorkerID,
-				"subject", conn.Subject(model, src.WorkerID), "nats", conn.ClientURL())
-			g, gctx := errgroup.WithContext(ctx)
-			g.Go(func() error { return pub.Run(gctx) })
-			g.Go(func() error { return sub.Run(gctx) })
-			err = g.Wait()
-			st := sub.Stats()
-			log.Info("bridge stopped", "events", st.Events, "gaps", st.Gaps, "replayed", st.Replayed, "resyncs", st.Resyncs,
-				"published", pub.Stats().Events)
-			if err != nil && ctx.Err() == nil {
-				return fmt.Errorf("bridge: %w", err)
-			}
-			return nil
+			return app.RunBridge(cmd.Context(), eff)
 		},
 	}
-	fs := c.Flags()
-	bindNATSFlags(fs, &ncfg)
-	fs.StringVar(&src.Endpoint, "zmq", "", "engine ZMQ PUB endpoint (tcp://host:port)")
-	fs.StringVar(&src.Replay, "replay", "", "engine ZMQ replay endpoint (optional)")
-	fs.Uint64Var(&src.WorkerID, "worker-id", 0, "router worker id of this engine")
-	fs.IntVar(&src.DPSize, "dp-size", 1, "data-parallel ranks (rank r on port + r)")
-	fs.IntVar(&bs, "block-size", 16, "engine KV block size in tokens (must equal the router's)")
-	fs.StringVar(&model, "model", "default", "model name (subject kvrouter.<model>.kv.<worker>)")
-	fs.StringVar(&format, "format", "msgpack", "stream payload: msgpack or json")
-	_ = c.MarkFlagRequired("zmq")
-	_ = c.MarkFlagRequired("worker-id")
+	bindBridgeFlags(c.Flags(), &cfg)
+	configFlags(c.Flags(), &printConfig)
 	return c
+}
+
+// bindBridgeFlags binds the bridge's flags to c's fields, each defaulting
+// to the field's current value.
+func bindBridgeFlags(fs *pflag.FlagSet, c *app.BridgeConfig) {
+	bindNATSFlags(fs, &c.NATS, "nats-port")
+	fs.StringVar(&c.ZMQ, "zmq", c.ZMQ, "engine ZMQ PUB endpoint (tcp://host:port; required)")
+	fs.StringVar(&c.Replay, "replay", c.Replay, "engine ZMQ replay endpoint (optional)")
+	fs.Uint64Var(&c.WorkerID, "worker-id", c.WorkerID, "router worker id of this engine (required)")
+	fs.IntVar(&c.DPSize, "dp-size", c.DPSize, "data-parallel ranks (rank r on port + r)")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "engine KV block size in tokens (must equal the router's)")
+	fs.StringVar(&c.Model, "model", c.Model, "model name (subject kvrouter.<model>.kv.<worker>)")
+	fs.StringVar(&c.Format, "format", c.Format, "stream payload: msgpack or json")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }

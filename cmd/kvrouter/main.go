@@ -1,7 +1,3 @@
-// Command kvrouter is a KV-cache-aware router for fleets of LLM inference
-// workers. Each subcommand lives in its own file and only binds flags to a
-// library's config; the work is done by the packages at the module root and
-// under internal/.
 package main
 
 import (
@@ -37,6 +33,7 @@ func newRootCmd() *cobra.Command {
 		newEventsCmd(),
 		newBenchCmd(),
 		newSimCmd(),
+		newTraceCmd(),
 		newMockerCmd(),
 		newServeCmd(),
 		newUpCmd(),

@@ -1,113 +1,67 @@
 package main
 
 import (
-	"net"
-	"time"
+	"os"
 
-	"github.com/kvrouter/kvrouter/internal/discovery"
-	"github.com/kvrouter/kvrouter/internal/eventplane"
-	"github.com/kvrouter/kvrouter/internal/mockerd"
-	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
+	"github.com/spf13/pflag"
 )
 
 func newMockerCmd() *cobra.Command {
-	cfg := mockerd.DefaultConfig()
-	var (
-		addr, tok, natsURL, advertise, logLevel, zmqPub, zmqReplay string
-		workerID                                                   uint64
-		noRegister                                                 bool
-	)
+	cfg := app.DefaultMockerConfig()
+	var printConfig bool
 	c := &cobra.Command{
 		Use:   "mocker",
 		Short: "Run one simulated vLLM worker (OpenAI API, KV events, load metrics) in real time",
 		Long: `Runs the mocker engine core in real time behind an OpenAI-compatible HTTP API.
 With --nats it publishes its KV events to the JetStream stream and registers itself
-in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.`,
+in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.
+
+Flags are also read from KVROUTER_* environment variables and a YAML file (--config),
+as for serve.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			cfg.Logger = log
-			cfg.Engine.Worker = kvevents.Worker{ID: workerID}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			url := advertise
-			if url == "" {
-				url = "http://" + ln.Addr().String()
-			}
-			if cfg.Tokenizer, err = loadTokenizer(tok, cfg.Model, []string{url}); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			g, gctx := errgroup.WithContext(ctx)
-			var reg *discovery.Registry
-			if natsURL != "" {
-				conn, err := eventplane.Connect(ctx, eventplane.Config{URL: natsURL, Logger: log})
-				if err != nil {
+			if printConfig {
+				if err := eff.Validate(); err != nil {
 					return err
 				}
-				defer conn.Close()
-				// AssignIDs + Resume: a restarted mocker continues the event
-				// ids of its previous life, so routers do not drop its new
-				// events as duplicates.
-				pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: cfg.Model, Logger: log, AssignIDs: true})
-				if err := pub.Resume(ctx, workerID); err != nil {
-					return err
-				}
-				cfg.Sinks = append(cfg.Sinks, pub)
-				g.Go(func() error { return pub.Run(gctx) })
-				if !noRegister {
-					reg = discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
-				}
+				return app.WriteYAML(cmd.OutOrStdout(), eff)
 			}
-			if zmqPub != "" {
-				zp, err := mockerd.NewZMQPublisher(ctx, zmqPub, zmqReplay, cfg.Engine.BlockSize, log)
-				if err != nil {
-					return err
-				}
-				defer zp.Close()
-				cfg.ZMQ = zp
-			}
-			srv, err := mockerd.New(cfg)
-			if err != nil {
-				return err
-			}
-			if reg != nil {
-				w := discovery.Worker{ID: workerID, Model: cfg.Model, URL: url, BlockSize: cfg.Engine.BlockSize,
-					TotalKVBlocks: cfg.Engine.NumBlocks, MaxBatchedTokens: cfg.Engine.MaxNumBatchedTokens, DPSize: 1,
-					EventEndpoint: zmqPub, ReplayEndpoint: zmqReplay}
-				g.Go(func() error { return reg.Keepalive(gctx, w) })
-			}
-			log.Info("mocker listening", "url", url, "worker", workerID, "model", cfg.Model,
-				"block_size", cfg.Engine.BlockSize, "num_blocks", cfg.Engine.NumBlocks,
-				"speedup_ratio", cfg.Engine.SpeedupRatio, "tokenizer", cfg.Tokenizer.Name(), "nats", natsURL != "")
-			g.Go(func() error { return srv.Serve(gctx, ln, 30*time.Second) })
-			return g.Wait()
+			return app.RunMocker(cmd.Context(), eff)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:8000", "listen address")
-	f.StringVar(&advertise, "advertise-url", "", "URL the router uses to reach this worker (default http://<addr>)")
-	f.Uint64Var(&workerID, "worker-id", 1, "worker id in KV events and discovery")
-	f.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
-	f.StringVar(&tok, "tokenizer", "builtin", "tokenizer: builtin, or a tokenizer.json file / model directory")
-	f.IntVar(&cfg.Engine.BlockSize, "block-size", cfg.Engine.BlockSize, "tokens per KV block (must equal the router's)")
-	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV cache capacity in blocks")
-	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests")
-	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
-	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of blocks kept free at admission")
-	f.BoolVar(&cfg.Engine.EnablePrefixCaching, "enable-prefix-caching", true, "cache blocks and emit KV events")
-	f.Float64Var(&cfg.Engine.SpeedupRatio, "speedup-ratio", 1, "divide modeled pass time by this (0 = no sleeping)")
-	f.IntVar(&cfg.DefaultMaxTokens, "default-max-tokens", cfg.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
-	f.StringVar(&natsURL, "nats", "", "NATS URL: publish KV events to JetStream and register in the worker bucket")
-	f.BoolVar(&noRegister, "no-register", false, "with --nats, publish events but do not register")
-	f.StringVar(&zmqPub, "zmq-pub", "", "also publish KV events vLLM-style on a ZMQ PUB socket, e.g. tcp://127.0.0.1:5557")
-	f.StringVar(&zmqReplay, "zmq-replay", "", "with --zmq-pub, serve replay requests on this ROUTER endpoint, e.g. tcp://127.0.0.1:5558")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	bindMockerFlags(c.Flags(), &cfg)
+	configFlags(c.Flags(), &printConfig)
 	return c
+}
+
+// bindMockerFlags binds the mocker's flags to c's fields, each defaulting
+// to the field's current value.
+func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
+	mc := &c.Mocker
+	e := &mc.Engine
+	f.StringVar(&c.Listen, "addr", c.Listen, "listen address")
+	f.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL the router uses to reach this worker (default http://<addr>)")
+	f.Uint64Var(&c.WorkerID, "worker-id", c.WorkerID, "worker id in KV events and discovery")
+	f.StringVar(&mc.Model, "model", mc.Model, "served model name")
+	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "tokenizer: builtin, or a tokenizer.json file / model directory")
+	f.IntVar(&e.BlockSize, "block-size", e.BlockSize, "tokens per KV block (must equal the router's)")
+	f.IntVar(&e.NumBlocks, "num-blocks", e.NumBlocks, "KV cache capacity in blocks")
+	f.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "max running requests")
+	f.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget per forward pass")
+	f.Float64Var(&e.Watermark, "watermark", e.Watermark, "fraction of blocks kept free at admission")
+	f.BoolVar(&e.EnablePrefixCaching, "enable-prefix-caching", e.EnablePrefixCaching, "cache blocks and emit KV events")
+	f.Float64Var(&e.SpeedupRatio, "speedup-ratio", e.SpeedupRatio, "divide modeled pass time by this (0 = no sleeping)")
+	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
+	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")
+	bindNATSAuthFlags(f, &c.NATS)
+	f.BoolVar(&c.NoRegister, "no-register", c.NoRegister, "with --nats, publish events but do not register")
+	f.StringVar(&c.ZMQPub, "zmq-pub", c.ZMQPub, "also publish KV events vLLM-style on a ZMQ PUB socket, e.g. tcp://127.0.0.1:5557")
+	f.StringVar(&c.ZMQReplay, "zmq-replay", c.ZMQReplay, "with --zmq-pub, serve replay requests on this ROUTER endpoint, e.g. tcp://127.0.0.1:5558")
+	f.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "how long shutdown waits for in-flight requests")
+	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }

@@ -7,17 +7,19 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replay"
+	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/mocker"
-	"github.com/kvrouter/kvrouter/trace"
+	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
 
 func newReplayCmd() *cobra.Command {
 	var (
 		cfg                         replay.Config
-		tracePath, compare          string
+		tracePath, compare, preset  string
 		speed, rate                 float64
 		unpaced, asJSON             bool
 		chartDir, logLevel          string
@@ -38,13 +40,13 @@ With --compare kv,load,round-robin it starts a fresh in-process fleet (embedded 
 --workers mockers, router) per policy and replays the same trace against each, back to
 back: a table (with ratios to the first policy), --json, and PNG charts in --charts.
 The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes on 2 cores.`,
-		Example: `  kvrouter replay --compare kv,load,round-robin --trace ../shared/data/conversation_trace.jsonl.gz
+		Example: `  kvrouter replay --compare kv,load,round-robin
   kvrouter replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tracePath == "" {
-				return errors.New("--trace is required")
+			if _, err := router.Preset(preset); preset != "" && err != nil {
+				return err
 			}
-			recs, err := trace.ReadFile(tracePath)
+			recs, err := traces.Load(tracePath)
 			if err != nil {
 				return err
 			}
@@ -74,7 +76,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 				}
 				var log = discardLogger()
 				if logLevel != "" {
-					if log, err = newLogger(logLevel); err != nil {
+					if log, err = app.NewLogger(logLevel); err != nil {
 						return err
 					}
 				}
@@ -83,6 +85,10 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 				reps, err = replay.Compare(ctx, replay.CompareConfig{Replay: cfg, Policies: pols, Workers: workers,
 					Engine: eng, Direct: direct, Logger: log,
 					Frontend: func(fc *frontend.Config) {
+						if preset != "" {
+							rc, _ := router.Preset(preset) // validated below RunE's start
+							fc.Router.Selector, fc.Router.Predict = rc.Selector, rc.Predict
+						}
 						if cmd.Flags().Changed("overlap-credit") {
 							fc.Router.Selector.OverlapCredit = credit
 						}
@@ -131,7 +137,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&tracePath, "trace", "", "Mooncake trace (JSONL, plain or gzip)")
+	f.StringVar(&tracePath, "trace", traces.Default, "a shipped trace (conversation, synth, azure-code, azure-conv) or a file (Mooncake JSONL or Azure CSV, plain or gzip)")
 	f.StringVar(&cfg.URL, "url", "", "OpenAI-compatible base URL to replay against")
 	f.StringVar(&cfg.Model, "model", "kvrouter-mock", "model name sent in requests")
 	f.StringVar(&cfg.APIKey, "api-key", "", "bearer token")
@@ -148,6 +154,7 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 	f.IntVar(&numBlocks, "num-blocks", 0, "with --compare: KV blocks per worker (0 = mocker default 16384)")
 	f.Float64Var(&speedupRatio, "speedup-ratio", 4, "with --compare: mocker speedup ratio")
 	f.Float64Var(&credit, "overlap-credit", 1, "with --compare: router overlap credit for every fleet")
+	f.StringVar(&preset, "preset", "", "with --compare: router cost preset for every fleet: default or dynamo (--overlap-credit and --prefill-load-scale still override)")
 	f.Float64Var(&scale, "prefill-load-scale", 1, "with --compare: router prefill load scale for every fleet")
 	f.BoolVar(&direct, "direct", false, "with --compare: skip NATS (events straight into the router)")
 	f.BoolVar(&asJSON, "json", false, "print the reports as JSON")

@@ -1,27 +1,24 @@
 package main
 
 import (
-	"net"
+	"os"
 
-	"github.com/kvrouter/kvrouter/internal/discovery"
-	"github.com/kvrouter/kvrouter/internal/eventplane"
-	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
-	"github.com/kvrouter/kvrouter/internal/frontend"
-	"github.com/kvrouter/kvrouter/queue"
-	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/spf13/cobra"
-	"golang.org/x/sync/errgroup"
+	"github.com/spf13/pflag"
 )
 
+// configFlags binds --config (the YAML file app.Resolve reads) and
+// --print-config.
+func configFlags(fs *pflag.FlagSet, print *bool) {
+	fs.String("config", "", "YAML config file (the --print-config shape); precedence: flag > KVROUTER_* env > file > default")
+	fs.BoolVar(print, "print-config", false, "print the effective config as YAML (the --config shape) and exit; starts nothing")
+}
+
 func newServeCmd() *cobra.Command {
-	cfg := frontend.DefaultConfig()
-	var (
-		addr, tok, policy, natsURL, workersFile, logLevel string
-		workerFlags, tokURLs                              []string
-		noNATS, affinity                                  bool
-		natsPort                                          int
-		queuePolicy                                       string
-	)
+	cfg := app.DefaultServeConfig()
+	var printConfig bool
+	var preset string
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the KV-aware router frontend (OpenAI API) in front of a fleet of workers",
@@ -31,135 +28,100 @@ the longest cached prefix (minus its load), forwards it and streams the answer b
 Workers come from the NATS KV registry (workers started with 'kvrouter mocker --nats URL'
 or any engine that registers) and/or a static list (--worker, --workers-file). KV events
 come from the JetStream stream, or from each static worker's vLLM ZMQ endpoint (zmq=...).
-With neither --nats nor --worker an embedded NATS server is started.`,
+With neither --nats nor --worker an embedded NATS server is started.
+
+Every flag is also read from the environment, KVROUTER_ and the flag name upper-cased
+with '-' as '_' (--busy-kv-usage: KVROUTER_BUSY_KV_USAGE; list flags: items separated
+by spaces), and from a YAML file (--config FILE or KVROUTER_CONFIG; unknown keys are
+errors). Precedence: flag > environment > file > default. --print-config prints the
+effective config in the file's shape.`,
 		Example: `  kvrouter serve --nats nats://127.0.0.1:4222 --tokenizer ./Qwen3-8B/
-  kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16`,
+  kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16
+  kvrouter serve --print-config > kvrouter.yaml; kvrouter serve --config kvrouter.yaml`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			// The preset replaces the default cost knobs; a file, the
+			// environment and flags then override single knobs on top.
+			def := app.DefaultServeConfig()
+			if v, ok := os.LookupEnv(app.EnvName("preset")); ok && !cmd.Flags().Changed("preset") {
+				preset = v
+			}
+			if err := presetRouter(&def.Frontend.Router, preset); err != nil {
+				return err
+			}
+			eff, err := app.Resolve(cmd.Flags(), def, bindServeFlags, os.LookupEnv)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if cfg.Policy, err = frontend.ParsePolicy(policy); err != nil {
-				return err
-			}
-			cfg.Router.Affinity.Enabled = affinity
-			if queuePolicy != "" {
-				if cfg.Router.Queue.Policy, err = queue.ParsePolicy(queuePolicy); err != nil {
+			if printConfig {
+				if err := eff.Validate(); err != nil {
 					return err
 				}
+				return app.WriteYAML(cmd.OutOrStdout(), eff)
 			}
-			var static []discovery.Worker
-			for _, s := range workerFlags {
-				w, err := discovery.ParseWorkerFlag(s)
-				if err != nil {
-					return err
-				}
-				static = append(static, w)
-			}
-			if workersFile != "" {
-				ws, err := discovery.LoadStatic(workersFile)
-				if err != nil {
-					return err
-				}
-				static = append(static, ws...)
-			}
-			if static, err = discovery.NumberWorkers(static); err != nil {
-				return err
-			}
-			if len(tokURLs) == 0 {
-				for _, w := range static {
-					tokURLs = append(tokURLs, w.URL)
-				}
-			}
-			if cfg.Tokenizer, err = loadTokenizer(tok, cfg.Model, tokURLs); err != nil {
-				return err
-			}
-			cfg.Logger = log
-			var sub *eventplane.Subscriber
-			cfg.Events.OnWorkerDown = func(id uint64) {
-				if sub != nil {
-					sub.Forget(id) // its next life may restart event ids
-				}
-			}
-			fe, err := frontend.New(cfg)
-			if err != nil {
-				return err
-			}
-			members := discovery.NewFleet(cfg.Router.BlockSize, fe, log)
-			if err := members.AddStatic(static); err != nil {
-				return err
-			}
-			g, gctx := errgroup.WithContext(ctx)
-			if !noNATS && (natsURL != "" || len(static) == 0) {
-				conn, err := eventplane.Connect(ctx, eventplane.Config{URL: natsURL, Port: natsPort, Logger: log})
-				if err != nil {
-					return err
-				}
-				defer conn.Close()
-				if natsURL == "" {
-					log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
-				}
-				scfg := eventplane.SubscriberConfig{Model: cfg.Model, Logger: log}
-				scfg.Events.OnMessage = fe.ObservePublished // kvrouter_event_lag_seconds
-				sub = eventplane.NewSubscriber(conn, fe, scfg)
-				g.Go(func() error { return sub.Run(gctx) })
-				reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
-				g.Go(func() error { return reg.Watch(gctx, members) })
-			}
-			var sources []zmqsub.Source
-			for _, w := range static {
-				if w.EventEndpoint != "" {
-					sources = append(sources, zmqsub.Source{WorkerID: w.ID, Endpoint: w.EventEndpoint,
-						Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
-				}
-			}
-			if len(sources) > 0 {
-				zs := zmqsub.New(zmqsub.Config{BlockSize: cfg.Router.BlockSize, Sources: sources, Logger: log,
-					OnBatch: fe.ObservePublished}, fe)
-				g.Go(func() error { return zs.Run(gctx) })
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			log.Info("router listening", "url", "http://"+ln.Addr().String(), "policy", cfg.Policy,
-				"block_size", cfg.Router.BlockSize, "tokenizer", cfg.Tokenizer.Name(), "static_workers", len(static),
-				"index", cfg.Index, "auth", len(cfg.APIKeys) > 0)
-			g.Go(func() error { return fe.Serve(gctx, ln) })
-			return g.Wait()
+			return app.RunServe(cmd.Context(), eff)
 		},
 	}
-	f := c.Flags()
-	f.StringVar(&addr, "addr", "0.0.0.0:8080", "listen address")
-	f.StringVar(&cfg.Model, "model", cfg.Model, "served model name (/v1/models; NATS subject token)")
-	f.StringVar(&tok, "tokenizer", "builtin", "builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
-	f.StringSliceVar(&tokURLs, "tokenizer-url", nil, "with --tokenizer remote: worker base URLs to ask (default: the static workers)")
-	f.StringVar(&policy, "policy", "kv", "kv, approx, load, round-robin or random")
-	f.StringVar(&cfg.Index, "index", cfg.Index, "event-fed index: radix or flash")
-	f.IntVar(&cfg.Router.BlockSize, "block-size", router.DefaultBlockSize, "tokens per KV block; must equal the workers'")
-	f.Float64Var(&cfg.Router.Selector.OverlapCredit, "overlap-credit", cfg.Router.Selector.OverlapCredit, "credit per cached device block (0 = pure load balancing)")
-	f.Float64Var(&cfg.Router.Selector.PrefillLoadScale, "prefill-load-scale", cfg.Router.Selector.PrefillLoadScale, "weight of the prefill term")
-	f.Float64Var(&cfg.Router.Selector.Temperature, "temperature", cfg.Router.Selector.Temperature, "softmax temperature (0 = argmin)")
-	f.Float64Var(&cfg.Router.Selector.BusyKVUsage, "busy-kv-usage", cfg.Router.Selector.BusyKVUsage, "a worker with KV usage above this is busy (0 = off)")
-	f.IntVar(&cfg.Router.Selector.BusyPrefillTokens, "busy-prefill-tokens", cfg.Router.Selector.BusyPrefillTokens, "a worker with more active prefill tokens is busy (0 = off)")
-	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", 0, "queue requests while every worker's prefill exceeds this fraction of its batch budget (0 = no queue)")
-	f.StringVar(&queuePolicy, "queue-policy", "", "fcfs or wspt")
-	f.BoolVar(&affinity, "session-affinity", false, "bind x-session-id to the worker of its first request")
-	f.StringVar(&natsURL, "nats", "", "NATS URL for KV events and worker registration (default: embedded server when no --worker)")
-	f.IntVar(&natsPort, "embedded-nats-port", 4222, "port of the embedded NATS server (0 = any free port)")
-	f.BoolVar(&noNATS, "no-nats", false, "use neither NATS nor the embedded server (static workers with ZMQ events)")
-	f.StringArrayVar(&workerFlags, "worker", nil, "static worker: URL[,id=N,zmq=tcp://...,replay=tcp://...,bs=N] (repeatable)")
-	f.StringVar(&workersFile, "workers-file", "", "YAML file with a static worker list")
-	f.StringArrayVar(&cfg.APIKeys, "api-key", nil, "accepted client API key (repeatable; none = open)")
-	f.StringArrayVar(&cfg.AdminKeys, "admin-key", nil, "admin API key for /debug/* (repeatable; none = client keys)")
-	f.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", cfg.MaxBodyBytes, "largest request body accepted (413 beyond)")
-	f.IntVar(&cfg.MaxPromptTokens, "max-prompt-tokens", 0, "longest prompt accepted in tokens (0 = no limit)")
-	f.IntVar(&cfg.Retries, "retries", cfg.Retries, "other workers to try when the chosen one is unreachable")
-	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "how long shutdown waits for in-flight streams")
-	f.DurationVar(&cfg.LoadPollInterval, "load-poll", cfg.LoadPollInterval, "how often workers' GET /load is polled (negative = never)")
-	f.Uint64Var(&cfg.Seed, "seed", 0, "tie-break seed (0 = random; replicas must differ)")
-	f.BoolVar(&cfg.ForwardTokens, "forward-tokens", true, "send completion prompts to workers as token ids")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	bindServeFlags(c.Flags(), &cfg)
+	configFlags(c.Flags(), &printConfig)
+	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
 	return c
+}
+
+// bindServeFlags binds serve's flags to c's fields, each defaulting to the
+// field's current value (app.Resolve binds them again over a loaded file).
+func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
+	fc := &c.Frontend
+	rc := &fc.Router
+	sc := &rc.Selector
+	f.StringVar(&c.Listen, "addr", c.Listen, "listen address")
+	f.StringVar(&fc.Model, "model", fc.Model, "served model name (/v1/models; NATS subject token)")
+	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
+	f.StringSliceVar(&c.TokenizerURLs, "tokenizer-url", c.TokenizerURLs, "with --tokenizer remote: worker base URLs to ask (default: the static workers)")
+	textVar(f, &rc.Policy, "policy", "kv, approx, load, round-robin or random")
+	f.StringVar(&fc.Index, "index", fc.Index, "event-fed index: flash or radix")
+	f.IntVar(&rc.Index.Stride, "jump-stride", rc.Index.Stride, "flash index jump-search stride in blocks")
+	f.IntVar(&rc.Index.Writers, "index-writers", rc.Index.Writers, "index writer goroutines (events are sticky per worker+rank)")
+	f.DurationVar(&rc.Index.TTL, "approx-ttl", rc.Index.TTL, "approx policy: how long a routed request's blocks are remembered")
+	f.IntVar(&rc.BlockSize, "block-size", rc.BlockSize, "tokens per KV block; must equal the workers'")
+	textVar(f, &sc.Cost, "cost", "cost model: time (default: time to first token from the worker timing model) or blocks (Dynamo's formula)")
+	f.Float64Var(&sc.ImposedWeight, "imposed-weight", sc.ImposedWeight, "time cost: weight of the delay a request's own prefill imposes on later ones, scaled by 1/(1-utilization) (0 = off)")
+	f.DurationVar(&rc.Predict.TTL, "predict-ttl", rc.Predict.TTL, "kv policy: lifetime of the predicted side index that lets a burst with a new prefix follow its first request (0 = off)")
+	f.Float64Var(&sc.OverlapCredit, "overlap-credit", sc.OverlapCredit, "credit per cached device block (0 = pure load balancing)")
+	f.Float64Var(&sc.PrefillLoadScale, "prefill-load-scale", sc.PrefillLoadScale, "weight of the prefill term")
+	f.Float64Var(&sc.HostWeight, "host-weight", sc.HostWeight, "credit per host-tier (G2) cached block beyond the device prefix")
+	f.Float64Var(&sc.DiskWeight, "disk-weight", sc.DiskWeight, "credit per disk-tier (G3) cached block beyond the device and host prefixes")
+	f.Float64Var(&sc.CreditDecay, "credit-decay", sc.CreditDecay, "shrink the device credit of workers with a prefill backlog (0 = off)")
+	f.Float64Var(&sc.ActiveRequestWeight, "active-request-weight", sc.ActiveRequestWeight, "cost in blocks per active request on a worker")
+	f.Float64Var(&sc.Temperature, "temperature", sc.Temperature, "softmax temperature (0 = argmin)")
+	f.Float64Var(&sc.BusyKVUsage, "busy-kv-usage", sc.BusyKVUsage, "a worker with KV usage above this is busy (0 = off)")
+	f.IntVar(&sc.BusyPrefillTokens, "busy-prefill-tokens", sc.BusyPrefillTokens, "a worker with more active prefill tokens is busy (0 = off)")
+	f.Float64Var(&sc.BusyPrefillFraction, "busy-prefill-fraction", sc.BusyPrefillFraction, "a worker whose active prefill exceeds this fraction of its batch budget is busy (0 = off)")
+	f.Float64Var(&rc.Queue.Threshold, "queue-threshold", rc.Queue.Threshold, "queue requests while every worker's prefill exceeds this fraction of its batch budget (0 = no queue)")
+	textVar(f, &rc.Queue.Policy, "queue-policy", "fcfs or wspt")
+	f.IntVar(&rc.Queue.Capacity, "queue-capacity", rc.Queue.Capacity, "most queued requests; beyond, 529 (0 = unbounded)")
+	f.BoolVar(&rc.Affinity.Enabled, "session-affinity", rc.Affinity.Enabled, "bind x-session-id to the worker of its first request")
+	f.DurationVar(&rc.Affinity.TTL, "affinity-ttl", rc.Affinity.TTL, "idle time after which a session binding expires (0 = never)")
+	f.DurationVar(&rc.Loads.StaleAfter, "stale-limit", rc.Loads.StaleAfter, "release a request without progress for this long (0 = never)")
+	bindNATSFlags(f, &c.NATS, "embedded-nats-port")
+	f.BoolVar(&c.NoNATS, "no-nats", c.NoNATS, "use neither NATS nor the embedded server (static workers with ZMQ events)")
+	rp := &c.Replica
+	f.StringVar(&rp.ID, "replica-id", rp.ID, "this replica's id: snapshot lease holder, load-sync origin, logs (default <hostname>-<pid>)")
+	f.DurationVar(&rp.SnapshotInterval, "snapshot-interval", rp.SnapshotInterval, "with NATS: how often the lease holder snapshots the index (0 = never write snapshots nor take the lease)")
+	f.IntVar(&rp.SnapshotKeep, "snapshot-keep", rp.SnapshotKeep, "snapshots the writer keeps")
+	f.DurationVar(&rp.LeaseTTL, "lease-ttl", rp.LeaseTTL, "a snapshot writer silent this long is replaced by another replica")
+	f.BoolVar(&rp.Sync.Enabled, "replica-sync", rp.Sync.Enabled, "with NATS: share bookings (load) and session bindings with the other replicas")
+	f.DurationVar(&rp.Sync.Heartbeat, "sync-heartbeat", rp.Sync.Heartbeat, "load-sync heartbeat interval")
+	f.DurationVar(&rp.Sync.Timeout, "sync-timeout", rp.Sync.Timeout, "a replica unheard this long has its bookings dropped")
+	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,zmq=tcp://...,replay=tcp://...,bs=N] (repeatable)")
+	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")
+	f.StringArrayVar(&fc.APIKeys, "api-key", fc.APIKeys, "accepted client API key (repeatable; none = open; secret)")
+	f.StringArrayVar(&fc.AdminKeys, "admin-key", fc.AdminKeys, "admin API key for /debug/* (repeatable; none = client keys; secret)")
+	f.Int64Var(&fc.MaxBodyBytes, "max-body-bytes", fc.MaxBodyBytes, "largest request body accepted (413 beyond)")
+	f.IntVar(&fc.MaxPromptTokens, "max-prompt-tokens", fc.MaxPromptTokens, "longest prompt accepted in tokens (0 = no limit)")
+	f.IntVar(&fc.Retries, "retries", fc.Retries, "other workers to try when the chosen one is unreachable")
+	f.DurationVar(&fc.DrainTimeout, "drain-timeout", fc.DrainTimeout, "how long shutdown waits for in-flight streams")
+	f.DurationVar(&fc.LoadPollInterval, "load-poll", fc.LoadPollInterval, "how often workers' GET /load is polled (negative = never)")
+	f.Uint64Var(&fc.Seed, "seed", fc.Seed, "tie-break seed (0 = random; replicas must differ)")
+	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion prompts to workers as token ids")
+	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }

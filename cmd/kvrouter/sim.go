@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,15 +14,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kvrouter/kvrouter/internal/sim"
-	"github.com/kvrouter/kvrouter/trace"
+	"github.com/kvrouter/kvrouter/internal/traces"
 )
 
 func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
-	tracePath := filepath.Join("..", "shared", "data", "conversation_trace.jsonl.gz")
 	var (
+		tracePath, traceList, preset                       string
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
-		asJSON, quiet, findCap                             bool
+		asJSON, quiet, findCap, full                       bool
 		speed, capScale                                    float64
 	)
 	c := &cobra.Command{
@@ -35,7 +36,8 @@ finishes drive the router's load tracker. Every policy in --policies runs on
 the same trace and fleet, side by side:
 
   kv           the default router (KV events)
-  kv-approx    the router in approximate mode (no events; routing history)
+  approx       the router in approximate mode (no events; routing history;
+               "kv-approx" is a deprecated alias)
   load         the router with overlap credit 0 (load only)
   round-robin  cycle through workers
   random       uniform, seeded
@@ -52,17 +54,24 @@ rate. --find-capacity measures the fleet's capacity (the saturated
 throughput of --capacity-policy with every request arriving at once) and
 --loads 0.5,0.7,0.9 runs the table at those fractions of it.
 
-The router knobs (--prefill-load-scale, --overlap-credit, ...) apply to kv,
-kv-approx and load. On the Mooncake conversation trace the DESIGN.md defaults
-(1.0 / 1.0) let the decode term (active decode blocks, i.e. KV footprint)
-outweigh cache overlap; --prefill-load-scale 64 --overlap-credit 4 brings kv
-to >= 90% of the pooled-cache bound with the best TTFT (see internal/sim).
+Traces: --traces runs several in one go (default: every shipped trace,
+embedded in the binary: conversation, synth, azure-code, azure-conv; see
+internal/traces), --trace one; either takes names or files (Mooncake JSONL,
+or an Azure CSV whose prefixes are synthesized). With --loads each trace
+gets its own capacity, a table of TTFT p50/p99 and hit rate / pooled bound
+per load and policy, and a verdict per load: does kv have the best TTFT p50
+and p99 of all policies and a hit rate >= 0.9 of the pooled bound?
 
-The same flags and --seed always give the same figures.`,
-		Example: `  kvrouter sim --trace ../shared/data/conversation_trace.jsonl.gz --workers 8
-  kvrouter sim --rate-scale 4 --policies kv,round-robin --json
-  kvrouter sim --loads 0.5,0.7,0.9 --out sim-out
-  kvrouter sim --loads 0.5,0.7,0.9 --capacity-rate-scale 6.5 --prefill-load-scale 64 --overlap-credit 4`,
+The router knobs (--cost, --imposed-weight, --predict-ttl, --overlap-credit,
+...) apply to kv, approx and load; --preset dynamo switches them to
+Dynamo's block cost and defaults (explicit flags still override).
+
+With --json stdout carries the JSON alone (text goes to stderr). The same
+flags and --seed always give the same figures.`,
+		Example: `  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
+  kvrouter sim --traces conversation,synth --loads 0.7 --preset dynamo
+  kvrouter sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
+  kvrouter sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
@@ -70,6 +79,9 @@ The same flags and --seed always give the same figures.`,
 			}
 			if cmd.Flags().Changed("speed") {
 				cfg.RateScale = speed
+			}
+			if err := applySimPreset(cmd, &cfg, preset); err != nil {
+				return err
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
@@ -82,85 +94,78 @@ The same flags and --seed always give the same figures.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			recs, err := trace.ReadFile(tracePath)
-			if err != nil {
-				return err
+			names := traces.Names
+			switch {
+			case cmd.Flags().Changed("traces"):
+				names = splitList(traceList)
+			case tracePath != "":
+				names = []string{tracePath}
 			}
-			cfg.Trace = recs
-			cfg.KeepSamples = outDir != ""
-			out := cmd.OutOrStdout()
-			errOut := cmd.ErrOrStderr()
-
+			if len(names) == 0 {
+				return errors.New("--traces: no trace named")
+			}
 			fractions, err := parseSimFractions(loadsFlag)
 			if err != nil {
 				return err
 			}
-			if findCap || len(fractions) > 0 {
-				cp, err := sim.ParsePolicies(capPolicy)
-				if err != nil || len(cp) != 1 {
-					return fmt.Errorf("--capacity-policy must name one policy: %q", capPolicy)
-				}
-				var cap sim.Capacity
-				if capScale > 0 {
-					cap, err = sim.CapacityFromScale(cfg, capScale)
-				} else {
-					capCfg := cfg
-					capCfg.Policies = cp
-					cap, err = sim.FindCapacity(cmd.Context(), capCfg, simProgress(errOut, quiet, "capacity"))
-				}
+			if capScale > 0 && len(names) > 1 {
+				return errors.New("--capacity-rate-scale needs a single trace (--trace)")
+			}
+			cfg.KeepSamples = outDir != ""
+			out := cmd.OutOrStdout()
+			errOut := cmd.ErrOrStderr()
+			// With --json, stdout carries the JSON alone.
+			text := out
+			if asJSON {
+				text = errOut
+			}
+			var results []simTraceResult
+			var verdicts []sim.Verdict
+			for _, name := range names {
+				recs, err := traces.Load(name)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "capacity (%s, %d workers): %.3f req/s saturated = %.2fx the trace's %.3f req/s\n",
-					cp[0], cfg.Workers, cap.RequestsPerS, cap.RateScale, cap.TraceRate)
-				for _, fr := range fractions {
-					fmt.Fprintf(out, "  %.0f%% load: --rate-scale %.3f (%.3f req/s)\n", 100*fr, fr*cap.RateScale, fr*cap.RequestsPerS)
+				tc := cfg
+				tc.Trace = recs
+				label := traces.Short(name)
+				res, err := runSimTrace(cmd, tc, label, fractions, findCap, capPolicy, capScale, quiet, text, full)
+				if err != nil {
+					return fmt.Errorf("trace %s: %w", label, err)
 				}
-				if len(fractions) == 0 {
-					return nil
+				results = append(results, res)
+				verdicts = append(verdicts, res.Verdicts...)
+				dir := outDir
+				if dir != "" && len(names) > 1 {
+					dir = filepath.Join(outDir, label)
 				}
-				var reps []sim.Report
-				for _, fr := range fractions {
-					rc := cfg
-					rc.RateScale = fr * cap.RateScale
-					rep, err := sim.Run(cmd.Context(), rc, simProgress(errOut, quiet, fmt.Sprintf("load %.0f%%", 100*fr)))
-					if err != nil {
-						return err
-					}
-					reps = append(reps, rep)
-					if !asJSON {
-						fmt.Fprintf(out, "\n== %.0f%% of capacity ==\n", 100*fr)
-						if err := rep.WriteTable(out); err != nil {
-							return err
-						}
-					}
-				}
-				if asJSON {
-					if err := writeJSON(out, map[string]any{"capacity": cap, "fractions": fractions, "reports": reps}); err != nil {
-						return err
-					}
-				}
-				return simWriteOut(outDir, reps, fractions)
-			}
-
-			rep, err := sim.Run(cmd.Context(), cfg, simProgress(errOut, quiet, "sim"))
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				if err := rep.WriteJSON(out); err != nil {
+				if err := simWriteOut(dir, res.Reports, fractions); err != nil {
 					return err
 				}
-			} else if err := rep.WriteTable(out); err != nil {
-				return err
 			}
-			return simWriteOut(outDir, []sim.Report{rep}, nil)
+			if len(verdicts) > 1 {
+				fmt.Fprintln(text)
+				sim.WriteVerdicts(text, verdicts)
+			}
+			if !asJSON {
+				return nil
+			}
+			if len(names) == 1 && len(fractions) == 0 && !findCap {
+				if len(results[0].Reports) == 0 {
+					return nil
+				}
+				return results[0].Reports[0].WriteJSON(out)
+			}
+			return writeJSON(out, map[string]any{"preset": presetName(preset), "traces": results, "verdicts": verdicts})
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&tracePath, "trace", tracePath, "Mooncake trace (JSONL, plain or gzip)")
+	f.StringVar(&tracePath, "trace", "", "one trace: a shipped trace's name or a file (Mooncake JSONL or Azure CSV, plain or gzip); same as --traces with one entry")
+	f.StringVar(&traceList, "traces", strings.Join(traces.Names, ","), "comma-separated traces: shipped names ("+strings.Join(traces.Names, ", ")+") or files")
+	f.StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); explicit router flags override it")
+	f.BoolVar(&full, "full", false, "also print every report's full table (latencies, tokens, throughput, imbalance)")
 	f.IntVar(&cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
-	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, kv-approx, load, round-robin, random, cache-aware (all)")
+	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
 	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
 	f.Float64Var(&speed, "speed", 1, "alias of --rate-scale")
@@ -174,19 +179,22 @@ The same flags and --seed always give the same figures.`,
 	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
-	// Router knobs (kv, kv-approx, load).
+	// Router knobs (kv, approx, load).
 	s := &cfg.Router.Selector
-	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, kv-approx)")
+	textVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
+	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
 	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
 	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")
 	f.Float64Var(&s.ActiveRequestWeight, "active-request-weight", s.ActiveRequestWeight, "router: blocks charged per active request")
+	f.Float64Var(&s.ImposedWeight, "imposed-weight", s.ImposedWeight, "router (time cost): weight of the prefill time a request adds to its worker's queue (0 = its own TTFT only)")
 	f.Float64Var(&s.Temperature, "temperature", s.Temperature, "router: softmax temperature (0 = argmin)")
 	f.Float64Var(&s.BusyKVUsage, "busy-kv-usage", s.BusyKVUsage, "router: busy threshold on KV usage fraction (0 = off)")
 	f.Float64Var(&s.BusyPrefillFraction, "busy-prefill-fraction", s.BusyPrefillFraction, "router: busy threshold on active prefill / max batched tokens (0 = off)")
 	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
+	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
-	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: kv-approx TTL")
+	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
 	// Cache-aware knobs.
 	ca := &cfg.CacheAware
 	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")

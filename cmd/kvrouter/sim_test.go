@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -62,7 +66,7 @@ func TestSimTableAndOutputs(t *testing.T) {
 	tr := writeSimTestTrace(t)
 	dir := t.TempDir()
 	out := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--out", dir)
-	for _, want := range []string{"bounds:", "policy", "kv-approx", "round-robin", "random", "cache-aware", "/pooled"} {
+	for _, want := range []string{"bounds:", "policy", "approx", "round-robin", "random", "cache-aware", "/pooled"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -90,10 +94,61 @@ func TestSimTableAndOutputs(t *testing.T) {
 
 func TestSimLoads(t *testing.T) {
 	tr := writeSimTestTrace(t)
-	out := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--policies", "kv", "--loads", "0.5,0.9")
-	for _, want := range []string{"capacity (round-robin, 2 workers)", "50% load: --rate-scale", "== 90% of capacity =="} {
+	out := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--policies", "kv,round-robin", "--loads", "0.5,0.9", "--full")
+	for _, want := range []string{"capacity (round-robin, 2 workers)", "50% load: --rate-scale", "== trace, 90% of capacity ==",
+		"trace trace", "verdict trace @50%:", "verdict trace @90%:", "hit/pooled"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// --traces runs several traces (shipped ones by name, from any
+// directory: they are embedded) and --json prints JSON alone on stdout.
+func TestSimTracesJSON(t *testing.T) {
+	tr := writeSimTestTrace(t)
+	js := runSimCmd(t, "--traces", "synth,"+tr, "--limit", "120", "--workers", "2", "--num-blocks", "2048", "--quiet",
+		"--policies", "kv,round-robin", "--loads", "0.7", "--json", "--preset", "dynamo", "--overlap-credit", "2")
+	var rep struct {
+		Preset string `json:"preset"`
+		Traces []struct {
+			Trace   string `json:"trace"`
+			Reports []struct {
+				Policies []struct {
+					Policy string `json:"policy"`
+				} `json:"policies"`
+			} `json:"reports"`
+		} `json:"traces"`
+		Verdicts []struct {
+			Trace string  `json:"trace"`
+			Load  float64 `json:"load"`
+		} `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatalf("stdout is not JSON alone: %v\n%s", err, js)
+	}
+	if rep.Preset != "dynamo" || len(rep.Traces) != 2 || rep.Traces[0].Trace != "synth" || rep.Traces[1].Trace != "trace" ||
+		len(rep.Verdicts) != 2 || rep.Verdicts[1].Load != 0.7 || len(rep.Traces[0].Reports[0].Policies) != 2 {
+		t.Errorf("json %+v", rep)
+	}
+}
+
+// The dynamo preset sets Dynamo's block cost; an explicit flag still wins.
+func TestRouterPreset(t *testing.T) {
+	rc := router.DefaultConfig()
+	cmd := &cobra.Command{Use: "x"}
+	cmd.Flags().Float64Var(&rc.Selector.OverlapCredit, "overlap-credit", rc.Selector.OverlapCredit, "")
+	cmd.Flags().DurationVar(&rc.Predict.TTL, "predict-ttl", rc.Predict.TTL, "")
+	if err := cmd.ParseFlags([]string{"--overlap-credit", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyRouterPreset(cmd, &rc, "dynamo"); err != nil {
+		t.Fatal(err)
+	}
+	if rc.Selector.Cost != selector.CostBlocks || rc.Selector.PrefillLoadScale != 1 || rc.Predict.TTL != 0 || rc.Selector.OverlapCredit != 3 {
+		t.Errorf("preset with flag override: %+v predict %v", rc.Selector, rc.Predict)
+	}
+	if err := applyRouterPreset(cmd, &rc, "nope"); err == nil {
+		t.Error("unknown preset accepted")
 	}
 }

@@ -5,49 +5,42 @@ import (
 	"os"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
-	"github.com/kvrouter/kvrouter/internal/frontend"
-	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/spf13/cobra"
 )
 
 func newUpCmd() *cobra.Command {
 	var (
-		workers           int
-		port              int
-		host, policy, tok string
-		logLevel          string
-		speedup           float64
-		apiKeys           []string
-		maxPrompt         int
+		workers   int
+		port      int
+		host, tok string
+		logLevel  string
 	)
-	eng := mocker.DefaultConfig()
+	// The router and the workers take serve's and mocker's defaults.
+	sc := app.DefaultServeConfig()
+	sc.Frontend.MaxPromptTokens = 131072
+	sc.Frontend.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
+	eng := app.DefaultMockerConfig().Mocker.Engine
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Start a whole local fleet: embedded NATS, N mocker workers and the router",
 		Long: `Starts, in one process, an embedded NATS server (JetStream), N simulated vLLM workers
 (each with its own HTTP listener on 127.0.0.1) publishing KV events and registering
-themselves, and the KV-aware router on --port. Needs nothing from the network: the
-default model uses a tokenizer compiled into the binary. Ctrl-C stops everything.`,
+themselves, and the KV-aware router on --port: the same runtimes as 'kvrouter mocker'
+and 'kvrouter serve'. Needs nothing from the network: the default model uses a
+tokenizer compiled into the binary. Ctrl-C stops everything.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(logLevel)
+			log, err := app.NewLogger(logLevel)
 			if err != nil {
 				return err
 			}
-			p, err := frontend.ParsePolicy(policy)
+			t, err := app.LoadTokenizer(tok, sc.Frontend.Model, nil)
 			if err != nil {
 				return err
 			}
-			eng.SpeedupRatio = speedup
-			t, err := loadTokenizer(tok, "kvrouter-mock", nil)
-			if err != nil {
-				return err
-			}
-			fc := frontend.DefaultConfig()
-			fc.Policy, fc.APIKeys, fc.MaxPromptTokens = p, apiKeys, maxPrompt
-			fc.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
-			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Tokenizer: t, Frontend: fc,
-				RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})
+			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
+				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})
 			if err != nil {
 				return err
 			}
@@ -56,7 +49,7 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 			go func() { done <- f.Run(ctx) }()
 			select {
 			case <-f.Ready():
-				printBanner(f, apiKeys)
+				printBanner(f, sc.Frontend.APIKeys)
 			case err := <-done:
 				return err
 			}
@@ -69,13 +62,14 @@ default model uses a tokenizer compiled into the binary. Ctrl-C stops everything
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
-	fl.StringVar(&policy, "policy", "kv", "kv, approx, load, round-robin or random")
+	textVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
+	fl.StringVar(&sc.Frontend.Index, "index", sc.Frontend.Index, "event-fed index: flash or radix")
 	fl.StringVar(&tok, "tokenizer", "builtin", "builtin, or a tokenizer.json file / model directory (router and workers)")
 	fl.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "tokens per KV block")
 	fl.IntVar(&eng.NumBlocks, "num-blocks", eng.NumBlocks, "KV capacity per worker, in blocks")
-	fl.Float64Var(&speedup, "speedup-ratio", 1, "workers run this much faster than the modeled GPU (0 = no sleeping)")
-	fl.StringArrayVar(&apiKeys, "api-key", nil, "require this client API key (repeatable)")
-	fl.IntVar(&maxPrompt, "max-prompt-tokens", 131072, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
+	fl.Float64Var(&eng.SpeedupRatio, "speedup-ratio", eng.SpeedupRatio, "workers run this much faster than the modeled GPU (0 = no sleeping)")
+	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
+	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	return c
 }

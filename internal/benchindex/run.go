@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -29,7 +30,7 @@ type Prepared struct {
 // Prepare reads the trace, generates the event stream and merges the
 // timeline (steps 1-3 of the package doc).
 func Prepare(ctx context.Context, cfg Config) (*Prepared, error) {
-	recs, err := trace.ReadFile(cfg.Trace)
+	recs, err := traces.Load(cfg.Trace)
 	if err != nil {
 		return nil, fmt.Errorf("benchindex: %w", err)
 	}

@@ -4,7 +4,8 @@
 //   - Registry: workers register in a NATS KV bucket (Worker as JSON under
 //     key "w.<id>") with a TTL kept alive by a heartbeat (Registry.Keepalive);
 //     Registry.Watch reports joins and leaves (a deleted key, or an entry not
-//     refreshed within the TTL).
+//     refreshed within the TTL, confirmed by reading the bucket: a watch
+//     whose NATS server died can go silent, and is then restarted).
 //   - Static: a YAML file (LoadStatic, unknown keys rejected) or repeatable
 //     --worker flags (ParseWorkerFlag) for fleets without registration.
 //

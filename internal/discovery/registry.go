@@ -71,8 +71,13 @@ func (r *Registry) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if r.kv != nil {
 		return r.kv, nil
 	}
+	replicas, err := r.conn.Replicas(ctx, "KV_"+r.cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
+	}
 	kv, err := r.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Description: "kvrouter worker registry"})
+		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Replicas: replicas,
+		Description: "kvrouter worker registry"})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
 	}
@@ -163,16 +168,19 @@ func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 // Watch reports registrations to m until ctx is done: every current and
 // new entry is a Join (re-registrations with changed fields too), a deleted
 // entry or one not refreshed within TTL a Leave.
+//
+// A worker silent for TTL is looked up in the bucket before it is dropped,
+// because silence may be the watch's, not the worker's: when the NATS
+// server holding the watch's consumer dies, the watch can stop delivering
+// without an error. An entry that is still fresh means exactly that, and
+// the watch is restarted (it replays the current entries); an entry that
+// cannot be read (no JetStream leader yet) keeps the worker until a later
+// sweep can tell. Only a missing or stale entry is a Leave.
 func (r *Registry) Watch(ctx context.Context, m Membership) error {
 	kv, err := r.bucket(ctx)
 	if err != nil {
 		return err
 	}
-	wch, err := kv.WatchAll(ctx)
-	if err != nil {
-		return fmt.Errorf("discovery: watch: %w", err)
-	}
-	defer func() { _ = wch.Stop() }()
 	type seen struct {
 		at  time.Time
 		raw string
@@ -181,61 +189,111 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 	sweep := time.NewTicker(max(r.cfg.TTL/4, 10*time.Millisecond))
 	defer sweep.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case now := <-sweep.C:
-			for id, s := range live {
-				if now.Sub(s.at) > r.cfg.TTL {
-					delete(live, id)
-					r.cfg.Logger.Info("worker expired (no heartbeat)", "worker", id)
-					m.Leave(id)
+		wch, err := kv.WatchAll(ctx)
+		if err != nil {
+			return fmt.Errorf("discovery: watch: %w", err)
+		}
+		restart, err := func() (bool, error) {
+			defer func() { _ = wch.Stop() }()
+			for {
+				select {
+				case <-ctx.Done():
+					return false, nil
+				case now := <-sweep.C:
+					stalled := false
+					for id, s := range live {
+						if now.Sub(s.at) <= r.cfg.TTL {
+							continue
+						}
+						e, err := kv.Get(ctx, key(id))
+						switch expiry(e, err, now, r.cfg.TTL) {
+						case expiryGone:
+							delete(live, id)
+							r.cfg.Logger.Info("worker expired (no heartbeat)", "worker", id)
+							m.Leave(id)
+						case expiryWatchStalled:
+							s.at = now
+							live[id] = s
+							stalled = true
+						case expiryUnknown:
+							r.cfg.Logger.Debug("worker silent, registry unreadable; kept", "worker", id, "err", err)
+						}
+					}
+					if stalled {
+						r.cfg.Logger.Warn("registry watch stalled; restarting it")
+						return true, nil
+					}
+				case e, ok := <-wch.Updates():
+					if !ok {
+						return false, errors.New("discovery: watch closed")
+					}
+					if e == nil {
+						continue // initial values delivered
+					}
+					idStr, ok := strings.CutPrefix(e.Key(), "w.")
+					if !ok {
+						continue
+					}
+					id, err := strconv.ParseUint(idStr, 10, 64)
+					if err != nil {
+						continue
+					}
+					switch e.Operation() {
+					case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
+						if _, ok := live[id]; ok {
+							delete(live, id)
+							m.Leave(id)
+						}
+					case jetstream.KeyValuePut:
+						// NB: the entry's creation time is the server's clock; the
+						// local clock only measures silence from here on.
+						at := time.Now()
+						if time.Since(e.Created()) > r.cfg.TTL {
+							continue // stale
+						}
+						prev, had := live[id]
+						live[id] = seen{at: at, raw: string(e.Value())}
+						if had && prev.raw == string(e.Value()) {
+							continue // heartbeat
+						}
+						var w Worker
+						if err := json.Unmarshal(e.Value(), &w); err != nil || w.ID != id {
+							r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
+							continue
+						}
+						if err := m.Join(w); err != nil {
+							r.cfg.Logger.Error("worker refused", "worker", id, "url", w.URL, "err", err)
+						}
+					}
 				}
 			}
-		case e, ok := <-wch.Updates():
-			if !ok {
-				return errors.New("discovery: watch closed")
-			}
-			if e == nil {
-				continue // initial values delivered
-			}
-			idStr, ok := strings.CutPrefix(e.Key(), "w.")
-			if !ok {
-				continue
-			}
-			id, err := strconv.ParseUint(idStr, 10, 64)
-			if err != nil {
-				continue
-			}
-			switch e.Operation() {
-			case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
-				if _, ok := live[id]; ok {
-					delete(live, id)
-					m.Leave(id)
-				}
-			case jetstream.KeyValuePut:
-				// NB: the entry's creation time is the server's clock; the
-				// local clock only measures silence from here on.
-				at := time.Now()
-				if time.Since(e.Created()) > r.cfg.TTL {
-					continue // stale
-				}
-				prev, had := live[id]
-				live[id] = seen{at: at, raw: string(e.Value())}
-				if had && prev.raw == string(e.Value()) {
-					continue // heartbeat
-				}
-				var w Worker
-				if err := json.Unmarshal(e.Value(), &w); err != nil || w.ID != id {
-					r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
-					continue
-				}
-				if err := m.Join(w); err != nil {
-					r.cfg.Logger.Error("worker refused", "worker", id, "url", w.URL, "err", err)
-				}
-			}
+		}()
+		if !restart || ctx.Err() != nil {
+			return err
 		}
 	}
+}
+
+// expiryVerdict is what a sweep concludes about a worker silent for TTL.
+type expiryVerdict int
+
+const (
+	expiryGone         expiryVerdict = iota // entry deleted or stale: Leave
+	expiryWatchStalled                      // entry fresh: the watch missed it
+	expiryUnknown                           // bucket unreadable: ask again later
+)
+
+// expiry judges a silent worker from a Get of its entry at now.
+func expiry(e jetstream.KeyValueEntry, err error, now time.Time, ttl time.Duration) expiryVerdict {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return expiryGone
+	case err != nil:
+		return expiryUnknown
+	case e.Operation() != jetstream.KeyValuePut || now.Sub(e.Created()) > ttl:
+		return expiryGone
+	}
+	return expiryWatchStalled
 }
 
 // Fleet merges static and registered workers, refuses block-size

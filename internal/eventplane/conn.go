@@ -26,62 +26,72 @@ import (
 type Config struct {
 	// URL of an external NATS server or cluster ("nats://h1:4222,nats://h2:4222").
 	// Empty (the default) starts the embedded server.
-	URL string
+	URL string `yaml:"url"`
 
 	// Embedded server only.
 	// Host to listen on; default "127.0.0.1".
-	Host string
+	Host string `yaml:"host"`
 	// Port to listen on; 0 (default) picks a free port. A Restart keeps the
 	// port actually bound.
-	Port int
+	Port int `yaml:"port"`
 	// StoreDir is the JetStream store directory. Empty (default) uses a
 	// temporary directory that Close removes.
-	StoreDir string
+	StoreDir string `yaml:"store_dir"`
 	// InProcess is kept for compatibility and has no effect: the client
 	// of the embedded server is in-process by default (see LoopbackTCP).
-	InProcess bool
+	InProcess bool `yaml:"in_process"`
 	// LoopbackTCP connects this process's own client to the embedded
 	// server over TCP on Host:Port. Default false: the client is connected
 	// in-process (nats.InProcessServer, no sockets or syscalls per
 	// message), and reconnects in-process to the new server after a
 	// Restart. Other processes always reach the server by TCP (ClientURL).
-	LoopbackTCP bool
+	LoopbackTCP bool `yaml:"loopback_tcp"`
 
 	// External server only: credentials and TLS. All optional.
-	User, Password string
-	Token          string
-	NKeySeedFile   string // file holding an nkey seed
-	CredsFile      string // user JWT + seed (.creds)
-	TLSCert        string // client certificate (PEM), with TLSKey
-	TLSKey         string
-	TLSCA          string // CA bundle (PEM) to verify the server
-	TLSInsecure    bool   // skip server certificate verification (testing only)
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`       // secret: logged masked
+	Token        string `yaml:"token"`          // secret: logged masked
+	NKeySeedFile string `yaml:"nkey_seed_file"` // file holding an nkey seed
+	CredsFile    string `yaml:"creds_file"`     // user JWT + seed (.creds)
+	TLSCert      string `yaml:"tls_cert"`       // client certificate (PEM), with TLSKey
+	TLSKey       string `yaml:"tls_key"`
+	TLSCA        string `yaml:"tls_ca"`       // CA bundle (PEM) to verify the server
+	TLSInsecure  bool   `yaml:"tls_insecure"` // skip server certificate verification (testing only)
 
 	// Name is the client connection name shown by the server; default "kvrouter".
-	Name string
+	Name string `yaml:"name"`
 	// Stream configures the KV events stream.
-	Stream StreamConfig
+	Stream StreamConfig `yaml:"stream"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // StreamConfig is the KV events stream (DESIGN.md §2, transport 1).
 type StreamConfig struct {
 	// Name of the stream; default "KVROUTER_EVENTS".
-	Name string
+	Name string `yaml:"name"`
 	// Prefix of the subjects kvrouter.<model>.kv.<worker_id>; default "kvrouter".
-	Prefix string
+	Prefix string `yaml:"prefix"`
 	// MaxAge bounds retention by age; default 1h. Negative means unlimited.
-	MaxAge time.Duration
+	MaxAge time.Duration `yaml:"max_age"`
 	// MaxBytes bounds retention by size; default 1 GiB. Negative means unlimited.
-	MaxBytes int64
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxMsgs bounds retention by message count; default 0: unlimited.
+	// With snapshots (DESIGN.md §9) retention may be short.
+	MaxMsgs int64 `yaml:"max_msgs"`
 	// Memory keeps the stream in memory instead of files; default false.
-	Memory bool
-	// Replicas is the stream replication factor on a cluster; default 1.
-	Replicas int
+	Memory bool `yaml:"memory"`
+	// Replicas is the replication factor, on a NATS cluster, of the stream
+	// and of the KV buckets and object stores kvrouter creates beside it
+	// (see Conn.Replicas). 0 (the default) creates them with 1 and keeps
+	// the factor of one that exists, so a process started without the
+	// setting (a worker, a bridge) never scales down what a router or an
+	// operator created with 3; a positive value is applied to new and
+	// existing ones alike.
+	Replicas int `yaml:"replicas"`
 	// Duplicates is the window in which a re-published message id is
 	// dropped by the server; default 2m.
-	Duplicates time.Duration
+	Duplicates time.Duration `yaml:"duplicates"`
 }
 
 // DefaultConfig returns an embedded-server configuration with the defaults
@@ -115,9 +125,6 @@ func (c *Config) setDefaults() {
 	if s.MaxBytes == 0 {
 		s.MaxBytes = 1 << 30
 	}
-	if s.Replicas == 0 {
-		s.Replicas = 1
-	}
 	if s.Duplicates == 0 {
 		s.Duplicates = 2 * time.Minute
 	}
@@ -131,6 +138,12 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("eventplane: TLS client certificate and key go together"))
+	}
+	if c.Stream.Replicas < 0 || c.Stream.Replicas > 5 {
+		errs = append(errs, fmt.Errorf("eventplane: stream replicas %d out of range 0..5", c.Stream.Replicas))
+	}
+	if c.URL == "" && c.Stream.Replicas > 1 {
+		errs = append(errs, fmt.Errorf("eventplane: stream replicas %d need a NATS cluster; the embedded server is one node", c.Stream.Replicas))
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("eventplane: port %d out of range", c.Port))
@@ -283,22 +296,80 @@ func (c *Conn) attach(ctx context.Context, nc *nats.Conn) error {
 		return fmt.Errorf("eventplane: jetstream: %w", err)
 	}
 	c.NC, c.JS = nc, js
-	if _, err := c.EnsureStream(ctx); err != nil {
-		return err
+	// NB: a cluster electing a leader (a node just died or restarted)
+	// answers JetStream API calls with timeouts or 503s for seconds; a
+	// process starting then waits for it instead of exiting (seen in the
+	// 3-node cluster tests of internal/e2e).
+	deadline := time.Now().Add(streamPatience)
+	backoff := 100 * time.Millisecond
+	for {
+		_, err := c.EnsureStream(ctx)
+		if err == nil {
+			return nil
+		}
+		if !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		c.log.Warn("KV events stream not reachable yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
 	}
-	return nil
+}
+
+// streamPatience bounds how long Connect retries a transient failure to
+// create or update the events stream.
+const streamPatience = 30 * time.Second
+
+// transient reports whether a JetStream API error may go away by itself
+// (no leader yet, a node restarting): a timeout, no responders, or a 503.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrJetStreamNotEnabled):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503
+	}
+	return false
+}
+
+// Replicas returns the replication factor to create or update the
+// JetStream stream named stream with: Stream.Replicas when set, else the
+// factor the stream already has, else 1. A KV bucket B is the stream
+// "KV_B" and an object store B the stream "OBJ_B".
+func (c *Conn) Replicas(ctx context.Context, stream string) (int, error) {
+	if r := c.cfg.Stream.Replicas; r > 0 {
+		return r, nil
+	}
+	st, err := c.JS.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("eventplane: stream %s: %w", stream, err)
+	}
+	return max(st.CachedInfo().Config.Replicas, 1), nil
 }
 
 // EnsureStream creates or updates the KV events stream.
 func (c *Conn) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	s := c.cfg.Stream
+	replicas, err := c.Replicas(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
 	sc := jetstream.StreamConfig{
 		Name:       s.Name,
 		Subjects:   []string{s.Prefix + ".*.kv.*"},
 		MaxAge:     max(s.MaxAge, 0),
 		MaxBytes:   s.MaxBytes,
 		Storage:    jetstream.FileStorage,
-		Replicas:   s.Replicas,
+		Replicas:   replicas,
 		Duplicates: s.Duplicates,
 		Discard:    jetstream.DiscardOld,
 	}
@@ -307,6 +378,10 @@ func (c *Conn) EnsureStream(ctx context.Context) (jetstream.Stream, error) {
 	}
 	if s.MaxBytes < 0 {
 		sc.MaxBytes = -1
+	}
+	sc.MaxMsgs = -1
+	if s.MaxMsgs > 0 {
+		sc.MaxMsgs = s.MaxMsgs
 	}
 	st, err := c.JS.CreateOrUpdateStream(ctx, sc)
 	if err != nil {

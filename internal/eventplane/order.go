@@ -19,7 +19,14 @@ type Order struct {
 	// declared unrecoverable. Default 4096.
 	MaxPending int
 	// GapTimeout is how long a gap may stay open before Expire declares it
-	// unrecoverable. Default 2s.
+	// unrecoverable. Default 30s. NB: on a NATS cluster, a message whose
+	// stream leader died is republished only after the publisher's ack
+	// timeout (5s) and a new leader's election, while later messages sent
+	// after the election land first: a gap that closes within seconds is
+	// the normal case there, and declaring it lost would drop the worker's
+	// blocks, which the late events cannot bring back (they are then
+	// duplicates). Measured with the 3-node cluster test in internal/e2e:
+	// gaps of several seconds after a stream leader is killed.
 	GapTimeout time.Duration
 	// OnResync, when set, is called for each worker+rank cleared after an
 	// unrecoverable gap.
@@ -65,7 +72,7 @@ func (o *Order) gapTimeout() time.Duration {
 	if o.GapTimeout > 0 {
 		return o.GapTimeout
 	}
-	return 2 * time.Second
+	return 30 * time.Second
 }
 
 // Offer takes one event and appends to out the events now ready to apply,

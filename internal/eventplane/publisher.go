@@ -226,6 +226,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 	)
 	timer.Stop()
 	defer timer.Stop()
+	// settleTimer wakes an idle Run while messages await acknowledgement:
+	// settle otherwise runs only when new events arrive, so a failed
+	// message (its server died, no ack will come) would wait for the next
+	// event to be republished, forever if none comes.
+	settleTimer := time.NewTimer(time.Hour)
+	settleTimer.Stop()
+	defer settleTimer.Stop()
+	settleArmed := false
 	flushBatch := func(w uint64) error {
 		evs := batches[w]
 		if len(evs) == 0 {
@@ -353,6 +361,14 @@ func (p *Publisher) Run(ctx context.Context) error {
 				err = drain()
 			}
 		} else {
+			var settleC <-chan time.Time
+			if len(queue) > 0 {
+				if !settleArmed {
+					settleTimer.Reset(settleInterval)
+					settleArmed = true
+				}
+				settleC = settleTimer.C
+			}
 			select {
 			case <-ctx.Done():
 				return nil
@@ -362,6 +378,8 @@ func (p *Publisher) Run(ctx context.Context) error {
 				}
 			case <-p.kick:
 				err = drain()
+			case <-settleC:
+				settleArmed = false
 			}
 		}
 		if err == nil {
@@ -391,6 +409,10 @@ func (p *Publisher) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// settleInterval is how often an idle Publisher looks at its unacknowledged
+// messages (a failed one is republished at the next look).
+const settleInterval = 50 * time.Millisecond
 
 // envelopeSizeHint is a generous estimate of the encoded size of evs, so
 // a message's payload is allocated once.

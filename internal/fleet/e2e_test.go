@@ -297,7 +297,7 @@ func TestClientDisconnectFreesLoad(t *testing.T) {
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for st := w.Server.Stats(); st.Running+st.Waiting > 0; st = w.Server.Stats() {
+	for st := w.Server().Stats(); st.Running+st.Waiting > 0; st = w.Server().Stats() {
 		select {
 		case <-tick.C:
 		case <-deadline:

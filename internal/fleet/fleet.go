@@ -2,14 +2,13 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/discovery"
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
@@ -26,53 +25,64 @@ type Config struct {
 	// Engine is every worker's engine config (Worker is set per worker,
 	// ids 1..N). Default mocker.DefaultConfig().
 	Engine mocker.Config
-	// Model is the served model name. Default "kvrouter-mock".
+	// Model is the served model name. Default app.DefaultModel.
 	Model string
 	// Tokenizer is shared by the router and the workers. Default the
 	// built-in tokenizer (tokenizer.Default).
 	Tokenizer tokenizer.Tokenizer
-	// Frontend configures the router frontend; Tokenizer, Model and
-	// Router.BlockSize are filled from the fields above. Default
-	// frontend.DefaultConfig().
+	// Frontend configures the router frontend (app.ServeConfig.Frontend);
+	// Tokenizer, Model and Router.BlockSize are filled from the fields
+	// above. Default app.DefaultServeConfig().Frontend.
 	Frontend frontend.Config
 	// RouterAddr is the frontend's listen address. Default "127.0.0.1:0".
 	RouterAddr string
-	// Direct skips NATS: events go straight into the router and workers
-	// are added without registration. Default false.
+	// Direct skips NATS: each worker's events go straight into the
+	// router's index (through the same Apply the subscriber calls), and
+	// the workers are the router's static workers. Default false.
 	Direct bool
-	// NATS configures the event plane (embedded server by default).
+	// NATS configures the embedded server (default: a free port on
+	// 127.0.0.1, temporary store).
 	NATS eventplane.Config
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
 
-// Worker is one running mocker worker.
+// Worker is one mocker worker.
 type Worker struct {
-	ID     uint64
-	URL    string
-	Server *mockerd.Server
+	ID  uint64
+	URL string
 
 	ln     net.Listener
 	mu     sync.Mutex
+	srv    *mockerd.Server
+	built  chan struct{} // closed once srv is set
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// Server is the worker's mockerd server (nil until Run built it; set
+// before Ready is closed).
+func (w *Worker) Server() *mockerd.Server {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.srv
 }
 
 // Fleet is a running deployment. Build with New, then Run.
 type Fleet struct {
 	cfg     Config
 	log     *slog.Logger
-	fe      *frontend.Server
 	feLn    net.Listener
 	workers []*Worker
 	ready   chan struct{}
-	connMu  sync.Mutex
-	conn    *eventplane.Conn      // set in Run (NATS mode)
-	pub     *eventplane.Publisher // set in Run (NATS mode)
+
+	mu    sync.Mutex
+	serve *app.Serve       // set in Run
+	conn  *eventplane.Conn // embedded NATS, set in Run
 }
 
-// New validates cfg, binds every listener and builds the servers. It starts
-// no goroutine; on error it closes what it opened.
+// New validates cfg and binds every listener (router and workers on
+// 127.0.0.1). It starts nothing; on error it closes what it opened.
 func New(cfg Config) (f *Fleet, err error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 4
@@ -84,7 +94,7 @@ func New(cfg Config) (f *Fleet, err error) {
 		cfg.Engine = mocker.DefaultConfig()
 	}
 	if cfg.Model == "" {
-		cfg.Model = "kvrouter-mock"
+		cfg.Model = app.DefaultModel
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -97,8 +107,9 @@ func New(cfg Config) (f *Fleet, err error) {
 		cfg.Tokenizer = tok
 	}
 	if cfg.Frontend.Router.BlockSize == 0 {
-		fc := frontend.DefaultConfig()
-		fc.Policy, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Policy, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
+		// Defaults under the few fields a caller sets on a zero Config.
+		fc := app.DefaultServeConfig().Frontend
+		fc.Router.Policy, fc.Seed, fc.APIKeys, fc.AdminKeys = cfg.Frontend.Router.Policy, cfg.Frontend.Seed, cfg.Frontend.APIKeys, cfg.Frontend.AdminKeys
 		fc.Events, fc.MaxPromptTokens, fc.Registry = cfg.Frontend.Events, cfg.Frontend.MaxPromptTokens, cfg.Frontend.Registry
 		if cfg.Frontend.LoadPollInterval != 0 {
 			fc.LoadPollInterval = cfg.Frontend.LoadPollInterval
@@ -111,10 +122,8 @@ func New(cfg Config) (f *Fleet, err error) {
 	if cfg.RouterAddr == "" {
 		cfg.RouterAddr = "127.0.0.1:0"
 	}
-	cfg.Frontend.Tokenizer = cfg.Tokenizer
 	cfg.Frontend.Model = cfg.Model
 	cfg.Frontend.Router.BlockSize = cfg.Engine.BlockSize
-	cfg.Frontend.Logger = cfg.Logger.With("component", "frontend")
 
 	f = &Fleet{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
 	defer func() {
@@ -122,34 +131,16 @@ func New(cfg Config) (f *Fleet, err error) {
 			f.closeListeners()
 		}
 	}()
-	if f.fe, err = frontend.New(cfg.Frontend); err != nil {
-		return nil, err
-	}
 	if f.feLn, err = net.Listen("tcp", cfg.RouterAddr); err != nil {
 		return nil, fmt.Errorf("fleet: router listen %s: %w", cfg.RouterAddr, err)
 	}
 	for i := range cfg.Workers {
-		id := uint64(i + 1)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("fleet: worker listen: %w", err)
 		}
-		w := &Worker{ID: id, URL: "http://" + ln.Addr().String(), ln: ln, done: make(chan struct{})}
-		f.workers = append(f.workers, w)
-		ec := cfg.Engine
-		ec.Worker = kvevents.Worker{ID: id}
-		mc := mockerd.Config{Engine: ec, Model: cfg.Model, Tokenizer: cfg.Tokenizer,
-			Logger: cfg.Logger.With("component", "mocker")}
-		if cfg.Direct {
-			mc.Sinks = []mockerd.EventSink{mockerd.EventSinkFunc(func(_ context.Context, ev kvevents.Event) error {
-				return f.fe.Apply(&ev)
-			})}
-		} else {
-			mc.Sinks = []mockerd.EventSink{mockerd.EventSinkFunc(f.publish)}
-		}
-		if w.Server, err = mockerd.New(mc); err != nil {
-			return nil, err
-		}
+		f.workers = append(f.workers, &Worker{ID: uint64(i + 1), URL: "http://" + ln.Addr().String(), ln: ln,
+			built: make(chan struct{}), done: make(chan struct{})})
 	}
 	return f, nil
 }
@@ -166,42 +157,42 @@ func (f *Fleet) closeListeners() {
 // URL is the router frontend's base URL, e.g. "http://127.0.0.1:8080".
 func (f *Fleet) URL() string { return "http://" + f.feLn.Addr().String() }
 
-// Frontend returns the router frontend.
-func (f *Fleet) Frontend() *frontend.Server { return f.fe }
+// Serve is the router's serve runtime (nil until Run built it; set before
+// Ready is closed).
+func (f *Fleet) Serve() *app.Serve {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.serve
+}
+
+// Frontend returns the router frontend (nil until Run built it).
+func (f *Fleet) Frontend() *frontend.Server {
+	if s := f.Serve(); s != nil {
+		return s.Frontend()
+	}
+	return nil
+}
 
 // Workers returns the workers, ids 1..N.
 func (f *Fleet) Workers() []*Worker { return f.workers }
 
-// Ready is closed once the frontend routes to every worker.
+// Ready is closed once the router's index caught up with the event stream
+// and the frontend routes to every worker.
 func (f *Fleet) Ready() <-chan struct{} { return f.ready }
 
 // NATSURL is the embedded NATS server's client URL ("" in direct mode or
-// before Run connected).
+// before Run started it).
 func (f *Fleet) NATSURL() string {
-	f.connMu.Lock()
-	defer f.connMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.conn == nil {
 		return ""
 	}
 	return f.conn.ClientURL()
 }
 
-// publisher is set in Run; workers call publish from their loops.
-var errNoPublisher = errors.New("fleet: event publisher not running")
-
-func (f *Fleet) publish(ctx context.Context, ev kvevents.Event) error {
-	f.connMu.Lock()
-	p := f.pub
-	f.connMu.Unlock()
-	if p == nil {
-		return errNoPublisher
-	}
-	return p.Publish(ctx, ev)
-}
-
 // KillWorker stops worker i (0-based) abruptly: its listener closes and
-// in-flight requests are cut, as if the process died. Its registry entry is
-// left to expire, as a dead process's would.
+// in-flight requests are cut (no drain), as if the process died.
 func (f *Fleet) KillWorker(i int) {
 	w := f.workers[i]
 	w.mu.Lock()
@@ -213,104 +204,130 @@ func (f *Fleet) KillWorker(i int) {
 	}
 }
 
-// Run starts NATS (unless Direct), the workers and the frontend, and runs
-// until ctx is done; then it drains the frontend, stops the workers and
-// NATS, and returns.
+// Run starts NATS (unless Direct), the workers (app.Mocker) and the router
+// (app.Serve), the same runtimes `kvrouter mocker` and `kvrouter serve`
+// run, and runs until ctx is done; then the router drains, the workers
+// stop, NATS stops, and Run returns.
 func (f *Fleet) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	errc := make(chan error, 8+len(f.workers))
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
-	goRun := func(name string, fn func(context.Context) error, c context.Context) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(c); err != nil && c.Err() == nil {
-				errc <- fmt.Errorf("fleet: %s: %w", name, err)
-			}
-		}()
-	}
-	var reg *discovery.Registry
-	var sub *eventplane.Subscriber
+	natsURL := ""
 	if !f.cfg.Direct {
 		nc := f.cfg.NATS
 		nc.Logger = f.log.With("component", "nats")
 		conn, err := eventplane.StartEmbedded(ctx, nc)
 		if err != nil {
+			f.closeListeners()
 			return fmt.Errorf("fleet: %w", err)
 		}
 		defer conn.Close()
-		pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: f.cfg.Model, Logger: f.log})
-		f.connMu.Lock()
-		f.conn, f.pub = conn, pub
-		f.connMu.Unlock()
-		goRun("publisher", pub.Run, bg)
-		scfg := eventplane.SubscriberConfig{Model: f.cfg.Model, Logger: f.log}
-		scfg.Events.OnMessage = f.fe.ObservePublished
-		sub = eventplane.NewSubscriber(conn, f.fe, scfg)
-		goRun("subscriber", sub.Run, bg)
-		reg = discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: f.log})
-		membership := discovery.NewFleet(f.cfg.Engine.BlockSize, f.fe, f.log)
-		goRun("discovery", func(c context.Context) error { return reg.Watch(c, membership) }, bg)
+		f.mu.Lock()
+		f.conn = conn
+		f.mu.Unlock()
+		natsURL = conn.ClientURL()
 	}
-	for _, w := range f.workers {
+	sc := app.DefaultServeConfig()
+	sc.Frontend = f.cfg.Frontend
+	sc.Listener, sc.Logger, sc.TokenizerImpl = f.feLn, f.log.With("component", "frontend"), f.cfg.Tokenizer
+	sc.NATS.URL = natsURL
+	mocks := make([]*app.Mocker, len(f.workers))
+	for i, w := range f.workers {
+		mc := app.DefaultMockerConfig()
+		mc.Mocker.Engine, mc.Mocker.Model = f.cfg.Engine, f.cfg.Model
+		mc.WorkerID, mc.Listener, mc.TokenizerImpl = w.ID, w.ln, f.cfg.Tokenizer
+		mc.Logger = f.log.With("component", "mocker")
+		mc.DrainTimeout = time.Millisecond // KillWorker cuts in-flight requests
+		mc.NATS.URL = natsURL
+		if f.cfg.Direct {
+			// Into the router's index through the subscriber's entry point.
+			mc.Mocker.Sinks = []mockerd.EventSink{mockerd.EventSinkFunc(func(_ context.Context, ev kvevents.Event) error {
+				return f.Frontend().Apply(&ev)
+			})}
+		}
+		m, err := app.NewMocker(mc)
+		if err != nil {
+			f.closeListeners()
+			return fmt.Errorf("fleet: %w", err)
+		}
+		mocks[i] = m
+		if f.cfg.Direct {
+			sc.StaticWorkers = append(sc.StaticWorkers, m.Worker())
+		}
+	}
+	s, err := app.NewServe(sc)
+	if err != nil {
+		f.closeListeners()
+		return fmt.Errorf("fleet: %w", err)
+	}
+	f.mu.Lock()
+	f.serve = s
+	f.mu.Unlock()
+
+	// Workers outlive the router's drain (it proxies to them).
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	errc := make(chan error, len(f.workers)+1)
+	var wg sync.WaitGroup
+	for i, w := range f.workers {
 		wctx, cancel := context.WithCancel(bg)
 		w.mu.Lock()
 		w.cancel = cancel
 		w.mu.Unlock()
 		wg.Add(1)
-		go func(w *Worker) {
+		go func() {
 			defer wg.Done()
 			defer close(w.done)
-			if err := w.Server.Serve(wctx, w.ln, time.Millisecond); err != nil && wctx.Err() == nil {
+			err := mocks[i].RunWith(wctx, func(srv *mockerd.Server) {
+				w.mu.Lock()
+				w.srv = srv
+				w.mu.Unlock()
+				close(w.built)
+			})
+			if err != nil && wctx.Err() == nil {
 				errc <- fmt.Errorf("fleet: worker %d: %w", w.ID, err)
 			}
-		}(w)
-		info := w.Server.Config()
-		dw := discovery.Worker{ID: w.ID, Model: f.cfg.Model, URL: w.URL, BlockSize: info.Engine.BlockSize,
-			TotalKVBlocks: info.Engine.NumBlocks, MaxBatchedTokens: info.Engine.MaxNumBatchedTokens, DPSize: 1}
-		if reg != nil {
-			goRun("keepalive", func(c context.Context) error { return reg.Keepalive(c, dw) }, wctx)
-		} else if err := f.fe.Join(dw); err != nil {
-			return err
-		}
+		}()
 	}
-	feCtx, stopFE := context.WithCancel(context.WithoutCancel(ctx))
+	feCtx, stopFE := context.WithCancel(ctx)
 	defer stopFE()
 	feDone := make(chan error, 1)
-	go func() { feDone <- f.fe.Serve(feCtx, f.feLn) }()
-	go f.waitReady(bg, sub)
+	go func() { feDone <- s.Run(feCtx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); f.waitReady(bg, s) }()
 
-	var err error
+	var runErr error
 	select {
 	case <-ctx.Done():
-	case err = <-errc:
-	case err = <-feDone:
-		feDone <- err
+	case runErr = <-errc:
+	case runErr = <-feDone:
+		feDone <- runErr
 	}
 	stopFE()
-	if e := <-feDone; e != nil && err == nil {
-		err = e
+	if e := <-feDone; e != nil && runErr == nil {
+		runErr = fmt.Errorf("fleet: router: %w", e)
 	}
 	stopBG()
 	wg.Wait()
-	return err
+	return runErr
 }
 
-// waitReady closes Ready once every worker is in the frontend (and the
-// event subscriber caught up).
-func (f *Fleet) waitReady(ctx context.Context, sub *eventplane.Subscriber) {
-	if sub != nil {
+// waitReady closes Ready once every worker's server is built, the
+// router's index caught up, and the frontend knows every worker.
+func (f *Fleet) waitReady(ctx context.Context, s *app.Serve) {
+	for _, w := range f.workers {
 		select {
-		case <-sub.Ready():
+		case <-w.built:
 		case <-ctx.Done():
 			return
 		}
 	}
+	select {
+	case <-s.Ready():
+	case <-ctx.Done():
+		return
+	}
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if len(f.fe.Workers()) >= len(f.workers) {
+		if len(s.Frontend().Workers()) >= len(f.workers) {
 			close(f.ready)
 			return
 		}
@@ -323,8 +340,12 @@ func (f *Fleet) waitReady(ctx context.Context, sub *eventplane.Subscriber) {
 }
 
 // Info returns the router.WorkerInfo-style description of a worker (for
-// logs).
+// logs); zero before Run built the worker.
 func (w *Worker) Info() router.WorkerInfo {
-	c := w.Server.Config().Engine
+	srv := w.Server()
+	if srv == nil {
+		return router.WorkerInfo{ID: w.ID}
+	}
+	c := srv.Config().Engine
 	return router.WorkerInfo{ID: w.ID, TotalKVBlocks: c.NumBlocks, MaxNumBatchedTokens: c.MaxNumBatchedTokens, BlockSize: c.BlockSize}
 }

@@ -1,9 +1,15 @@
 package frontend
 
 import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -186,13 +192,21 @@ type IndexSummary struct {
 type IndexReport struct {
 	Workers []IndexSummary `json:"workers"`
 	Tiers   map[string]any `json:"tiers"`
+	// Index is the event-fed index's kind ("flash" or "radix"; "" outside
+	// the kv policy).
+	Index string `json:"index"`
+	// DumpHash is the sha256 (hex) of the whole index in a canonical form:
+	// one record per cached block (tier, worker, rank, hash, local hash,
+	// parent), sorted. Replicas that applied the same events report the
+	// same hash, whatever their index kind or insertion order.
+	DumpHash string `json:"dump_hash"`
 }
 
 // IndexSummaries counts the blocks each worker+rank holds per tier (from
 // the index's Dump; a debugging aid, O(index size)).
 func (s *Server) IndexSummaries() IndexReport {
 	per := map[kvevents.Worker]*IndexSummary{}
-	rep := IndexReport{Tiers: map[string]any{}}
+	rep := IndexReport{Tiers: map[string]any{}, Index: s.IndexKind()}
 	get := func(w kvevents.Worker) *IndexSummary {
 		x := per[w]
 		if x == nil {
@@ -205,6 +219,7 @@ func (s *Server) IndexSummaries() IndexReport {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down = wk.URL, wk.down
 	}
+	var recs []dumpRecord
 	for t := range kvevents.NumTiers {
 		ix := s.rt.Index(kvevents.Tier(t))
 		if ix == nil {
@@ -215,8 +230,10 @@ func (s *Server) IndexSummaries() IndexReport {
 			x := get(ev.Worker())
 			x.Blocks[kvevents.Tier(t).String()] += len(ev.Blocks)
 			x.Total += len(ev.Blocks)
+			recs = appendRecords(recs, kvevents.Tier(t), &ev)
 		}
 	}
+	rep.DumpHash = hashRecords(recs)
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)
 	}
@@ -228,10 +245,66 @@ func (s *Server) IndexSummaries() IndexReport {
 }
 
 func (s *Server) handleDebugIndex(w http.ResponseWriter, r *http.Request) {
+	// Show every event received so far, not only those the writers got
+	// to; a stalled writer must not hang the debug page.
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	if err := s.Flush(ctx); err != nil {
+		s.log.Warn("debug index: flush", "err", err)
+	}
+	cancel()
 	writeJSON(w, http.StatusOK, s.IndexSummaries())
 }
 
 func (s *Server) handleDebugRouter(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte(s.rt.String()))
+}
+
+// dumpRecord is one cached block of a dump, independent of how the index
+// grouped blocks into events.
+type dumpRecord struct {
+	tier                uint8
+	worker              uint64
+	rank                uint32
+	hash, local, parent uint64
+	hasParent           bool
+}
+
+func appendRecords(recs []dumpRecord, t kvevents.Tier, ev *kvevents.Event) []dumpRecord {
+	hasParent, parent := ev.HasParent, ev.Parent
+	for _, b := range ev.Blocks {
+		recs = append(recs, dumpRecord{tier: uint8(t), worker: ev.WorkerID, rank: ev.DPRank,
+			hash: b.Hash, local: b.Local, parent: parent, hasParent: hasParent})
+		hasParent, parent = true, b.Hash
+	}
+	return recs
+}
+
+// hashRecords is the sha256 (hex) of recs in sorted order.
+func hashRecords(recs []dumpRecord) string {
+	slices.SortFunc(recs, func(a, b dumpRecord) int {
+		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.worker, b.worker), cmp.Compare(a.rank, b.rank),
+			cmp.Compare(a.hash, b.hash), cmp.Compare(a.local, b.local), cmp.Compare(a.parent, b.parent),
+			cmp.Compare(b2i(a.hasParent), b2i(b.hasParent)))
+	})
+	h := sha256.New()
+	var buf [1 + 8 + 4 + 8*3 + 1]byte
+	for _, r := range recs {
+		buf[0] = r.tier
+		binary.LittleEndian.PutUint64(buf[1:], r.worker)
+		binary.LittleEndian.PutUint32(buf[9:], r.rank)
+		binary.LittleEndian.PutUint64(buf[13:], r.hash)
+		binary.LittleEndian.PutUint64(buf[21:], r.local)
+		binary.LittleEndian.PutUint64(buf[29:], r.parent)
+		buf[37] = byte(b2i(r.hasParent))
+		h.Write(buf[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

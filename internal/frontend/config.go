@@ -13,80 +13,74 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Policy is how the frontend picks workers.
-type Policy string
-
-// Policies. kv, approx and load map to router modes; round-robin and random
-// pin each request to a worker chosen without looking at the cache (the
-// router still tracks their load).
+// Index kinds: the event-fed index implementations (DESIGN.md §3).
 const (
-	PolicyKV         Policy = "kv"
-	PolicyApprox     Policy = "approx"
-	PolicyLoad       Policy = "load"
-	PolicyRoundRobin Policy = "round-robin"
-	PolicyRandom     Policy = "random"
+	IndexFlash = "flash"
+	IndexRadix = "radix"
 )
-
-// ParsePolicy parses a policy name.
-func ParsePolicy(s string) (Policy, error) {
-	switch p := Policy(s); p {
-	case PolicyKV, PolicyApprox, PolicyLoad, PolicyRoundRobin, PolicyRandom:
-		return p, nil
-	}
-	return "", fmt.Errorf("frontend: unknown policy %q (want kv, approx, load, round-robin or random)", s)
-}
 
 // Config configures a Server.
 type Config struct {
 	// Model is the served model name reported by /v1/models. Requests may
 	// name any model; it is forwarded unchanged. Default "kvrouter-mock".
-	Model string
+	Model string `yaml:"model"`
 	// Tokenizer tokenizes text prompts and chats exactly as the workers do.
 	// Required.
-	Tokenizer tokenizer.Tokenizer
-	// Router configures the routing core (mode, block size, cost knobs).
-	// Default router.DefaultConfig(). Policy overrides Router.Mode.
-	Router router.Config
-	// Policy picks workers. Default kv.
-	Policy Policy
-	// Index chooses the event-fed index: "radix" or "flash". Default "radix".
-	Index string
+	Tokenizer tokenizer.Tokenizer `yaml:"-"`
+	// Router configures the routing core: policy (Router.Policy), block
+	// size, cost knobs, and the parameters of every index it builds
+	// (Router.Index: flash stride, approx TTL, writers). Default
+	// router.DefaultConfig().
+	Router router.Config `yaml:"router"`
+	// Index chooses the event-fed index: IndexFlash or IndexRadix, built
+	// with Router.Index and fed through the sticky writers of
+	// indexer.Concurrent (RunIndex). Default "flash"; "" = flash.
+	Index string `yaml:"index"`
 	// Seed seeds the router's tie-breaking source. Default 0 = time-based
 	// (replicas must differ); tests set it.
-	Seed uint64
+	Seed uint64 `yaml:"seed"`
 	// ForwardTokens sends /v1/completions text prompts to workers as token
 	// ids, so the worker computes exactly the blocks the router hashed.
 	// Default true (set via DefaultConfig; false sends the text).
-	ForwardTokens bool
+	ForwardTokens bool `yaml:"forward_tokens"`
 	// MaxBodyBytes bounds request bodies (413 beyond). Default 8 MiB.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxPromptTokens bounds prompts (400 context_length_exceeded beyond).
 	// Default 0 = unlimited.
-	MaxPromptTokens int
+	MaxPromptTokens int `yaml:"max_prompt_tokens"`
 	// APIKeys, when non-empty, are the bearer tokens accepted on the client
 	// API (/v1/*, /route). AdminKeys protect /debug/* (and are also
-	// accepted on the client API). Empty = open.
-	APIKeys, AdminKeys []string
+	// accepted on the client API). Empty = open. Secrets: logged masked.
+	APIKeys   []string `yaml:"api_keys"`
+	AdminKeys []string `yaml:"admin_keys"`
 	// Retries is how many other workers a request tries when its worker
 	// cannot be reached (connection refused, reset before the response).
 	// Default 2.
-	Retries int
+	Retries int `yaml:"retries"`
 	// LoadPollInterval is how often each worker's GET /load is polled for
 	// KV usage (busy thresholds). Default 250ms; negative disables polling.
-	LoadPollInterval time.Duration
+	LoadPollInterval time.Duration `yaml:"load_poll_interval"`
 	// SweepInterval is how often stale requests are swept. Default 10 s.
-	SweepInterval time.Duration
+	SweepInterval time.Duration `yaml:"sweep_interval"`
 	// DrainTimeout bounds graceful shutdown. Default 30 s.
-	DrainTimeout time.Duration
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// Transport is the upstream HTTP transport. Default: a tuned
 	// http.Transport (keep-alives, no compression).
-	Transport http.RoundTripper
+	Transport http.RoundTripper `yaml:"-"`
 	// Registry receives the Prometheus metrics. Default a new registry.
-	Registry *prometheus.Registry
+	Registry *prometheus.Registry `yaml:"-"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// Events are optional callbacks (tests, metrics).
-	Events Events
+	Events Events `yaml:"-"`
+	// Readiness, when set, is asked by GET /readyz after the frontend's
+	// own conditions (not draining, workers known): false answers 503.
+	// detail is added to the body either way (a replica's catch-up and
+	// lag, DESIGN.md §9). Default nil: the frontend's conditions only.
+	Readiness func() (ok bool, detail string) `yaml:"-"`
+	// AdminHandlers are extra endpoints ("GET /debug/loads") served
+	// behind the admin keys like /debug/index. Default none.
+	AdminHandlers map[string]http.Handler `yaml:"-"`
 }
 
 // Events are optional callbacks, called on request goroutines.
@@ -100,6 +94,10 @@ type Events struct {
 	// when it answers again and is back. Event transports use them to reset
 	// their per-worker state.
 	OnWorkerDown, OnWorkerUp func(id uint64)
+	// OnBooking is handed to the router (router.Events.OnBooking): every
+	// change of this router's own load and affinity state, for the other
+	// replicas (DESIGN.md §9 load sync). Called on request goroutines.
+	OnBooking func(b router.Booking)
 }
 
 // DefaultConfig returns the defaults; Tokenizer must still be set.
@@ -107,8 +105,7 @@ func DefaultConfig() Config {
 	return Config{
 		Model:            "kvrouter-mock",
 		Router:           router.DefaultConfig(),
-		Policy:           PolicyKV,
-		Index:            "radix",
+		Index:            IndexFlash,
 		ForwardTokens:    true,
 		MaxBodyBytes:     8 << 20,
 		Retries:          2,
@@ -124,10 +121,7 @@ func (c Config) Validate() error {
 	if c.Tokenizer == nil {
 		errs = append(errs, errors.New("frontend: a tokenizer is required"))
 	}
-	if _, err := ParsePolicy(string(c.Policy)); c.Policy != "" && err != nil {
-		errs = append(errs, err)
-	}
-	if c.Index != "" && c.Index != "radix" && c.Index != "flash" {
+	if c.Index != "" && c.Index != IndexRadix && c.Index != IndexFlash {
 		errs = append(errs, fmt.Errorf("frontend: unknown index %q (want radix or flash)", c.Index))
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPromptTokens < 0 || c.Retries < 0 {
@@ -143,9 +137,6 @@ func (c *Config) setDefaults() {
 	d := DefaultConfig()
 	if c.Model == "" {
 		c.Model = d.Model
-	}
-	if c.Policy == "" {
-		c.Policy = PolicyKV
 	}
 	if c.Index == "" {
 		c.Index = d.Index
@@ -177,13 +168,5 @@ func (c *Config) setDefaults() {
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		}
-	}
-	switch c.Policy {
-	case PolicyKV:
-		c.Router.Mode = router.ModeKV
-	case PolicyApprox:
-		c.Router.Mode = router.ModeApprox
-	default:
-		c.Router.Mode = router.ModeLoadOnly
 	}
 }

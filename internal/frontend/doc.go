@@ -22,6 +22,15 @@
 // worker id), x-kvrouter-overlap-blocks, x-kvrouter-cached-tokens (the
 // router's view of the prefix hit), x-request-id.
 //
+// KV events (Apply, the event transports' sink) go to the event-fed index
+// of their tier, flash by default (Config.Index), built with
+// Config.Router.Index and wrapped in indexer.Concurrent: each worker+rank's
+// events are applied in order by one writer goroutine (DESIGN.md §3
+// Concurrency), lookups run inline on the request goroutines. RunIndex
+// runs the writers; Flush waits until everything applied so far is
+// visible (readiness, /debug/index).
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
-// background loops (worker load polling, stale sweep, queue release).
+// background loops (worker load polling, stale sweep, queue release) and
+// RunIndex the index writers; internal/app's serve runtime runs both.
 package frontend

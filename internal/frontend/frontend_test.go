@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -38,19 +39,23 @@ func fakeWorker(t *testing.T, status int, hits *atomic.Int64) *httptest.Server {
 	return s
 }
 
-func newServer(t *testing.T, policy Policy) *Server {
+func newServer(t *testing.T, policy router.Policy) *Server {
 	t.Helper()
 	tok, err := tokenizer.Default(tokenizer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Tokenizer, cfg.Policy, cfg.Seed = tok, policy, 1
+	cfg.Tokenizer, cfg.Router.Policy, cfg.Seed = tok, policy, 1
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.RunIndex(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 	return s
 }
 
@@ -72,7 +77,7 @@ func deadURL(t *testing.T) string {
 }
 
 func TestRetryOnUnreachableWorker(t *testing.T) {
-	s := newServer(t, PolicyRoundRobin)
+	s := newServer(t, router.PolicyRoundRobin)
 	var hits atomic.Int64
 	live := fakeWorker(t, 0, &hits)
 	if err := s.AddWorker(Worker{ID: 1, URL: deadURL(t)}); err != nil {
@@ -96,7 +101,7 @@ func TestRetryOnUnreachableWorker(t *testing.T) {
 }
 
 func TestWorkerErrorPassthroughAndReady(t *testing.T) {
-	s := newServer(t, PolicyKV)
+	s := newServer(t, router.PolicyKV)
 	if rec := do(t, s.Handler(), "GET", "/readyz", ""); rec.Code != 503 {
 		t.Errorf("readyz without workers: %d", rec.Code)
 	}
@@ -137,7 +142,7 @@ func TestWorkerErrorPassthroughAndReady(t *testing.T) {
 // GET /debug/index is snake_case throughout, index stats included, and
 // counts the blocks an applied event stored.
 func TestDebugIndexJSON(t *testing.T) {
-	s := newServer(t, PolicyKV)
+	s := newServer(t, router.PolicyKV)
 	if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -277,27 +277,17 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	}
 }
 
-// route asks the router for a worker, honoring the policy and excluding
-// tried workers; a queued request waits for its release.
+// route asks the router for a worker (the router applies the policy,
+// round-robin and random included), excluding tried workers; a queued
+// request waits for its release.
 func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
 	req := router.Request{ID: j.id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: j.maxTokens}
-	if len(tried) > 0 || s.cfg.Policy == PolicyRoundRobin || s.cfg.Policy == PolicyRandom {
+	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
 			return router.Decision{}, fmt.Errorf("frontend: every worker failed: %w", selector.ErrNoneEligible)
 		}
-		switch s.cfg.Policy {
-		case PolicyRoundRobin:
-			id := ids[int(s.rr.Add(1)-1)%len(ids)]
-			req.Constraints.Pin = &kvevents.Worker{ID: id}
-		case PolicyRandom:
-			s.rngMu.Lock()
-			id := ids[s.rng.IntN(len(ids))]
-			s.rngMu.Unlock()
-			req.Constraints.Pin = &kvevents.Worker{ID: id}
-		default:
-			req.Constraints.Allow = ids
-		}
+		req.Constraints.Allow = ids
 	}
 	var wait chan router.Released
 	if s.cfg.Router.Queue.Threshold > 0 {

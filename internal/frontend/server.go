@@ -43,13 +43,14 @@ type Server struct {
 	client *http.Client
 	m      *metrics
 
+	// conc are the event-fed indexes of the tiers behind their sticky
+	// writers (nil outside the kv policy); RunIndex runs the writers.
+	conc [kvevents.NumTiers]*indexer.Concurrent
+
 	mu      sync.RWMutex
 	workers map[uint64]*Worker
-	ids     []uint64 // sorted, for round-robin
+	ids     []uint64 // sorted
 
-	rr     atomic.Uint64
-	rngMu  sync.Mutex
-	rng    *rand.Rand
 	reqSeq atomic.Uint64
 	prefix string
 
@@ -76,29 +77,42 @@ func New(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		client:  &http.Client{Transport: cfg.Transport},
 		workers: make(map[uint64]*Worker),
-		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		prefix:  strconv.FormatUint(seed%100000, 36),
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
 	}
 	s.m = newMetrics(cfg.Registry, s)
+	// Every index gets Router.Index (flash stride, approx TTL, writers,
+	// capacity hint): the router builds the approximate one from it, and
+	// the event-fed ones are built here, one per tier, each behind
+	// indexer.Concurrent's sticky writers (DESIGN.md §3 Concurrency):
+	// events of one worker+rank are applied in order by one writer
+	// goroutine, lookups stay inline on the request goroutines. The
+	// writers report outcomes, so metrics and Events.OnEvent see an
+	// event once it is visible to lookups, not when it was queued.
+	icfg := cfg.Router.Index
+	icfg.Events = indexer.Events{
+		OnApplied:  func(ev *kvevents.Event) { s.onEvent(ev, nil) },
+		OnRejected: s.onEvent,
+	}
 	opts := router.Options{
 		Rand: rand.New(rand.NewPCG(seed, seed+1)),
-		NewIndex: func(kvevents.Tier) indexer.Index {
-			if cfg.Index == "flash" {
-				return indexer.NewFlash(indexer.Config{})
+		NewIndex: func(t kvevents.Tier) indexer.Index {
+			var ix indexer.Index
+			if cfg.Index == IndexRadix {
+				ix = indexer.NewRadix(cfg.Router.Index)
+			} else {
+				ix = indexer.NewFlash(cfg.Router.Index)
 			}
-			return indexer.NewRadix(indexer.Config{})
+			s.conc[t] = indexer.NewConcurrent(ix, icfg)
+			return s.conc[t]
 		},
 		Events: router.Events{
-			OnRoute:  s.m.onRoute,
-			OnReject: s.m.onReject,
-			OnEvent:  s.onEvent,
-			OnSweep:  func(ids []string) { s.m.swept.Add(float64(len(ids))) },
+			OnRoute:   s.m.onRoute,
+			OnReject:  s.m.onReject,
+			OnSweep:   func(ids []string) { s.m.swept.Add(float64(len(ids))) },
+			OnBooking: cfg.Events.OnBooking,
 		},
-	}
-	if cfg.Router.Mode == router.ModeApprox {
-		opts.Approx = indexer.NewApprox(indexer.Config{})
 	}
 	rt, err := router.New(cfg.Router, opts)
 	if err != nil {
@@ -115,8 +129,56 @@ func (s *Server) Router() *router.Router { return s.rt }
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Apply applies one KV event to the router's index (eventplane.Sink).
+// Apply hands one KV event to the router's index (eventplane.Sink): it
+// is queued to its worker+rank's writer and applied by RunIndex's
+// goroutines (blocking while that writer's queue is full); Flush waits
+// for it. Its slices must not be modified afterwards.
 func (s *Server) Apply(ev *kvevents.Event) error { return s.rt.ApplyEvent(ev) }
+
+// RunIndex runs the sticky writers of the event-fed indexes until ctx is
+// done (outside the kv policy there are none and it just waits). Events
+// applied before it starts wait in the writers' queues.
+func (s *Server) RunIndex(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, c := range s.conc {
+		if c != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = c.Run(ctx) }()
+		}
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// Flush waits until every event applied before the call is visible to
+// lookups (or rejected), or ctx is done. Readiness and index dumps call
+// it, so they never miss an event that was merely queued.
+func (s *Server) Flush(ctx context.Context) error {
+	for _, c := range s.conc {
+		if c != nil {
+			if err := c.Flush(ctx); err != nil {
+				return fmt.Errorf("frontend: flush index: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// IndexKind is the event-fed index's kind (IndexFlash or IndexRadix), ""
+// outside the kv policy.
+func (s *Server) IndexKind() string {
+	if s.conc[kvevents.TierDevice] == nil {
+		return ""
+	}
+	switch s.conc[kvevents.TierDevice].Index().(type) {
+	case *indexer.Flash:
+		return IndexFlash
+	case *indexer.Radix:
+		return IndexRadix
+	}
+	return "other"
+}
 
 // ObserveEventLag records the delay between a KV event's publication and
 // its application (fed by the event transport when it knows it).
@@ -265,6 +327,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /route/{id}/free", client(http.HandlerFunc(s.handleRouteLifecycle)))
 	mux.Handle("GET /debug/index", admin(http.HandlerFunc(s.handleDebugIndex)))
 	mux.Handle("GET /debug/router", admin(http.HandlerFunc(s.handleDebugRouter)))
+	for pattern, h := range s.cfg.AdminHandlers {
+		mux.Handle(pattern, admin(h))
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.handleReady)
@@ -278,14 +343,42 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	n := len(s.workers)
 	s.mu.RUnlock()
+	ok, detail := true, ""
+	if s.cfg.Readiness != nil {
+		ok, detail = s.cfg.Readiness()
+		detail = "\n" + detail
+	}
 	switch {
 	case s.draining.Load():
-		http.Error(w, "draining", http.StatusServiceUnavailable)
+		http.Error(w, "draining"+detail, http.StatusServiceUnavailable)
+	case !ok:
+		http.Error(w, "not ready"+detail, http.StatusServiceUnavailable)
 	case n == 0:
-		http.Error(w, "no workers", http.StatusServiceUnavailable)
+		http.Error(w, "no workers"+detail, http.StatusServiceUnavailable)
 	default:
-		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers\n"))
+		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers" + detail + "\n"))
 	}
+}
+
+// ApplyRemote applies another replica's booking to the router (it fits
+// the load sync's target, DESIGN.md §9) and, since a remote free lowers
+// load, lets queued requests try again.
+func (s *Server) ApplyRemote(origin string, b router.Booking, now time.Time) error {
+	err := s.rt.ApplyRemote(origin, b, now)
+	if b.Kind != router.BookRoute && b.Kind != router.BookBind {
+		s.kickRelease()
+	}
+	return err
+}
+
+// DropOrigin drops a silent replica's bookings (router.DropOrigin) and
+// lets queued requests try again.
+func (s *Server) DropOrigin(origin string) int {
+	n := s.rt.DropOrigin(origin)
+	if n > 0 {
+		s.kickRelease()
+	}
+	return n
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,26 @@
-// Package lint holds the house rules of STYLE.md as a test (the pebble
-// pattern): core packages do no I/O, read no clock and use no global random
-// source; tests do not sleep; only cmd/ prints.
+// Package lint holds the house rules of STYLE.md as tests (the pebble
+// pattern). Each check has a companion test that feeds it a bad sample, so a
+// check that silently stops matching fails too.
+//
+// Core packages (kvhash, kvevents, indexer with indexer/indexertest, loads,
+// selector, queue, affinity, router, mocker, trace, tokenizer):
+//   - no dependency, through any chain of imports (`go list -deps`), on the
+//     network (net, net/http), processes (os/exec, os/signal), log/slog,
+//     metrics (expvar, prometheus) or the transports (nats, zmq). os and log
+//     are banned as direct imports only: fmt reaches os and msgpack reaches
+//     log, so a transitive ban on them would fail every package and mean
+//     nothing. The few exemptions (a third-party package whose imports are
+//     not followed, a core file allowed os or the clock) are listed with
+//     their reasons beside the checks;
+//   - no clock (time.Now, time.Sleep, ...) and no global random source;
+//   - no go statements, except in indexer.Concurrent.Run (parsed with
+//     go/ast, reported as file:line);
+//   - indexer, loads and mocker gate their self-checks behind
+//     internal/invariants, and a mocker test shows the gate fires.
+//
+// Every package: a doc.go with its package comment; .go files at most 800
+// lines (generated files exempt); comments name the design, not issue
+// numbers; tests do not sleep; only cmd/ prints.
+//
+// TestCoreDeps runs `go list` and is skipped with -short.
 package lint

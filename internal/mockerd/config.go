@@ -27,27 +27,27 @@ func (f EventSinkFunc) Publish(ctx context.Context, ev kvevents.Event) error { r
 type Config struct {
 	// Engine is the engine core's configuration (block size, blocks, speedup
 	// ratio, worker id in Engine.Worker). Default mocker.DefaultConfig().
-	Engine mocker.Config
+	Engine mocker.Config `yaml:"engine"`
 	// Model is the served model name. Default "kvrouter-mock". Requests
 	// naming another model get 404, as vLLM does; an empty model is accepted.
-	Model string
+	Model string `yaml:"model"`
 	// Tokenizer turns text prompts and chats into tokens; it must be the
 	// router's. Required.
-	Tokenizer tokenizer.Tokenizer
+	Tokenizer tokenizer.Tokenizer `yaml:"-"`
 	// Sinks receive every KV event (e.g. the NATS publisher and a ZMQ PUB).
 	// Default none: events are counted and dropped.
-	Sinks []EventSink
+	Sinks []EventSink `yaml:"-"`
 	// ZMQ, when set, also publishes every event vLLM-style on a ZMQ PUB
 	// socket (with replay). Default nil.
-	ZMQ *ZMQPublisher
+	ZMQ *ZMQPublisher `yaml:"-"`
 	// DefaultMaxTokens is the output length when a request gives none.
 	// Default 16 (OpenAI's completions default).
-	DefaultMaxTokens int
+	DefaultMaxTokens int `yaml:"default_max_tokens"`
 	// MaxModelLen caps prompt + output tokens. Default (0): the KV capacity
 	// NumBlocks * BlockSize.
-	MaxModelLen int
+	MaxModelLen int `yaml:"max_model_len"`
 	// Logger; default slog.Default().
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // DefaultConfig returns the defaults; Tokenizer must still be set.

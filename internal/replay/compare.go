@@ -14,6 +14,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/router"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -24,9 +25,9 @@ import (
 type CompareConfig struct {
 	// Replay is the replay to run against each fleet; URL is filled in.
 	Replay Config
-	// Policies to compare, in order (frontend.Policy names). Default
+	// Policies to compare, in order (router.ParsePolicy names). Default
 	// kv, load, round-robin.
-	Policies []frontend.Policy
+	Policies []router.Policy
 	// Workers per fleet. Default 4.
 	Workers int
 	// Engine is each worker's engine. Default mocker.DefaultConfig().
@@ -48,7 +49,7 @@ type CompareConfig struct {
 // trace against each, back to back.
 func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 	if len(cfg.Policies) == 0 {
-		cfg.Policies = []frontend.Policy{frontend.PolicyKV, frontend.PolicyLoad, frontend.PolicyRoundRobin}
+		cfg.Policies = []router.Policy{router.PolicyKV, router.PolicyLoad, router.PolicyRoundRobin}
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = 1
@@ -70,9 +71,9 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 	return out, nil
 }
 
-func compareOne(ctx context.Context, cfg *CompareConfig, p frontend.Policy) (Report, error) {
+func compareOne(ctx context.Context, cfg *CompareConfig, p router.Policy) (Report, error) {
 	fc := frontend.DefaultConfig()
-	fc.Policy, fc.Seed = p, cfg.Seed
+	fc.Router.Policy, fc.Seed = p, cfg.Seed
 	if cfg.Frontend != nil {
 		cfg.Frontend(&fc)
 	}
@@ -95,7 +96,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, p frontend.Policy) (Rep
 	}
 	rc := cfg.Replay
 	rc.URL = f.URL()
-	rc.Label = string(p)
+	rc.Label = p.String()
 	rep, err := Run(ctx, rc)
 	stop()
 	if ferr := <-done; ferr != nil && err == nil {
@@ -219,10 +220,10 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 }
 
 // PolicyList parses "kv,load,round-robin".
-func PolicyList(s string) ([]frontend.Policy, error) {
-	var out []frontend.Policy
+func PolicyList(s string) ([]router.Policy, error) {
+	var out []router.Policy
 	for _, name := range strings.Split(s, ",") {
-		p, err := frontend.ParsePolicy(strings.TrimSpace(name))
+		p, err := router.ParsePolicy(name)
 		if err != nil {
 			return nil, err
 		}

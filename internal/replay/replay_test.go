@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -69,7 +69,7 @@ func TestCompareSmall(t *testing.T) {
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 1024, 16, 0
 	reps, err := Compare(context.Background(), CompareConfig{
 		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1},
-		Policies: []frontend.Policy{frontend.PolicyKV, frontend.PolicyRoundRobin},
+		Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin},
 		Workers:  4, Engine: eng, Direct: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {

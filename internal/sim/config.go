@@ -13,28 +13,45 @@ import (
 	"github.com/kvrouter/kvrouter/trace"
 )
 
-// Policy names a routing policy the simulator compares.
+// Policy names a routing policy the simulator compares: one of the
+// router's (router.ParsePolicy's names, the one vocabulary of serve, up
+// and replay) or the simulator-only baseline cache-aware.
 type Policy string
 
-// The policies of issue 4 item 7.
+// The policies the simulator compares (DESIGN.md §8 baselines included).
 const (
-	// PolicyKV is the default router: ModeKV, overlap from KV events
-	// delivered after Config.EventDelay.
+	// PolicyKV is the default router: router.PolicyKV, overlap from KV
+	// events delivered after Config.EventDelay.
 	PolicyKV Policy = "kv"
-	// PolicyKVApprox is the router in ModeApprox: no events, overlap from
-	// the routing history (TTL side index).
-	PolicyKVApprox Policy = "kv-approx"
-	// PolicyLoad is the router with overlap credit 0 (ModeLoadOnly): the
-	// same cost function, cache ignored.
+	// PolicyKVApprox is router.PolicyApprox: no events, overlap from the
+	// routing history (TTL side index). Named "approx" ("kv-approx" still
+	// parses, as a deprecated alias).
+	PolicyKVApprox Policy = "approx"
+	// PolicyLoad is router.PolicyLoad: the same cost function, cache
+	// ignored.
 	PolicyLoad Policy = "load"
-	// PolicyRoundRobin cycles through the workers.
+	// PolicyRoundRobin is router.PolicyRoundRobin.
 	PolicyRoundRobin Policy = "round-robin"
-	// PolicyRandom picks a worker uniformly from a seeded source.
+	// PolicyRandom is router.PolicyRandom (seeded source).
 	PolicyRandom Policy = "random"
 	// PolicyCacheAware is SGLang router's cache_aware policy (see
-	// CacheAwareConfig).
+	// CacheAwareConfig), a simulator-only baseline.
 	PolicyCacheAware Policy = "cache-aware"
 )
+
+// ParsePolicy parses one policy name: the router's (router.ParsePolicy,
+// aliases included) or "cache-aware".
+func ParsePolicy(s string) (Policy, error) {
+	s = strings.TrimSpace(s)
+	if Policy(s) == PolicyCacheAware {
+		return PolicyCacheAware, nil
+	}
+	p, err := router.ParsePolicy(s)
+	if err != nil {
+		return "", fmt.Errorf("sim: unknown policy %q (want %s)", s, policyList())
+	}
+	return Policy(p.String()), nil
+}
 
 // AllPolicies lists every policy in report order.
 var AllPolicies = []Policy{PolicyKV, PolicyKVApprox, PolicyLoad, PolicyRoundRobin, PolicyRandom, PolicyCacheAware}
@@ -48,9 +65,9 @@ func ParsePolicies(s string) ([]Policy, error) {
 	}
 	var out []Policy
 	for _, f := range strings.Split(s, ",") {
-		p := Policy(strings.TrimSpace(f))
-		if !slices.Contains(AllPolicies, p) {
-			return nil, fmt.Errorf("sim: unknown policy %q (want %s)", p, policyList())
+		p, err := ParsePolicy(f)
+		if err != nil {
+			return nil, err
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
@@ -165,7 +182,7 @@ type Config struct {
 	// are overwritten). Default mocker.DefaultConfig() with SpeedupRatio 0
 	// (simulated time advances by the unscaled model time).
 	Engine mocker.Config
-	// Router configures the kv, kv-approx and load policies (Mode and
+	// Router configures the router-backed policies (Mode and
 	// BlockSize are overwritten per policy). Default router.DefaultConfig().
 	Router router.Config
 	// CacheAware configures the cache-aware baseline.

@@ -40,37 +40,34 @@ func newPolicy(p Policy, cfg *Config) (policy, error) {
 	// Each policy gets its own stream from the one seed, so adding a
 	// policy to the list never changes another's results.
 	rng := func(stream uint64) *rand.Rand { return rand.New(rand.NewPCG(cfg.Seed, stream)) }
-	switch p {
-	case PolicyKV:
-		return newRouterPolicy(cfg, router.ModeKV, rng(1))
-	case PolicyKVApprox:
-		return newRouterPolicy(cfg, router.ModeApprox, rng(2))
-	case PolicyLoad:
-		return newRouterPolicy(cfg, router.ModeLoadOnly, rng(3))
-	case PolicyRoundRobin:
-		return &roundRobin{n: cfg.Workers}, nil
-	case PolicyRandom:
-		return &random{n: cfg.Workers, rng: rng(5)}, nil
-	case PolicyCacheAware:
+	if p == PolicyCacheAware {
 		return newCacheAware(cfg.CacheAware, cfg.Workers, cfg.BlockSize, rng(6)), nil
 	}
-	return nil, fmt.Errorf("%w %q", errNoPolicy, p)
+	rp, err := router.ParsePolicy(string(p))
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", errNoPolicy, p)
+	}
+	// Streams 1-5 in router.Policy order (kv, approx, load, round-robin,
+	// random): the streams each had before the baselines moved into the
+	// router, so their figures do not change.
+	return newRouterPolicy(cfg, rp, rng(uint64(rp)+1))
 }
 
 // epoch anchors simulated time for the router, which takes time.Time.
 var epoch = time.Unix(1_700_000_000, 0).UTC()
 
-// routerPolicy drives the real router core (kv, kv-approx, load).
+// routerPolicy drives the real router core: every policy but
+// cache-aware (round-robin and random are the router's too).
 type routerPolicy struct {
 	r      *router.Router
-	mode   router.Mode
+	mode   router.Policy
 	queue  bool
 	busyKV bool
 }
 
-func newRouterPolicy(cfg *Config, mode router.Mode, rng *rand.Rand) (*routerPolicy, error) {
+func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPolicy, error) {
 	rc := cfg.Router
-	rc.Mode = mode
+	rc.Policy = mode
 	rc.BlockSize = cfg.BlockSize
 	r, err := router.New(rc, router.Options{Rand: rng})
 	if err != nil {
@@ -138,45 +135,10 @@ func (rp *routerPolicy) apply(evs []kvevents.Event) {
 	}
 }
 
-func (rp *routerPolicy) wantsEvents() bool { return rp.mode == router.ModeKV }
+func (rp *routerPolicy) wantsEvents() bool { return rp.mode == router.PolicyKV }
 
 func (rp *routerPolicy) metrics(w int, usage float64) {
 	_ = rp.r.UpdateWorkerMetrics(kvevents.Worker{ID: uint64(w)}, router.Metrics{KVUsage: min(max(usage, 0), 1)})
 }
 
 func (rp *routerPolicy) wantsMetrics() bool { return rp.busyKV }
-
-// roundRobin cycles through the workers.
-type roundRobin struct{ n, next int }
-
-func (p *roundRobin) route(_ *prepared, _ int, _ time.Duration) (int, bool, error) {
-	w := p.next
-	p.next = (p.next + 1) % p.n
-	return w, false, nil
-}
-
-func (*roundRobin) prefillDone(int, time.Duration)   {}
-func (*roundRobin) free(int, time.Duration)          {}
-func (*roundRobin) release(time.Duration) []released { return nil }
-func (*roundRobin) apply([]kvevents.Event)           {}
-func (*roundRobin) wantsEvents() bool                { return false }
-func (*roundRobin) metrics(int, float64)             {}
-func (*roundRobin) wantsMetrics() bool               { return false }
-
-// random picks uniformly from a seeded source.
-type random struct {
-	n   int
-	rng *rand.Rand
-}
-
-func (p *random) route(_ *prepared, _ int, _ time.Duration) (int, bool, error) {
-	return p.rng.IntN(p.n), false, nil
-}
-
-func (*random) prefillDone(int, time.Duration)   {}
-func (*random) free(int, time.Duration)          {}
-func (*random) release(time.Duration) []released { return nil }
-func (*random) apply([]kvevents.Event)           {}
-func (*random) wantsEvents() bool                { return false }
-func (*random) metrics(int, float64)             {}
-func (*random) wantsMetrics() bool               { return false }

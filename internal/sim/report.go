@@ -75,7 +75,7 @@ type PolicyReport struct {
 	// threshold with the queue off); they are not in any other figure.
 	Rejected int `json:"rejected"`
 	// Queued counts requests that waited in the router's queue (kv,
-	// kv-approx and load with Router.Queue.Threshold > 0).
+	// approx, load, round-robin and random with Router.Queue.Threshold > 0).
 	Queued int       `json:"queued"`
 	TTFT   Quantiles `json:"ttft"`
 	// ITL is over every inter-token gap of every request.

@@ -138,7 +138,7 @@ func lastSeq(t *testing.T, m *snapshot.Manager) uint64 {
 func TestEncodeDecode(t *testing.T) {
 	g := eventplanetest.NewGen(1, 2, 2)
 	s := &snapshot.Snapshot{Position: eventplane.Position{StreamSeq: 42,
-		LastIDs: map[kvevents.Worker]uint64{{ID: 1}: 3, {ID: 2, Rank: 1}: 9}}, Created: time.Unix(5, 0).UTC()}
+		LastIDs: map[kvevents.Worker]uint64{{ID: 1}: 3, {ID: 2, Rank: 1}: 9}}, Created: time.Unix(5, 0).UTC(), Stream: "s1"}
 	for i := 0; i < 20; i++ {
 		if ev := g.Next(); ev.Kind == kvevents.KindStored {
 			ev.EventID = 0
@@ -154,7 +154,7 @@ func TestEncodeDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Position.StreamSeq != 42 || len(got.Position.LastIDs) != 2 || got.Position.LastIDs[kvevents.Worker{ID: 2, Rank: 1}] != 9 ||
-		eventplanetest.DumpHash(got.Events) != eventplanetest.DumpHash(s.Events) || !got.Created.Equal(s.Created) {
+		eventplanetest.DumpHash(got.Events) != eventplanetest.DumpHash(s.Events) || !got.Created.Equal(s.Created) || got.Stream != "s1" {
 		t.Fatalf("round trip differs: %+v", got.Position)
 	}
 	if _, err := snapshot.Decode([]byte("nonsense")); err == nil {

@@ -6,7 +6,8 @@
 // tracker through Applier. Messages are batched (at most Config.MaxBatch,
 // default 256, or Config.MaxDelay, default 1ms), best-effort (no
 // JetStream, drops counted when the queue is full), and a replica ignores
-// its own (Origin). Load state converges from this sync; a lost message
+// its own (Origin). KindHeartbeat says a replica is alive (internal/replica
+// drops a silent replica's bookings). Load state converges from this sync; a lost message
 // skews load until the request finishes or the tracker's stale sweep
 // removes it, and a lost binding costs affinity, never correctness. Prefix
 // state does not travel here: it converges from the KV events stream.

@@ -21,6 +21,7 @@ const (
 	KindPrefillDone                 // its first token came back
 	KindFree                        // it finished, failed or was cancelled
 	KindAffinity                    // Session is bound to Worker (TTL)
+	KindHeartbeat                   // the origin is alive (no other field)
 )
 
 // Message is one load or affinity update.
@@ -34,6 +35,8 @@ type Message struct {
 	Locals        []uint64 `json:"b,omitempty"`
 	ISL           int      `json:"isl,omitempty"`
 	PrefillTokens int      `json:"pt,omitempty"`
+	// OutputBlocks are decode blocks charged for the expected output.
+	OutputBlocks int `json:"ob,omitempty"`
 	// KindAffinity.
 	Session string        `json:"s,omitempty"`
 	TTL     time.Duration `json:"ttl,omitempty"`

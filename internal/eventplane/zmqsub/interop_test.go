@@ -140,3 +140,17 @@ func TestLibzmqInterop(t *testing.T) {
 		t.Fatalf("overlap after resync = %d, want 0", got)
 	}
 }
+
+// TestLibzmqBlockSizeRefused: a vLLM publisher whose block_size (8) is not
+// the subscriber's (4) has its stored blocks refused, counted in
+// Stats.BlockSize (and logged); none reaches the index.
+func TestLibzmqBlockSizeRefused(t *testing.T) {
+	needPython(t)
+	r := ingest(t, 6, false, "--block-size", "8")
+	if st := r.stats; st.BlockSize == 0 || st.Messages < 6 {
+		t.Fatalf("stats %+v: want block-size refusals", st)
+	}
+	if st := r.idx.Stats(); st.Blocks != 0 {
+		t.Fatalf("index holds %d blocks of a mismatched block size: %v", st.Blocks, r.idx.Dump())
+	}
+}

@@ -1,0 +1,7 @@
+// Command kvrouter is a KV-cache-aware router for fleets of LLM inference
+// workers. Each subcommand lives in its own file and only binds flags to a
+// library's config; the work is done by the packages at the module root and
+// under internal/ (serve, mocker and bridge: internal/app's runtimes, which
+// read flags, KVROUTER_* environment variables and --config files through
+// app.Resolve).
+package main

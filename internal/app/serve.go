@@ -1,0 +1,340 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/kvrouter/kvrouter/internal/discovery"
+	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
+	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/internal/replica"
+	"github.com/kvrouter/kvrouter/router"
+	"golang.org/x/sync/errgroup"
+)
+
+// RunServe runs `kvrouter serve` until ctx is done: NewServe, then Run.
+func RunServe(ctx context.Context, cfg ServeConfig) error {
+	s, err := NewServe(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// Serve is the serve runtime: the frontend (router core inside), the
+// worker membership, and, while Run runs, the event plane. Build with
+// NewServe (binds the listener, starts nothing), then Run.
+type Serve struct {
+	cfg     ServeConfig
+	log     *slog.Logger
+	fe      *frontend.Server
+	members *discovery.Fleet
+	static  []discovery.Worker
+	ln      net.Listener
+	ready   chan struct{}
+
+	mu   sync.Mutex
+	conn *eventplane.Conn // set in Run (NATS on)
+	rep  *replica.Replica // set in Run (NATS on)
+	// loadSync is set in Run (NATS on, sync on); the router's booking
+	// callback reads it on request goroutines.
+	loadSync atomic.Pointer[replica.LoadSync]
+}
+
+// NewServe validates cfg, loads the tokenizer, builds the frontend and
+// binds the listener. It starts no goroutine; on error it closes what it
+// opened.
+func NewServe(cfg ServeConfig) (*Serve, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		var err error
+		if log, err = NewLogger(cfg.LogLevel); err != nil {
+			return nil, err
+		}
+	}
+	static := append([]discovery.Worker(nil), cfg.StaticWorkers...)
+	for _, spec := range cfg.Workers {
+		w, err := discovery.ParseWorkerFlag(spec)
+		if err != nil {
+			return nil, err
+		}
+		static = append(static, w)
+	}
+	if cfg.WorkersFile != "" {
+		ws, err := discovery.LoadStatic(cfg.WorkersFile)
+		if err != nil {
+			return nil, err
+		}
+		static = append(static, ws...)
+	}
+	static, err := discovery.NumberWorkers(static)
+	if err != nil {
+		return nil, err
+	}
+	fc := cfg.Frontend
+	fc.Logger = log
+	if fc.Tokenizer = cfg.TokenizerImpl; fc.Tokenizer == nil {
+		urls := cfg.TokenizerURLs
+		if len(urls) == 0 {
+			for _, w := range static {
+				urls = append(urls, w.URL)
+			}
+		}
+		if fc.Tokenizer, err = LoadTokenizer(cfg.Tokenizer, fc.Model, urls); err != nil {
+			return nil, err
+		}
+	}
+	s := &Serve{cfg: cfg, log: log, static: static, ready: make(chan struct{})}
+	onDown := fc.Events.OnWorkerDown
+	fc.Events.OnWorkerDown = func(id uint64) {
+		if rep := s.Replica(); rep != nil {
+			rep.Forget(id) // its next life may restart event ids
+		}
+		if onDown != nil {
+			onDown(id)
+		}
+	}
+	// Load sync (DESIGN.md §9) needs the NATS connection, made in Run;
+	// the router hands its bookings here from the start.
+	onBooking := fc.Events.OnBooking
+	fc.Events.OnBooking = func(b router.Booking) {
+		if ls := s.loadSync.Load(); ls != nil {
+			ls.Publish(b)
+		}
+		if onBooking != nil {
+			onBooking(b)
+		}
+	}
+	fc.Readiness = s.readiness
+	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads)}
+	if s.fe, err = frontend.New(fc); err != nil {
+		return nil, err
+	}
+	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
+	if err := s.members.AddStatic(static); err != nil {
+		return nil, err
+	}
+	if s.ln = cfg.Listener; s.ln == nil {
+		if s.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Frontend is the HTTP frontend; Frontend().Router() is the routing core.
+func (s *Serve) Frontend() *frontend.Server { return s.fe }
+
+// Members is the worker membership (static workers and the registry's).
+func (s *Serve) Members() *discovery.Fleet { return s.members }
+
+// URL is the frontend's base URL, e.g. "http://127.0.0.1:8080".
+func (s *Serve) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Config is the configuration s was built with.
+func (s *Serve) Config() ServeConfig { return s.cfg }
+
+// Ready is closed once Run has the event plane up and the index caught
+// up: with NATS, the replica restored the newest snapshot and applied the
+// stream up to where it stood at start (flushed through the index
+// writers, not merely received; replica.Replica.Ready).
+func (s *Serve) Ready() <-chan struct{} { return s.ready }
+
+// Conn is the NATS connection (nil before Run connected, or without NATS).
+func (s *Serve) Conn() *eventplane.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
+}
+
+// Replica keeps the index converged with the KV event stream, snapshots
+// and load sync (nil before Run started it, or without NATS).
+func (s *Serve) Replica() *replica.Replica {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rep
+}
+
+// LoadSync shares load and affinity with the other replicas (nil before
+// Run started it, without NATS, or with Replica.Sync.Enabled false).
+func (s *Serve) LoadSync() *replica.LoadSync { return s.loadSync.Load() }
+
+// readiness is the frontend's extra /readyz condition: with NATS, the
+// replica is caught up; the body carries its status (lag, snapshot).
+func (s *Serve) readiness() (bool, string) {
+	if !s.usesNATS() {
+		return true, ""
+	}
+	rep := s.Replica()
+	if rep == nil {
+		return false, "replica: not started"
+	}
+	st := rep.Status()
+	return st.Ready, "replica " + rep.ID() + ": " + st.String()
+}
+
+// handleLoads serves GET /debug/loads: each worker's load with its local
+// and remote parts, and the replicas heard through load sync.
+func (s *Serve) handleLoads(w http.ResponseWriter, r *http.Request) {
+	replica.LoadsHandler(s.fe.Router(), s.LoadSync()).ServeHTTP(w, r)
+}
+
+// NATSURL is the NATS server's client URL ("" without NATS or before Run
+// connected).
+func (s *Serve) NATSURL() string {
+	if c := s.Conn(); c != nil {
+		return c.ClientURL()
+	}
+	return ""
+}
+
+// usesNATS: --nats given, or no static worker (then the embedded server).
+func (s *Serve) usesNATS() bool {
+	return !s.cfg.NoNATS && (s.cfg.NATS.URL != "" || len(s.static) == 0)
+}
+
+// Run runs everything in one errgroup until ctx is done or a part fails:
+// the index writers (indexer.Concurrent, sticky per worker+rank), the NATS
+// event subscriber and registry watch (or the ZMQ subscribers of static
+// workers), and the HTTP frontend. On ctx done the frontend drains first
+// (in-flight streams finish, up to DrainTimeout) while events still flow;
+// then the rest stops.
+func (s *Serve) Run(ctx context.Context) error {
+	log, fe := s.log, s.fe
+	logConfig(log, "effective config", s.cfg.Redacted())
+	// The event side outlives the HTTP drain: it stops when the frontend
+	// has returned.
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	g, gctx := errgroup.WithContext(bg)
+	// A failing part stops the frontend too.
+	feCtx, stopFE := context.WithCancel(ctx)
+	defer stopFE()
+	go func() {
+		<-gctx.Done()
+		stopFE()
+	}()
+	var conn *eventplane.Conn
+	if s.usesNATS() {
+		nc := s.cfg.NATS
+		nc.Logger = log.With("component", "nats")
+		var err error
+		if conn, err = eventplane.Connect(ctx, nc); err != nil {
+			_ = s.ln.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer conn.Close()
+	}
+	g.Go(func() error { return fe.RunIndex(gctx) })
+
+	var rep *replica.Replica
+	if conn != nil {
+		if s.cfg.NATS.URL == "" {
+			log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
+		}
+		var err error
+		if rep, err = s.startReplica(gctx, g, conn); err != nil {
+			stopBG()
+			_ = g.Wait()
+			_ = s.ln.Close()
+			return err
+		}
+		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
+		g.Go(func() error { return reg.Watch(gctx, s.members) })
+	}
+	var sources []zmqsub.Source
+	for _, w := range s.static {
+		if w.EventEndpoint != "" {
+			sources = append(sources, zmqsub.Source{WorkerID: w.ID, Endpoint: w.EventEndpoint,
+				Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
+		}
+	}
+	if len(sources) > 0 {
+		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
+			OnBatch: fe.ObservePublished}, fe)
+		g.Go(func() error { return zs.Run(gctx) })
+	}
+	g.Go(func() error { return s.signalReady(gctx, rep) })
+
+	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
+		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
+		"tokenizer", s.cfg.Tokenizer, "static_workers", len(s.static), "nats", s.usesNATS(),
+		"auth", len(s.cfg.Frontend.APIKeys) > 0)
+	err := fe.Serve(feCtx, s.ln)
+	stopBG()
+	if gerr := g.Wait(); err == nil && ctx.Err() == nil {
+		err = gerr
+	}
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// startReplica builds the replica (and its load sync, when on) on conn
+// and runs them in g (DESIGN.md §9).
+func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *eventplane.Conn) (*replica.Replica, error) {
+	rc := s.cfg.Replica
+	if rc.Model == "" {
+		rc.Model = s.cfg.Frontend.Model
+	}
+	if s.fe.IndexKind() == "" {
+		rc.SnapshotInterval = 0 // no event-fed index to snapshot (policy not kv)
+	}
+	rc.Logger = s.log.With("component", "replica")
+	rc.Sync.Logger = rc.Logger
+	opts := replica.RouterOptions(s.fe.Router())
+	opts.Sink, opts.Flush = s.fe, s.fe.Flush
+	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
+	rep, err := replica.New(conn, rc, opts)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	var ls *replica.LoadSync
+	if rc.Sync.Enabled {
+		if ls, err = replica.NewLoadSync(conn.NC, rc.Sync, rep.ID()); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		// The frontend is the target: a remote free lets queued requests
+		// try again.
+		g.Go(func() error { return ls.Run(ctx, s.fe) })
+	}
+	s.mu.Lock()
+	s.conn, s.rep = conn, rep
+	s.mu.Unlock()
+	s.loadSync.Store(ls)
+	g.Go(func() error { return rep.Run(ctx) })
+	s.log.Info("replica started", "replica", rep.ID(), "snapshot_interval", rc.SnapshotInterval,
+		"sync", rc.Sync.Enabled, "lease_ttl", rc.LeaseTTL)
+	return rep, nil
+}
+
+// signalReady closes Ready once the replica (if any) caught up and the
+// index writers applied what it handed them.
+func (s *Serve) signalReady(ctx context.Context, rep *replica.Replica) error {
+	if rep != nil {
+		select {
+		case <-rep.Ready():
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if err := s.fe.Flush(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	close(s.ready)
+	return nil
+}

@@ -1,0 +1,45 @@
+package discovery
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// entry is a registry entry as a Get returns it.
+type entry struct {
+	jetstream.KeyValueEntry // nil: only the methods below are called
+	created                 time.Time
+	op                      jetstream.KeyValueOp
+}
+
+func (e entry) Created() time.Time              { return e.created }
+func (e entry) Operation() jetstream.KeyValueOp { return e.op }
+
+// A silent worker is dropped only when the bucket confirms it: a fresh
+// entry means the watch stalled (a NATS node died under it), an unreadable
+// bucket means nobody can tell yet.
+func TestExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ttl := 15 * time.Second
+	for _, tc := range []struct {
+		name string
+		e    jetstream.KeyValueEntry
+		err  error
+		want expiryVerdict
+	}{
+		{"key gone", nil, jetstream.ErrKeyNotFound, expiryGone},
+		{"key deleted", nil, jetstream.ErrKeyDeleted, expiryGone},
+		{"stale entry", entry{created: now.Add(-ttl - time.Second), op: jetstream.KeyValuePut}, nil, expiryGone},
+		{"delete marker", entry{created: now, op: jetstream.KeyValueDelete}, nil, expiryGone},
+		{"fresh entry", entry{created: now.Add(-time.Second), op: jetstream.KeyValuePut}, nil, expiryWatchStalled},
+		{"no leader", nil, errors.New("nats: no responders available for request"), expiryUnknown},
+		{"timeout", nil, jetstream.ErrJetStreamNotEnabled, expiryUnknown},
+	} {
+		if got := expiry(tc.e, tc.err, now, ttl); got != tc.want {
+			t.Errorf("%s: expiry = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

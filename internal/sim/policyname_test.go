@@ -1,0 +1,28 @@
+package sim
+
+import "testing"
+
+// TestPolicyNames: the simulator takes the router's policy names (one
+// vocabulary with serve and replay), "kv-approx" as an alias of approx,
+// plus its own cache-aware baseline.
+func TestPolicyNames(t *testing.T) {
+	got, err := ParsePolicies("kv, kv-approx,approx,load,round-robin,random,cache-aware")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Policy{PolicyKV, PolicyKVApprox, PolicyLoad, PolicyRoundRobin, PolicyRandom, PolicyCacheAware}
+	if len(got) != len(want) {
+		t.Fatalf("parsed %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("parsed %v, want %v", got, want)
+		}
+	}
+	if PolicyKVApprox != "approx" {
+		t.Errorf("approx prints as %q", PolicyKVApprox)
+	}
+	if _, err := ParsePolicy("rr"); err == nil {
+		t.Error("rr parsed")
+	}
+}

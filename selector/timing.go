@@ -1,0 +1,240 @@
+package selector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// CostModel selects the cost function.
+type CostModel uint8
+
+const (
+	// CostTime (default) estimates the request's time to first token on
+	// the candidate, in milliseconds, from the worker's timing model (see
+	// the package doc).
+	CostTime CostModel = iota
+	// CostBlocks is Dynamo's cost in KV blocks (DESIGN.md §4's formula):
+	// prefill_load_scale * adjusted_prefill + decode + request weight.
+	CostBlocks
+)
+
+var costModelNames = [...]string{"time", "blocks"}
+
+func (m CostModel) String() string {
+	if int(m) < len(costModelNames) {
+		return costModelNames[m]
+	}
+	return fmt.Sprintf("cost(%d)", m)
+}
+
+// ParseCostModel parses "time" or "blocks".
+func ParseCostModel(s string) (CostModel, error) {
+	for i, n := range costModelNames {
+		if n == s {
+			return CostModel(i), nil
+		}
+	}
+	return 0, fmt.Errorf("selector: unknown cost model %q (want time or blocks)", s)
+}
+
+// Timing is a worker's forward-pass timing model (DESIGN.md §6), in
+// milliseconds: a pass computing T prefill tokens costs
+//
+//	PrefillQuad*T² + PrefillLin*T + PrefillConst
+//
+// plus, when requests are decoding, DecodeQuad*p² + DecodeLin*p + DecodeConst
+// where p is the fraction of KV blocks in use. The zero Timing means
+// DefaultTiming (see Config.Timing).
+type Timing struct {
+	// Prefill polynomial in ms (per T², per T, per pass). Defaults
+	// 4.21e-7, 0.01518, 16.5 (DESIGN.md §6); all fields zero means
+	// DefaultTiming.
+	PrefillQuad  float64 `yaml:"prefill_quad"`
+	PrefillLin   float64 `yaml:"prefill_lin"`
+	PrefillConst float64 `yaml:"prefill_const"`
+	// Decode polynomial in ms (per p², per p, per pass). Defaults -25.74,
+	// 54.01, 5.74 (DESIGN.md §6).
+	DecodeQuad  float64 `yaml:"decode_quad"`
+	DecodeLin   float64 `yaml:"decode_lin"`
+	DecodeConst float64 `yaml:"decode_const"`
+	// MaxBatchedTokens is the token budget of one pass, used when a
+	// candidate does not report its own. Default 8192 (the mocker's);
+	// 0 means 8192.
+	MaxBatchedTokens int `yaml:"max_batched_tokens"`
+}
+
+// DefaultTiming returns the mocker's timing model (DESIGN.md §6), the
+// prior of every worker's fitted model (TimingFit).
+func DefaultTiming() Timing {
+	return Timing{
+		PrefillQuad: 4.21e-7, PrefillLin: 0.01518, PrefillConst: 16.5,
+		DecodeQuad: -25.74, DecodeLin: 54.01, DecodeConst: 5.74,
+		MaxBatchedTokens: 8192,
+	}
+}
+
+// IsZero reports whether t is the zero Timing (= DefaultTiming).
+func (t Timing) IsZero() bool { return t == Timing{} }
+
+// orDefault returns t, or DefaultTiming when t is zero.
+func (t Timing) orDefault() Timing {
+	if t.IsZero() {
+		return DefaultTiming()
+	}
+	if t.MaxBatchedTokens <= 0 {
+		t.MaxBatchedTokens = 8192
+	}
+	return t
+}
+
+// Validate reports every problem with t: the coefficients must be finite,
+// a pass must never take negative time (PrefillTime >= 0 for T >= 1,
+// DecodeTime >= 0 on [0, 1]), and MaxBatchedTokens must be >= 0.
+func (t Timing) Validate() error {
+	if t.IsZero() {
+		return nil
+	}
+	var errs []error
+	for _, v := range []float64{t.PrefillQuad, t.PrefillLin, t.PrefillConst, t.DecodeQuad, t.DecodeLin, t.DecodeConst} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("selector: timing coefficient %v must be finite", v))
+		}
+	}
+	if t.PrefillQuad < 0 || t.PrefillLin < 0 || t.PrefillConst < 0 {
+		errs = append(errs, errors.New("selector: prefill timing coefficients must be >= 0"))
+	}
+	if t.DecodeConst < 0 || t.DecodeTime(1) < 0 {
+		errs = append(errs, errors.New("selector: decode time must be >= 0 on [0, 1]"))
+	}
+	if t.MaxBatchedTokens < 0 {
+		errs = append(errs, fmt.Errorf("selector: timing max batched tokens %d must be >= 0", t.MaxBatchedTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// PrefillTime is the modeled time of a pass computing tok prefill tokens,
+// in ms; 0 when tok <= 0.
+func (t Timing) PrefillTime(tok float64) float64 {
+	if tok <= 0 {
+		return 0
+	}
+	return t.PrefillQuad*tok*tok + t.PrefillLin*tok + t.PrefillConst
+}
+
+// DecodeTime is the modeled decode share of a pass at KV usage p (clamped
+// to [0, 1]), in ms.
+func (t Timing) DecodeTime(p float64) float64 {
+	p = min(max(p, 0), 1)
+	return t.DecodeQuad*p*p + t.DecodeLin*p + t.DecodeConst
+}
+
+// PrefillSpan is the modeled time to compute q prefill tokens in passes of
+// at most chunk tokens (chunked prefill), in ms, and the number of passes
+// (at least 1: a fully cached prompt still computes its last token).
+func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
+	c := float64(max(chunk, 1))
+	q = max(q, 1)
+	full := math.Floor(q / c)
+	rem := q - full*c
+	ms = full * t.PrefillTime(c)
+	passes = int(full)
+	if rem > 0 {
+		ms += t.PrefillTime(rem)
+		passes++
+	}
+	return ms, passes
+}
+
+// costTimeInto computes the time cost (CostTime) of candidate c for a
+// request of isl tokens with block size b, given its credit in blocks (the
+// decay already applied) and the fleet utilization util.
+//
+//	own      = max(1, isl - credit*B)        uncached prompt tokens
+//	chunk    = max_batched_tokens - decoding requests (a decode takes one token of a pass)
+//	ahead    = PrefillSpan(active_prefill_tokens)  the queued prefill, in its own passes
+//	mine     = PrefillSpan(own)              its own prefill, in the passes after
+//	usage    = KV usage + new_blocks / total_kv_blocks
+//	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
+//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
+//	cost     = PrefillLoadScale*(ahead + mine + imposed) + decode + ActiveRequestWeight*active_requests
+//
+// The queued prefill is mostly in the pass running now, which the
+// request cannot join: it waits for those passes to end, then its own
+// start (pessimistic for requests still waiting to be scheduled, which an
+// engine may batch with it; exact for the pass in flight, the common case).
+// With Unclamped, a credit beyond the prompt (own < 1) shortens the queue
+// ahead instead.
+func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, util float64, c *Candidate, out *Breakdown) {
+	own := float64(isl) - credit*float64(b)
+	ahead := float64(c.ActivePrefillTokens)
+	if own < 1 {
+		if cfg.Unclamped {
+			ahead = max(0, ahead+own-1)
+		}
+		own = 1
+	}
+	chunk := c.MaxNumBatchedTokens
+	if chunk <= 0 {
+		chunk = tm.MaxBatchedTokens
+	}
+	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
+	chunk = max(1, chunk-decoding)
+	prefill, passes := 0.0, 0
+	if ahead > 0 {
+		prefill, passes = tm.PrefillSpan(ahead, chunk)
+	}
+	mine, n := tm.PrefillSpan(own, chunk)
+	prefill += mine
+	passes += n
+	imposed := mine * cfg.ImposedWeight * queueFactor(util)
+	usage := max(c.KVUsage, 0)
+	if c.TotalKVBlocks > 0 {
+		usage += float64(c.NewBlocks) / float64(c.TotalKVBlocks)
+	}
+	usage = min(usage, 1)
+	decode := 0.0
+	if c.ActiveRequests > 0 {
+		decode = float64(passes) * tm.DecodeTime(usage)
+	}
+	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
+	out.Prefill = prefill
+	out.Decode = decode
+	out.Requests = reqs
+	out.Queue = ahead + own
+	out.Passes = passes
+	out.Usage = usage
+	out.Imposed = imposed
+	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
+}
+
+// MaxUtilization caps the utilization estimate in queueFactor, so a
+// saturated fleet's factor stays finite (20).
+const MaxUtilization = 0.95
+
+// queueFactor is 1/(1-U): in an M/M/1 queue at utilization U, a unit of
+// work costs the system 1/(1-U) units of response time (the mean response
+// time is S/(1-U)): its own service and the waiting it causes the requests
+// behind it. Unknown utilization (0) gives 1.
+func queueFactor(u float64) float64 {
+	u = min(max(u, 0), MaxUtilization)
+	return 1 / (1 - u)
+}
+
+// MarshalText implements encoding.TextMarshaler (config files, flags).
+func (m CostModel) MarshalText() ([]byte, error) {
+	if int(m) >= len(costModelNames) {
+		return nil, fmt.Errorf("selector: unknown cost model %d", m)
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseCostModel.
+func (m *CostModel) UnmarshalText(b []byte) error {
+	v, err := ParseCostModel(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
