@@ -1,7 +1,7 @@
 package tokenizer
 
 import (
-	"strings"
+	"sync"
 
 	"github.com/tiktoken-go/tokenizer/codec"
 )
@@ -30,14 +30,7 @@ var cl100kSpecial = []addedToken{
 // `kvrouter up` works offline; real deployments load the model's own
 // tokenizer.json with [Load]. Encode adds no BOS (cl100k has none).
 func Default(opts Options) (*Local, error) {
-	c := &codecCore{c: codec.NewCl100kBase()}
-	for id := uint(0); id < 1024; id++ { // find DEL's byte token
-		if s, err := c.c.Decode([]uint{id}); err == nil && s == "\x7f" {
-			c.del = uint32(id)
-			break
-		}
-	}
-	l := newLocal(DefaultName, c, cl100kSpecial, nil, opts)
+	l := newLocal(DefaultName, cl100kCore(), cl100kSpecial, nil, opts)
 	t, err := NewChatTemplate(ChatMLTemplate, SpecialTokens{EOS: "<|im_end|>"})
 	if err != nil {
 		return nil, err
@@ -46,51 +39,31 @@ func Default(opts Options) (*Local, error) {
 	return l, nil
 }
 
-// codecCore adapts a tiktoken-go/tokenizer codec (which does not handle
-// special tokens itself; [Local] splits them out first).
-type codecCore struct {
-	c   *codec.Codec
-	del uint32 // id of the byte token "\x7f"
-}
+// cl100kCore returns the shared cl100k_base core: the codec's ranks behind
+// the hand-written pre-tokenizer of its split regex, [cl100kPattern]. Built
+// once per process (~100k tokens, ~10 ms); immutable afterwards.
+//
+// NB: this replaced the codec's own encoder, whose regex engine
+// (dlclark/regexp2/v2) mis-splits the pattern: it drops U+007F and cuts
+// " \n \n" into " \n", " \n" where \s*[\r\n]+ takes the whole run (as
+// regexp2 v1, Oniguruma in HF tokenizers and tiktoken's fancy-regex do).
+var cl100kCore = sync.OnceValue(func() *fastCore {
+	return newFastCore(cl100kRanks(), splitterFor(cl100kPattern))
+})
 
-// appendOrdinary encodes text.
-// NB: the codec's generated split regex (v0.10.0) drops U+007F (DEL)
-// entirely, losing input; we encode each DEL as its own byte token instead
-// (OpenAI's cl100k may merge DEL with adjacent punctuation, so ids around a
-// DEL can differ from tiktoken's, but no input is lost).
-func (c *codecCore) appendOrdinary(dst []uint32, text string) []uint32 {
-	for {
-		i := strings.IndexByte(text, 0x7f)
-		if i < 0 {
-			break
+// cl100kRanks reads cl100k_base's ranks back from the codec (its vocabulary
+// is unexported).
+func cl100kRanks() map[string]int {
+	cc := codec.NewCl100kBase()
+	ranks := make(map[string]int, cl100kVocab)
+	for id := range cl100kVocab {
+		if s, err := cc.Decode([]uint{uint(id)}); err == nil && s != "" {
+			ranks[s] = id
 		}
-		dst = c.encode(dst, text[:i])
-		dst = append(dst, c.del)
-		text = text[i+1:]
 	}
-	return c.encode(dst, text)
+	return ranks
 }
 
-func (c *codecCore) encode(dst []uint32, text string) []uint32 {
-	if text == "" {
-		return dst
-	}
-	ids, _, err := c.c.Encode(text)
-	if err != nil {
-		// NB: only possible in the codec's strict UTF-8 mode, which is not
-		// enabled; invalid UTF-8 is encoded as raw bytes.
-		panic("tokenizer: cl100k encode: " + err.Error())
-	}
-	for _, id := range ids {
-		dst = append(dst, uint32(id))
-	}
-	return dst
-}
-
-func (c *codecCore) tokenBytes(id uint32) ([]byte, bool) {
-	s, err := c.c.Decode([]uint{uint(id)})
-	if err != nil || s == "" {
-		return nil, false
-	}
-	return []byte(s), true
-}
+// cl100kVocab is the number of cl100k_base's ordinary tokens (ids below the
+// first special token, <|endoftext|> = 100257).
+const cl100kVocab = 100257

@@ -81,6 +81,12 @@ type hfConfig struct {
 // (nil), tokenizer_config.json. Only ByteLevel BPE models are supported; other
 // models wrap [ErrUnsupported] with the reason.
 func FromJSON(tokenizerJSON, configJSON []byte, opts Options) (*Local, error) {
+	return fromJSON(tokenizerJSON, configJSON, opts, false)
+}
+
+// fromJSON is [FromJSON]; regexOnly keeps the regex pre-tokenizer even when
+// a hand-written one exists (the reference in differential tests).
+func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*Local, error) {
 	var f hfFile
 	if err := json.Unmarshal(tokenizerJSON, &f); err != nil {
 		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
@@ -120,8 +126,10 @@ func FromJSON(tokenizerJSON, configJSON []byte, opts Options) (*Local, error) {
 		added = append(added, addedToken{content: a.Content, id: a.ID, lstrip: a.LStrip, rstrip: a.RStrip, singleWord: a.SingleWord})
 		addedIDs[a.Content] = a.ID
 	}
-	c, err := newBPECore(ranks, addedIDs, pattern)
-	if err != nil {
+	var c core
+	if split := splitterFor(pattern); split != nil && !regexOnly {
+		c = newFastCore(ranks, split)
+	} else if c, err = newBPECore(ranks, addedIDs, pattern); err != nil {
 		return nil, err
 	}
 	name := opts.Name

@@ -2,9 +2,25 @@ package tokenizer
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
+
+// cpuRate starts measuring the calling goroutine's thread CPU time; the
+// returned function reports n units of work per CPU-second as metric unit
+// (nothing where thread CPU time is unavailable).
+func cpuRate(b *testing.B) func(n float64, unit string) {
+	runtime.LockOSThread()
+	c0, ok := threadCPU()
+	return func(n float64, unit string) {
+		c1, _ := threadCPU()
+		runtime.UnlockOSThread()
+		if ok && c1 > c0 {
+			b.ReportMetric(n/(c1-c0).Seconds(), unit)
+		}
+	}
+}
 
 // benchText builds a deterministic text of about n bytes from the long
 // recipes in testdata/prompts.json-like pieces.
@@ -84,9 +100,11 @@ func BenchmarkEncodeText(b *testing.B) {
 				b.SetBytes(int64(len(text)))
 				b.ReportAllocs()
 				b.ResetTimer()
+				done := cpuRate(b)
 				for range b.N {
 					nc.EncodeText(text, false)
 				}
+				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
 				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 				b.ReportMetric(float64(tokens), "tokens/op")
 			})
@@ -118,6 +136,7 @@ func BenchmarkEncodeChat(b *testing.B) {
 					tokens := len(lc.EncodeText(text, false))
 					b.ReportAllocs()
 					b.ResetTimer()
+					done := cpuRate(b)
 					var total int
 					for i := range b.N {
 						turn := append(msgs[:len(msgs):len(msgs)], Message{Role: "user", Content: fmt.Sprintf("Follow-up question number %d: and then what happened next?", i)})
@@ -127,6 +146,7 @@ func BenchmarkEncodeChat(b *testing.B) {
 						}
 						total += len(lc.EncodeText(text, false))
 					}
+					done(float64(total), "tokens/cpu-s")
 					b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "tokens/s")
 					b.ReportMetric(float64(tokens), "tokens/op")
 				})

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/benchindex"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/trace"
@@ -73,5 +75,64 @@ func TestKeyMappingAgrees(t *testing.T) {
 	}
 	if hits == 0 {
 		t.Fatal("no lookup matched anything")
+	}
+}
+
+// TestFixtureScoresAgree: on the 1,000-request agreement fixture
+// (benchindex.FixtureTrace, the one the main module's indexes are checked
+// on), applied and queried in timeline order, llm-d's index and scorer give
+// every pod exactly the score our flash index gives the worker.
+func TestFixtureScoresAgree(t *testing.T) {
+	crlog.SetLogger(logr.Discard())
+	s, _, err := benchindex.Generate(context.Background(), benchindex.FixtureTrace(1000, 16),
+		benchindex.GenOptions{Workers: 16, Seed: 3, TokensPerID: benchindex.FixtureTokensPerID, Engine: benchindex.FixtureEngine(), Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := benchindex.Merge(s)
+	ours := indexer.NewFlash(indexer.DefaultConfig())
+	peer, err := newLLMDTarget(llmdKeys(s), s.Workers, 1, s.Workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for _, e := range tl.Entries {
+		if e.Kind == benchindex.OpEvent {
+			ev := &s.Events[e.Index].Event
+			if err := ours.Apply(ev); err != nil {
+				t.Fatalf("event %d: %v", e.Index, err)
+			}
+			_ = peer.Preload(ev)
+			continue
+		}
+		want := map[string]float64{}
+		for _, o := range ours.FindMatches(s.Lookups[e.Index].Locals) {
+			want[peer.pods[o.Worker.ID]] = float64(o.Blocks)
+		}
+		got := map[string]float64{}
+		if keys := peer.keys[e.Index]; len(keys) > 0 {
+			m, err := peer.idx.Lookup(peer.ctx, keys, noPods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := peer.scorer.Score(peer.ctx, keys, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for pod, v := range sc {
+				if v > 0 {
+					got[pod] = v
+				}
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("lookup %d: llm-d %v, ours %v", e.Index, got, want)
+		}
+		if len(want) > 0 {
+			hits++
+		}
+	}
+	if peer.rejected.Load() != 0 || hits < 100 {
+		t.Fatalf("llm-d rejected %d events; %d lookups matched", peer.rejected.Load(), hits)
 	}
 }

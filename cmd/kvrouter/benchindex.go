@@ -26,12 +26,23 @@ and events are replayed on one timeline, compressed into a --duration window,
 against each index behind the concurrent wrapper (--writers sticky writer
 goroutines, --readers goroutines issuing lookups inline).
 
---duration 0 (the default) runs an automatic sweep: the offered rate doubles
-from 1M block ops/s until the index stops keeping up, then one unpaced step
-measures its capacity; the best valid step is the headline, and the highest
-offered rate still tracked is reported as "sustained". --sweep also writes a chart (achieved vs offered block ops/s,
-log-log) and a CSV into --out. A run that leaves more than 5% of its events
-queued when the replay ends is marked invalid.
+Block ops = requested (query) blocks + blocks in Stored events + hashes in
+Removed events; a Cleared event is one op with zero blocks.
+
+--duration 0 (the default) searches each index's sustained rate, --repeat
+times: an unpaced replay measures the capacity, then paced replays start at
+half of it, doubling or halving until one sustains and one fails, then
+bisecting until they are within 5%. A paced replay sustains its offered rate
+if every operation is issued within 1.01x the window and all of it (lookups
+and applied events) completes within 1.10x. The report gives the median,
+min and max sustained rate over the repetitions, with lookup p50/p99/p999 at
+that rate and at half of it. A sustained replay shorter than 10 s is
+flagged: scale the trace with --duplicate N (N copies with disjoint hash
+ids, interleaved in time) and --length-factor F (every prompt's blocks
+extended F times). --sweep instead runs the doubling sweep and writes a chart
+(achieved vs offered block ops/s, log-log) and a CSV into --out. A run that
+leaves more than 5% of its events queued when the replay ends is marked
+invalid.
 
 Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
 every prompt at its recorded length, so a request is input_length/64 query
@@ -66,6 +77,9 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "simulated workers W")
 	f.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "tokens per KV block (engine and router)")
 	f.IntVar(&cfg.TokensPerID, "tokens-per-id", cfg.TokensPerID, "tokens per trace hash id (512 keeps prompt lengths; = --block-size is Dynamo's one block per id)")
+	f.IntVar(&cfg.Duplicate, "duplicate", cfg.Duplicate, "replay N copies of the trace with disjoint hash ids, interleaved in time")
+	f.IntVar(&cfg.LengthFactor, "length-factor", cfg.LengthFactor, "extend every prompt's blocks F times (hash id h becomes F ids)")
+	f.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "sustained-rate searches per index (the report gives the spread)")
 	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per simulated worker")
 	f.StringVar(&indexes, "index", "all", "index to benchmark: radix, flash or all")
 	f.IntVar(&cfg.Writers, "writers", 0, "sticky writer goroutines (0 = GOMAXPROCS)")

@@ -41,6 +41,15 @@ type Config struct {
 	// pressure is real. Set it to BlockSize for Dynamo's one-block-per-id
 	// method (8x fewer, 8x shorter blocks per request at B=64).
 	TokensPerID int
+	// Duplicate replays N copies of the trace with disjoint hash ids,
+	// interleaved in time (see Scale). Default 1; 0 means 1.
+	Duplicate int
+	// LengthFactor extends every prompt's blocks F times (see Scale).
+	// Default 1; 0 means 1.
+	LengthFactor int
+	// Repeat is how many times the auto mode searches each index's
+	// sustained rate (the report gives the spread). Default 3; 0 means 1.
+	Repeat int
 	// Engine is the mocker configuration (BlockSize is taken from above).
 	// Default mocker.DefaultConfig().
 	Engine mocker.Config
@@ -57,11 +66,11 @@ type Config struct {
 	// Default GOMAXPROCS.
 	Readers int
 	// Window is the wall time the whole timeline is replayed in (the offered
-	// rate is its ops / Window). Zero (the default) means auto: a sweep
-	// from 1M offered block ops/s, doubling, that stops once the index
-	// stops tracking the offered rate, then one unpaced step; the report's
-	// headline is the best valid step (usually the unpaced one: the
-	// capacity) and Report.Sustained the knee.
+	// rate is its block ops / Window). Zero (the default) means auto: per
+	// index and repetition, an unpaced replay (the capacity), then paced
+	// replays from half of it, doubling or halving, then bisecting until
+	// the highest sustained rate and the lowest failing one are within 5%
+	// (FindSustained), and one replay at half the sustained rate.
 	Window time.Duration
 	// Sweep runs a sweep (always, even with Window set: Window is then the
 	// first step) and writes a PNG chart and a CSV into OutDir.
@@ -80,13 +89,16 @@ type Config struct {
 func DefaultConfig() Config {
 	e := mocker.DefaultConfig()
 	return Config{
-		Workers:     64,
-		BlockSize:   e.BlockSize,
-		TokensPerID: trace.TraceBlockTokens,
-		Engine:      e,
-		Indexes:     slices.Clone(AllIndexes),
-		OutDir:      "bench-out",
-		Seed:        42,
+		Workers:      64,
+		BlockSize:    e.BlockSize,
+		TokensPerID:  trace.TraceBlockTokens,
+		Engine:       e,
+		Indexes:      slices.Clone(AllIndexes),
+		OutDir:       "bench-out",
+		Seed:         42,
+		Duplicate:    1,
+		LengthFactor: 1,
+		Repeat:       3,
 	}
 }
 
@@ -110,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.Writers < 0 || c.Readers < 0 || c.Shards < 0 {
 		errs = append(errs, fmt.Errorf("benchindex: writers %d / readers %d / shards %d must be >= 0", c.Writers, c.Readers, c.Shards))
+	}
+	if c.Duplicate < 0 || c.LengthFactor < 0 || c.Repeat < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: duplicate %d / length factor %d / repeat %d must be >= 0", c.Duplicate, c.LengthFactor, c.Repeat))
 	}
 	if c.Window < 0 {
 		errs = append(errs, fmt.Errorf("benchindex: duration %v < 0", c.Window))

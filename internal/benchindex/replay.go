@@ -38,6 +38,13 @@ type Target interface {
 	Finish(ctx context.Context) (Final, error)
 }
 
+// Drainer is implemented by targets that can wait for every submitted
+// event to be applied without stopping (so the drain time excludes
+// Finish's teardown and statistics).
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
 // TargetFactory makes a fresh, empty Target.
 type TargetFactory struct {
 	Name string
@@ -71,7 +78,7 @@ type ReplayOptions struct {
 type Sample struct {
 	Window   time.Duration
 	Wall     time.Duration // first entry released to last entry issued
-	Drained  time.Duration // first entry released to every event applied (after Finish's flush)
+	Drained  time.Duration // first entry released to every event applied (Drain, else Finish)
 	Queued   int64         // events still queued when the wall clock stopped
 	Lookups  *hdrhistogram.Histogram
 	MatchSum int64 // sum of Lookup results
@@ -165,8 +172,16 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
+	if d, ok := tgt.(Drainer); ok {
+		if err := d.Drain(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("benchindex: drain %s: %w", f.Name, err))
+		}
+		s.Drained = time.Since(start)
+	}
 	final, ferr := tgt.Finish(ctx)
-	s.Drained = time.Since(start)
+	if s.Drained == 0 {
+		s.Drained = time.Since(start)
+	}
 	if ferr != nil {
 		errs = append(errs, fmt.Errorf("benchindex: finish %s: %w", f.Name, ferr))
 	}

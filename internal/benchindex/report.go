@@ -14,19 +14,24 @@ const MaxQueuedFrac = 0.05
 
 // Params are the parameters a report must state (DESIGN.md §8).
 type Params struct {
-	Trace      string `json:"trace"`
-	Requests   int    `json:"requests"` // requests replayed (after --limit)
-	BlockSize  int    `json:"block_size"`
-	Workers    int    `json:"workers"`
-	Writers    int    `json:"writers"`
-	Shards     int    `json:"shards"` // index shards by worker (1 = one index)
-	Readers    int    `json:"readers"`
-	Window     string `json:"duration"` // replay window, or "auto"
-	Seed       uint64 `json:"seed"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	NumCPU     int    `json:"num_cpu"`
-	GoVersion  string `json:"go_version"`
-	Mocker     string `json:"mocker,omitempty"` // engine parameters used for generation
+	Trace     string `json:"trace"`
+	Requests  int    `json:"requests"` // requests replayed (after --limit)
+	BlockSize int    `json:"block_size"`
+	Workers   int    `json:"workers"`
+	Writers   int    `json:"writers"`
+	Shards    int    `json:"shards"` // index shards by worker (1 = one index)
+	Readers   int    `json:"readers"`
+	Window    string `json:"duration"` // replay window, or "auto"
+	Seed      uint64 `json:"seed"`
+	// Duplicate and LengthFactor scaled the trace (see Scale); Repeat is
+	// the number of sustained-rate searches per index.
+	Duplicate    int    `json:"duplicate"`
+	LengthFactor int    `json:"length_factor"`
+	Repeat       int    `json:"repeat"`
+	GOMAXPROCS   int    `json:"gomaxprocs"`
+	NumCPU       int    `json:"num_cpu"`
+	GoVersion    string `json:"go_version"`
+	Mocker       string `json:"mocker,omitempty"` // engine parameters used for generation
 	// LoadAvg is /proc/loadavg when the replays ended (other processes on a
 	// shared machine take CPU from the benchmark); empty when unavailable.
 	LoadAvg string `json:"loadavg,omitempty"`
@@ -68,6 +73,16 @@ type Result struct {
 	LookupMaxus  float64 `json:"lookup_max_us"`
 	MeanMatch    float64 `json:"mean_match"` // mean Lookup result (depth), a sanity figure
 
+	// DrainMS is the time from the first entry's release until every
+	// event was applied (the writers drained), as measured by Finish.
+	DrainMS float64 `json:"drain_ms"`
+	// Issued (paced runs): every operation was issued within IssueSlack x
+	// the window (the reference's "valid trial").
+	Issued bool `json:"issued_in_window"`
+	// KeptUp (paced runs): every operation completed (lookups returned,
+	// events applied) within KeepUpSlack x the window.
+	KeptUp bool `json:"kept_up"`
+
 	Queued        int64   `json:"events_queued_at_end"`
 	QueuedFrac    float64 `json:"events_queued_frac"`
 	Valid         bool    `json:"valid"`
@@ -79,8 +94,21 @@ type Result struct {
 }
 
 // TrackingFrac is how close achieved must be to offered for a paced run to
-// count as keeping up.
+// count as tracking (the chart's knee; the sustained figure uses Issued and
+// KeptUp instead).
 const TrackingFrac = 0.90
+
+// The reference's sustained-throughput definition (DESIGN.md §8): a paced
+// trial is valid if every operation is issued within IssueSlack x the
+// window, and kept up if all of it completes within KeepUpSlack x.
+const (
+	IssueSlack  = 1.01
+	KeepUpSlack = 1.10
+)
+
+// Sustains reports whether a paced run counts towards the sustained figure:
+// valid (queue and rejections), every op issued in time, and kept up.
+func (r Result) Sustains() bool { return r.WindowMS > 0 && r.Valid && r.Issued && r.KeptUp }
 
 // NewResult computes a Result from a replay of tl. It is pure arithmetic.
 func NewResult(index string, tl *Timeline, s Sample) Result {
@@ -88,6 +116,7 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		Index:       index,
 		WindowMS:    ms(s.Window),
 		WallMS:      ms(s.Wall),
+		DrainMS:     ms(s.Drained),
 		Lookups:     tl.Lookups,
 		Events:      tl.Events,
 		QueryBlocks: tl.QueryBlocks,
@@ -105,6 +134,8 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		r.OfferedOpsPerSec = float64(tl.Ops()) / secs
 		r.OfferedBlockOpsPerSec = float64(tl.BlockOps()) / secs
 		r.Tracking = r.BlockOpsPerSec >= TrackingFrac*r.OfferedBlockOpsPerSec
+		r.Issued = s.Wall.Seconds() <= IssueSlack*secs
+		r.KeptUp = max(s.Wall, s.Drained).Seconds() <= KeepUpSlack*secs
 	}
 	if h := s.Lookups; h != nil && h.TotalCount() > 0 {
 		r.LookupP50us = us(h.ValueAtQuantile(50))
@@ -153,12 +184,17 @@ type Report struct {
 	// Sweep holds every run of auto or sweep mode, per index, in the
 	// order they ran (offered rate increasing).
 	Sweep map[string][]Result `json:"sweep,omitempty"`
-	// Sustained holds, per index, the paced sweep step with the highest
-	// offered rate that the index still tracked (the knee of the chart).
+	// Sustained holds, per index, the paced step with the highest offered
+	// rate the index sustained (Result.Sustains); in auto mode, that of the
+	// median repetition.
 	Sustained []Result `json:"sustained,omitempty"`
-	Chart     string   `json:"chart,omitempty"` // PNG path written by --sweep
-	CSV       string   `json:"csv,omitempty"`
-	Notes     []string `json:"notes,omitempty"`
+	// Searches holds every sustained-rate search of auto mode, per index.
+	Searches map[string][]Search `json:"searches,omitempty"`
+	// Summaries condenses Searches per index (spread over repetitions).
+	Summaries []Summary `json:"sustained_summary,omitempty"`
+	Chart     string    `json:"chart,omitempty"` // PNG path written by --sweep
+	CSV       string    `json:"csv,omitempty"`
+	Notes     []string  `json:"notes,omitempty"`
 }
 
 // WriteText prints the report for humans.
@@ -173,6 +209,11 @@ func (rep *Report) WriteText(w io.Writer) error {
 	g := rep.Generation
 	fmt.Fprintf(&b, "stream: %d lookups (%d query blocks), %d events (%d stored with %d blocks, %d removed with %d hashes), generated in %.1fs, simulated span %.0fs\n",
 		g.Lookups, g.QueryBlocks, g.Events, g.Stored, g.StoredBlocks, g.Removed, g.RemovedBlocks, g.Seconds, g.SimSpanSec)
+	fmt.Fprintf(&b, "block ops = requested (query) blocks + blocks in Stored events + hashes in Removed events; a Cleared event is one op with zero blocks\n")
+	if p.Duplicate > 1 || p.LengthFactor > 1 {
+		fmt.Fprintf(&b, "trace scaled: %d copies with disjoint hash ids (--duplicate), prompts extended %dx (--length-factor)\n", p.Duplicate, p.LengthFactor)
+	}
+	rep.writeSearches(&b)
 	for _, head := range rep.Results {
 		name := head.Index
 		steps, ok := rep.Sweep[name]
@@ -189,9 +230,21 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 	}
 	b.WriteString("\n")
-	for _, r := range rep.Sustained {
-		fmt.Fprintf(&b, "%-6s tracks offered load up to %s block ops/s (%s ops/s, window %.1f ms)\n",
-			r.Index, si(r.OfferedBlockOpsPerSec), si(r.OfferedOpsPerSec), r.WindowMS)
+	if len(rep.Summaries) == 0 {
+		for _, r := range rep.Sustained {
+			fmt.Fprintf(&b, "%-6s sustains up to %s block ops/s offered (%s ops/s, window %.1f ms)\n",
+				r.Index, si(r.OfferedBlockOpsPerSec), si(r.OfferedOpsPerSec), r.WindowMS)
+		}
+	}
+	for _, sm := range rep.Summaries {
+		if sm.Median <= 0 {
+			fmt.Fprintf(&b, "%-6s sustained: none of the offered rates\n", sm.Index)
+			continue
+		}
+		fmt.Fprintf(&b, "%-6s sustained %s block ops/s (median of %d; min %s, max %s, spread %.0f%%); lookup p50/p99/p999 %.2f/%.2f/%.2f µs there, %.2f/%.2f/%.2f µs at half (%s)\n",
+			sm.Index, si(sm.Median), len(sm.Rates), si(sm.Min), si(sm.Max), sm.SpreadPct,
+			sm.At.LookupP50us, sm.At.LookupP99us, sm.At.LookupP999us,
+			sm.Half.LookupP50us, sm.Half.LookupP99us, sm.Half.LookupP999us, si(sm.Half.OfferedBlockOpsPerSec))
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block, queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
@@ -206,6 +259,40 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSearches prints every step of the auto mode's searches.
+func (rep *Report) writeSearches(b *strings.Builder) {
+	for _, sm := range rep.Summaries {
+		for k, s := range rep.Searches[sm.Index] {
+			fmt.Fprintf(b, "\nsustained search %s, repetition %d (sustains: issued within %.2fx the window, complete within %.2fx, valid):\n",
+				sm.Index, k+1, IssueSlack, KeepUpSlack)
+			fmt.Fprintf(b, "  %10s %14s %14s %8s %8s %8s %8s %8s %s\n", "window", "offered blk/s", "achieved blk/s", "issue/w", "done/w", "p50 µs", "p99 µs", "p999 µs", "")
+			rows := append([]Result{s.Capacity}, s.Steps...)
+			if s.Found {
+				rows = append(rows, s.Half)
+			}
+			for i, r := range rows {
+				verdict := "unpaced (capacity)"
+				if i > 0 {
+					verdict = "fails"
+					if r.Sustains() {
+						verdict = "sustains"
+					}
+					if s.Found && i == len(rows)-1 {
+						verdict += " (half the sustained rate)"
+					}
+				}
+				iw, dw := 0.0, 0.0
+				if r.WindowMS > 0 {
+					iw, dw = r.WallMS/r.WindowMS, max(r.WallMS, r.DrainMS)/r.WindowMS
+				}
+				fmt.Fprintf(b, "  %8.1fms %14s %14s %8.3f %8.3f %8.2f %8.2f %8.2f %s\n",
+					r.WindowMS, si(r.OfferedBlockOpsPerSec), si(r.BlockOpsPerSec), iw, dw,
+					r.LookupP50us, r.LookupP99us, r.LookupP999us, verdict)
+			}
+		}
+	}
 }
 
 func flags(r Result) string {

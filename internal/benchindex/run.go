@@ -37,10 +37,14 @@ func Prepare(ctx context.Context, cfg Config) (*Prepared, error) {
 	if cfg.Limit > 0 && cfg.Limit < len(recs) {
 		recs = recs[:cfg.Limit]
 	}
+	if recs, err = Scale(recs, cfg.Duplicate, cfg.LengthFactor); err != nil {
+		return nil, err
+	}
 	return PrepareRecords(ctx, cfg, recs)
 }
 
-// PrepareRecords is Prepare on records already in memory.
+// PrepareRecords is Prepare on records already in memory (already scaled:
+// Duplicate and LengthFactor are not applied here).
 func PrepareRecords(ctx context.Context, cfg Config, recs []trace.Record) (*Prepared, error) {
 	ecfg := cfg.Engine
 	ecfg.BlockSize = cfg.BlockSize
@@ -126,6 +130,7 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 		Params: Params{
 			Trace: cfg.Trace, Requests: p.Requests, BlockSize: cfg.BlockSize, Workers: cfg.Workers,
 			Writers: writers, Shards: shards, Readers: readers, Window: window, Seed: cfg.Seed,
+			Duplicate: max(cfg.Duplicate, 1), LengthFactor: max(cfg.LengthFactor, 1), Repeat: max(cfg.Repeat, 1),
 			GOMAXPROCS: procs, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Mocker: fmt.Sprintf("num_blocks=%d max_num_seqs=%d max_num_batched_tokens=%d watermark=%g tokens_per_trace_id=%d",
 				cfg.Engine.NumBlocks, cfg.Engine.MaxNumSeqs, cfg.Engine.MaxNumBatchedTokens, cfg.Engine.Watermark, cfg.TokensPerID),
@@ -156,14 +161,17 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 			rep.Results = append(rep.Results, NewResult(name, tl, s))
 			continue
 		}
+		if !cfg.Sweep {
+			if err := runSearches(ctx, cfg, &rep, tl, f, ro); err != nil {
+				return rep, err
+			}
+			continue
+		}
 		first := cfg.Window
 		if first <= 0 {
 			first = AutoFirstWindow(tl)
 		}
-		so := SweepOptions{First: first, Replay: ro}
-		if cfg.Sweep {
-			so.StopAfter = 3
-		}
+		so := SweepOptions{First: first, Replay: ro, StopAfter: 3}
 		bar := newBar(cfg.Progress, len(so.Windows())+1, "sweep "+name)
 		so.OnStep = func(r Result) {
 			bar.describe(fmt.Sprintf("sweep %s: offered %s achieved %s block ops/s", name,
@@ -214,6 +222,64 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// MinSustainedWindow is the replay length under which a sustained figure is
+// flagged: shorter replays measure start-up and scheduler noise.
+const MinSustainedWindow = 10 * time.Second
+
+// runSearches is the auto mode for one index: cfg.Repeat searches for the
+// sustained rate, summarized.
+func runSearches(ctx context.Context, cfg Config, rep *Report, tl *Timeline, f TargetFactory, ro ReplayOptions) error {
+	reps := max(cfg.Repeat, 1)
+	var ss []Search
+	var all []Result
+	for k := range reps {
+		desc := fmt.Sprintf("sustained %s, repetition %d/%d", f.Name, k+1, reps)
+		bar := newBar(cfg.Progress, -1, desc)
+		so := SearchOptions{Replay: ro, OnStep: func(r Result) {
+			verdict := "unpaced"
+			if r.WindowMS > 0 {
+				verdict = "fails"
+				if r.Sustains() {
+					verdict = "sustains"
+				}
+			}
+			bar.describe(fmt.Sprintf("%s: offered %s achieved %s block ops/s, %s", desc,
+				si(r.OfferedBlockOpsPerSec), si(r.BlockOpsPerSec), verdict))
+			bar.add(1)
+		}}
+		s, err := FindSustained(ctx, tl, f, so)
+		bar.finish()
+		if err != nil {
+			return err
+		}
+		ss = append(ss, s)
+		all = append(all, s.Capacity)
+		all = append(all, s.Steps...)
+	}
+	if rep.Searches == nil {
+		rep.Searches = map[string][]Search{}
+	}
+	rep.Searches[f.Name] = ss
+	sum := Summarize(f.Name, ss)
+	rep.Summaries = append(rep.Summaries, sum)
+	best, ok := Best(all)
+	if !ok {
+		rep.Notes = append(rep.Notes, f.Name+": no valid replay; headline is the best invalid one")
+	}
+	rep.Results = append(rep.Results, best)
+	switch {
+	case sum.Median <= 0:
+		rep.Notes = append(rep.Notes, f.Name+": no offered rate was sustained")
+	case sum.At.WindowMS < ms(MinSustainedWindow):
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the sustained replay lasted %.2fs < %v; scale the trace with --duplicate/--length-factor for a stable figure",
+			f.Name, sum.At.WindowMS/1e3, MinSustainedWindow))
+	}
+	if sum.Median > 0 {
+		rep.Sustained = append(rep.Sustained, sum.At)
+	}
+	return nil
 }
 
 // bar is a progress bar on an optional writer; the zero value and a bar

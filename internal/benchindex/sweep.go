@@ -99,13 +99,14 @@ func Sweep(ctx context.Context, tl *Timeline, f TargetFactory, opt SweepOptions)
 	return out, nil
 }
 
-// Sustained returns the highest offered rate a sweep tracked (achieved >=
-// TrackingFrac of offered, valid), and false when no step did.
+// Sustained returns the paced step with the highest offered rate that
+// sustains it (Result.Sustains: issued within 1.01x the window, complete
+// within 1.10x, valid), and false when no step did.
 func Sustained(rs []Result) (Result, bool) {
 	var best Result
 	ok := false
 	for _, r := range rs {
-		if r.Tracking && r.Valid && r.OfferedBlockOpsPerSec > best.OfferedBlockOpsPerSec {
+		if r.Sustains() && r.OfferedBlockOpsPerSec > best.OfferedBlockOpsPerSec {
 			best, ok = r, true
 		}
 	}

@@ -126,6 +126,9 @@ func (t *IndexTarget) Lookup(r, _ int, locals []uint64) int {
 // Queued implements Target.
 func (t *IndexTarget) Queued() int64 { return int64(t.conc.Stats().Queued) }
 
+// Drain implements Drainer.
+func (t *IndexTarget) Drain(ctx context.Context) error { return t.conc.Flush(ctx) }
+
 // Finish implements Target.
 func (t *IndexTarget) Finish(ctx context.Context) (Final, error) {
 	var ferr error

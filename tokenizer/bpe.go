@@ -1,0 +1,197 @@
+package tokenizer
+
+import (
+	"container/heap"
+	"math"
+)
+
+// fastCore is the tiktoken BPE algorithm behind a hand-written
+// pre-tokenizer ([splitterFor]): for each piece, the whole piece if it is a
+// token, else repeatedly merge the adjacent pair whose concatenation has the
+// lowest rank (leftmost on ties). Ranks are token ids. It produces the same
+// ids as the tiktoken-go core on the same ranks and pattern
+// (TestFastCoreDifferential), without the backtracking regex.
+type fastCore struct {
+	ranks map[string]uint32 // raw token bytes -> id
+	bytes [][]byte          // id -> raw bytes (vocab only)
+	split splitter
+}
+
+func newFastCore(ranks map[string]int, split splitter) *fastCore {
+	maxID := 0
+	for _, id := range ranks {
+		maxID = max(maxID, id)
+	}
+	c := &fastCore{ranks: make(map[string]uint32, len(ranks)), bytes: make([][]byte, maxID+1), split: split}
+	for s, id := range ranks {
+		c.ranks[s] = uint32(id)
+		c.bytes[id] = []byte(s)
+	}
+	return c
+}
+
+func (c *fastCore) appendOrdinary(dst []uint32, text string) []uint32 {
+	text = validUTF8(text)
+	var parts []part
+	for i := 0; i < len(text); {
+		j := c.split(text, i)
+		piece := text[i:j]
+		i = j
+		if id, ok := c.ranks[piece]; ok {
+			dst = append(dst, id)
+			continue
+		}
+		dst, parts = c.merge(dst, piece, parts)
+	}
+	return dst
+}
+
+// part is a boundary of the piece being merged: its byte offset and the rank
+// of the pair starting there (math.MaxUint32: none).
+type part struct {
+	off  int
+	rank uint32
+}
+
+// longPiece is the piece length (bytes) from which merge switches from the
+// quadratic scan (fastest for words) to the heap (n log n), so that a long
+// run of letters or spaces cannot make a prompt cost seconds.
+const longPiece = 128
+
+// merge appends the ids of a piece that is not itself a token. scratch is
+// reused across pieces.
+func (c *fastCore) merge(dst []uint32, piece string, scratch []part) ([]uint32, []part) {
+	if len(piece) >= longPiece {
+		return c.mergeHeap(dst, piece), scratch
+	}
+	return c.mergeScan(dst, piece, scratch)
+}
+
+// mergeScan is tiktoken's reference byte_pair_merge: quadratic in the
+// piece length.
+func (c *fastCore) mergeScan(dst []uint32, piece string, scratch []part) ([]uint32, []part) {
+	parts := scratch[:0]
+	for i := 0; i <= len(piece); i++ {
+		parts = append(parts, part{off: i, rank: math.MaxUint32})
+	}
+	rank := func(i, skip int) uint32 {
+		if i+skip+2 < len(parts) {
+			if r, ok := c.ranks[piece[parts[i].off:parts[i+skip+2].off]]; ok {
+				return r
+			}
+		}
+		return math.MaxUint32
+	}
+	for i := 0; i+2 < len(parts); i++ {
+		parts[i].rank = rank(i, 0)
+	}
+	for len(parts) > 1 {
+		best, bi := uint32(math.MaxUint32), -1
+		for i := 0; i+1 < len(parts); i++ {
+			if parts[i].rank < best {
+				best, bi = parts[i].rank, i
+			}
+		}
+		if bi < 0 {
+			break
+		}
+		parts[bi].rank = rank(bi, 1)
+		if bi > 0 {
+			parts[bi-1].rank = rank(bi-1, 1)
+		}
+		parts = append(parts[:bi+1], parts[bi+2:]...)
+	}
+	for i := 0; i+1 < len(parts); i++ {
+		dst = append(dst, c.ranks[piece[parts[i].off:parts[i+1].off]])
+	}
+	return dst, parts
+}
+
+// mergeHeap is the same merge order as mergeScan (lowest rank first,
+// leftmost among equal ranks) with the candidate pairs in a heap and the
+// parts in a linked list: O(n log n). A heap entry is stale once either of
+// its parts changed; it is then skipped.
+func (c *fastCore) mergeHeap(dst []uint32, piece string) []uint32 {
+	n := len(piece)
+	next := make([]int32, n) // start of the next part, n at the end
+	prev := make([]int32, n) // start of the previous part, -1 at the start
+	gen := make([]uint32, n) // bumped when the part starting there changes
+	for i := range n {
+		next[i], prev[i] = int32(i+1), int32(i-1)
+	}
+	h := make(pairHeap, 0, n)
+	push := func(i int32) {
+		j := next[i]
+		if int(j) >= n {
+			return
+		}
+		end := next[j]
+		if r, ok := c.ranks[piece[i:end]]; ok {
+			h = append(h, pair{rank: r, at: i, gen: gen[i], genR: gen[j]})
+		}
+	}
+	for i := range int32(n - 1) {
+		push(i)
+	}
+	heap.Init(&h)
+	for h.Len() > 0 {
+		p := heap.Pop(&h).(pair)
+		j := next[p.at]
+		if gen[p.at] != p.gen || int(j) >= n || gen[j] != p.genR {
+			continue // a part of this pair merged since
+		}
+		// Merge the part at j into the part at p.at.
+		next[p.at] = next[j]
+		if int(next[j]) < n {
+			prev[next[j]] = p.at
+		}
+		gen[p.at]++
+		gen[j]++
+		before := h.Len()
+		push(p.at)
+		if q := prev[p.at]; q >= 0 {
+			push(q) // (q, p.at) is stale by p.at's generation; re-pair
+		}
+		for k := before; k < h.Len(); k++ {
+			heap.Fix(&h, k)
+		}
+	}
+	for i := 0; i < n; i = int(next[i]) {
+		dst = append(dst, c.ranks[piece[i:next[i]]])
+	}
+	return dst
+}
+
+// pair is a merge candidate: the parts starting at at and at next[at],
+// with the generations they had when it was pushed.
+type pair struct {
+	rank      uint32
+	at        int32
+	gen, genR uint32
+}
+
+// pairHeap orders candidates by rank, then position (leftmost first).
+type pairHeap []pair
+
+func (h pairHeap) Len() int { return len(h) }
+func (h pairHeap) Less(a, b int) bool {
+	if h[a].rank != h[b].rank {
+		return h[a].rank < h[b].rank
+	}
+	return h[a].at < h[b].at
+}
+func (h pairHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pair)) }
+func (h *pairHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (c *fastCore) tokenBytes(id uint32) ([]byte, bool) {
+	if int(id) >= len(c.bytes) || c.bytes[id] == nil {
+		return nil, false
+	}
+	return c.bytes[id], true
+}
