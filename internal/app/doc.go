@@ -26,4 +26,15 @@
 // streams while the event side keeps applying). Serve.Ready is closed once
 // the index has caught up with the event stream. Nothing here is safe to
 // Run twice.
+//
+// # Replicas
+//
+// With NATS, a serve runtime is one replica of a routing tier (DESIGN.md
+// §9, ServeConfig.Replica): a replica.Replica feeds the index (restore
+// the newest snapshot, replay the stream, then ready; the lease holder
+// writes snapshots) and a replica.LoadSync shares bookings through the
+// frontend (frontend.Config.Events.OnBooking out, Server.ApplyRemote in).
+// /readyz adds the replica's status (frontend.Config.Readiness) and
+// GET /debug/loads shows local and remote load. Without NATS there are no
+// replicas.
 package app
