@@ -322,6 +322,15 @@ func TestReplicasNATSClusterSnapshots(t *testing.T) {
 	}
 	f := StartFleet(t, bins.Kvrouter, FleetConfig{NATSURL: c.URL(), Mockers: 3, Routers: 2,
 		ServeArgs: []string{"--stream-replicas", "3", "--snapshot-interval", "1s"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			logEventFlow(t, conn, ecfg.Stream.Name, f)
+			for _, r := range f.Routers {
+				_, body, err := r.Get("/readyz")
+				t.Logf("%s /readyz (%v): %s", r.Name, err, body)
+			}
+		}
+	})
 	stop := make(chan struct{})
 	tr := startTraffic(ctx, f, 100, stop)
 	tr.waitAnswered(t, 20, 30*time.Second)
@@ -371,8 +380,10 @@ func TestReplicasNATSClusterSnapshots(t *testing.T) {
 	tr.waitAnswered(t, 10, 30*time.Second)
 	stopTraffic(t, tr, stop)
 
-	key := f.WaitIndexesAgree(t, 30*time.Second)
+	// Matching the workers first: on failure it says which replica holds
+	// how many blocks of which worker.
 	f.WaitIndexesMatchMockers(t, 30*time.Second)
+	key := f.WaitIndexesAgree(t, 10*time.Second)
 	t.Logf("both replicas hold %s", key)
 }
 

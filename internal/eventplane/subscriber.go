@@ -140,6 +140,25 @@ func (s *Subscriber) Checkpoint(ctx context.Context, fn func(Position) error) er
 	return fn(Position{StreamSeq: s.pos, LastIDs: s.order.Last()})
 }
 
+// CheckpointSettled is Checkpoint when no event waits in the reorder
+// buffer for a missing one; otherwise it calls nothing and returns false.
+// A snapshot needs it: a buffered event was received (its sequence is at
+// or below the position) but not applied (not in the dump), so a replica
+// restoring that snapshot would never see it.
+func (s *Subscriber) CheckpointSettled(ctx context.Context, fn func(Position) error) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.order.Stats().Pending > 0 {
+		return false, nil
+	}
+	if f, ok := s.sink.(Flusher); ok {
+		if err := f.Flush(ctx); err != nil {
+			return false, err
+		}
+	}
+	return true, fn(Position{StreamSeq: s.pos, LastIDs: s.order.Last()})
+}
+
 // Forget drops a worker's dedup state (it left the fleet).
 func (s *Subscriber) Forget(id uint64) {
 	s.mu.Lock()

@@ -439,12 +439,20 @@ func (r *Replica) snapshot(ctx context.Context) error {
 		return nil
 	}
 	var s *snapshot.Snapshot
-	err := sub.Checkpoint(ctx, func(pos eventplane.Position) error {
+	// Not while events wait in the reorder buffer (a NATS failover
+	// republishes messages behind later ones): the dump would miss them
+	// and a replica restoring it would never see them. The next tick
+	// tries again.
+	settled, err := sub.CheckpointSettled(ctx, func(pos eventplane.Position) error {
 		s = &snapshot.Snapshot{Position: pos, Events: r.opts.Dump(), Created: time.Now(), Stream: id}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if !settled {
+		r.cfg.Logger.Debug("snapshot postponed: events wait in the reorder buffer")
+		return nil
 	}
 	if s.Position.StreamSeq == 0 {
 		return nil
