@@ -104,7 +104,17 @@ type Replica struct {
 	streamID string // identity of the stream this life follows
 	st       Status
 	saved    uint64 // sequence of this replica's last snapshot
+
+	behind int // consecutive polls with the stream's last sequence below the applied one (Run's goroutine only)
 }
+
+// behindPolls is how many consecutive status polls must see the stream's
+// last sequence below the applied one, with the stream's identity
+// unchanged, before the stream counts as restarted. NB: during a NATS
+// cluster failover the new leader briefly reports a last sequence a few
+// messages behind what this replica applied; a recreated stream changes
+// its identity and is acted on at once.
+const behindPolls = 5
 
 // New returns a Replica on conn; it does no I/O.
 func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
@@ -386,7 +396,8 @@ func (r *Replica) observe(info *jetstream.StreamInfo, last uint64) {
 }
 
 // poll refreshes the lag and detects a restarted stream (recreated, or
-// its sequence below what was applied): errStreamReset then.
+// its sequence below what was applied for behindPolls polls in a row):
+// errStreamReset then.
 func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscriber) error {
 	pctx, cancel := context.WithTimeout(ctx, max(r.cfg.StatusInterval, time.Second))
 	defer cancel()
@@ -399,7 +410,13 @@ func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscribe
 		return nil
 	}
 	applied := sub.Stats().StreamSeq
-	if streamIdentity(info) != id || info.State.LastSeq < applied {
+	if info.State.LastSeq < applied {
+		r.behind++
+	} else {
+		r.behind = 0
+	}
+	if streamIdentity(info) != id || r.behind >= behindPolls {
+		r.behind = 0
 		r.mu.Lock()
 		r.st.Ready = false
 		r.st.Resets++
