@@ -71,13 +71,15 @@ func (r *Registry) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if r.kv != nil {
 		return r.kv, nil
 	}
-	replicas, err := r.conn.Replicas(ctx, "KV_"+r.cfg.Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
-	}
-	kv, err := r.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Replicas: replicas,
-		Description: "kvrouter worker registry"})
+	kv, err := eventplane.Retry(ctx, r.cfg.Logger, "worker registry bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		replicas, err := r.conn.Replicas(ctx, "KV_"+r.cfg.Bucket)
+		if err != nil {
+			return nil, err
+		}
+		return r.conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: r.cfg.Bucket, TTL: r.cfg.TTL, History: 1, Replicas: replicas,
+			Description: "kvrouter worker registry"})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: bucket %s: %w", r.cfg.Bucket, err)
 	}

@@ -296,32 +296,44 @@ func (c *Conn) attach(ctx context.Context, nc *nats.Conn) error {
 		return fmt.Errorf("eventplane: jetstream: %w", err)
 	}
 	c.NC, c.JS = nc, js
-	// NB: a cluster electing a leader (a node just died or restarted)
-	// answers JetStream API calls with timeouts or 503s for seconds; a
-	// process starting then waits for it instead of exiting (seen in the
-	// 3-node cluster tests of internal/e2e).
+	_, err = Retry(ctx, c.log, "KV events stream", func(ctx context.Context) (struct{}, error) {
+		_, err := c.EnsureStream(ctx)
+		return struct{}{}, err
+	})
+	return err
+}
+
+// Retry calls fn until it succeeds, fails for good (not transient), ctx
+// ends, or streamPatience has passed, with a growing pause between tries,
+// and returns its last result. what names the thing for the log.
+//
+// NB: a cluster electing a leader (a node just died or restarted)
+// answers JetStream API calls with timeouts or 503s for seconds; a
+// process starting then waits for it instead of exiting (seen in the
+// 3-node cluster tests of internal/e2e, for the stream and the buckets).
+func Retry[T any](ctx context.Context, log *slog.Logger, what string, fn func(context.Context) (T, error)) (T, error) {
 	deadline := time.Now().Add(streamPatience)
 	backoff := 100 * time.Millisecond
 	for {
-		_, err := c.EnsureStream(ctx)
+		v, err := fn(ctx)
 		if err == nil {
-			return nil
+			return v, nil
 		}
 		if !transient(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			return err
+			return v, err
 		}
-		c.log.Warn("KV events stream not reachable yet; retrying", "err", err)
+		log.Warn(what+" not reachable yet; retrying", "err", err)
 		select {
 		case <-ctx.Done():
-			return err
+			return v, err
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
-// streamPatience bounds how long Connect retries a transient failure to
-// create or update the events stream.
+// streamPatience bounds how long Retry retries a transient failure (to
+// create or update the events stream or a bucket).
 const streamPatience = 30 * time.Second
 
 // transient reports whether a JetStream API error may go away by itself
