@@ -16,7 +16,8 @@ import (
 
 // PublisherConfig configures a Publisher.
 type PublisherConfig struct {
-	// Model names the subject token kvrouter.<model>.kv.<worker>; default "default".
+	// Model names the subject token kvrouter.<model>.kv.<worker>; default
+	// "kvrouter-mock", the model name of every kvrouter command.
 	Model string
 	// Format of the payload; default msgpack.
 	Format Format
@@ -53,7 +54,7 @@ func (c *PublisherConfig) setDefaults() {
 		c.Linger = DefaultLinger
 	}
 	if c.Model == "" {
-		c.Model = "default"
+		c.Model = "kvrouter-mock"
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 64
