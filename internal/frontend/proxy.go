@@ -253,6 +253,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			tried = append(tried, d.Worker.ID)
 			continue
 		}
+		obs := s.fits.begin(&d, time.Now())
 		resp, err := s.forward(ctx, wk, j)
 		if err != nil {
 			_ = s.rt.Fail(j.id, time.Now())
@@ -272,7 +273,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 				Code: "worker_unreachable", Message: fmt.Sprintf("worker %d unreachable: %v", wk.ID, err)})
 			return
 		}
-		s.relay(w, r, j, &d, resp)
+		s.relay(w, r, j, &d, resp, obs)
 		return
 	}
 }
@@ -351,7 +352,8 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job) (*http.Respons
 
 // relay copies the worker's answer to the client and drives the load
 // tracker from it.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response) {
+// obs (nil: none) collects the stream's token times for the timing fit.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
 	defer resp.Body.Close()
 	wid := d.Worker.ID
 	h := w.Header()
@@ -374,6 +376,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 		s.m.requests.WithLabelValues(j.endpoint, status).Inc()
 		s.m.outcomes.WithLabelValues(outcome).Inc()
 		s.m.duration.Observe(time.Since(j.start).Seconds())
+		if outcome == "ok" {
+			s.fits.observe(obs)
+		}
 		if s.cfg.Events.OnFree != nil {
 			s.cfg.Events.OnFree(j.id, wid)
 		}
@@ -408,6 +413,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			}
 			if len(ev.Data) > 0 && !ev.IsDone() {
 				now := time.Now()
+				obs.token(now)
 				if first {
 					first = false
 					_ = s.rt.PrefillDone(j.id, now)
