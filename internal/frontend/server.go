@@ -43,7 +43,8 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
-	fits   *timingFits // Config.TimingFit; nil when off
+	fits   *timingFits           // Config.TimingFit; nil when off
+	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
 	// conc are the event-fed indexes of the tiers behind their sticky
 	// writers (nil outside the kv policy); RunIndex runs the writers.
@@ -124,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}
+	s.outAvg = newOutputAverage(cfg.Router)
 	s.handler = s.routes()
 	return s, nil
 }
