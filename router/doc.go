@@ -16,6 +16,7 @@
 //	r.PrefillDone(req.ID, now)                // first output token
 //	r.Free(req.ID, now)                       // finished, error or cancel (Fail: dispatch failed)
 //	r.Sweep(now)                              // periodically: stale requests, idle sessions
+//	r.SetWorkerTiming(1, fit.Timing())        // a worker's fitted timing model (selector.TimingFit)
 //	for _, rel := range r.Release(now) { ... } // after capacity frees, when the queue is on
 //
 // # Policies

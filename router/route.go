@@ -130,6 +130,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.PrefillRequests = l.PrefillRequests
 		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
+		c.Timing = ws.timing
 		c.Overlap = [kvevents.NumTiers]int{}
 		switch {
 		case ws.hasMet[w.Rank]:

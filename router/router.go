@@ -42,6 +42,7 @@ type workerState struct {
 	info    WorkerInfo
 	metrics []Metrics // per rank
 	hasMet  []bool
+	timing  *selector.Timing // SetWorkerTiming; nil: Config.Selector.Timing
 }
 
 // pending is one request being decided (and, when queued, waiting). It
@@ -236,6 +237,7 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 	if old := r.workers[info.ID]; old != nil {
 		copy(ws.metrics, old.metrics)
 		copy(ws.hasMet, old.hasMet)
+		ws.timing = old.timing
 	}
 	r.workers[info.ID] = ws
 	r.rebuildRanks()

@@ -86,6 +86,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	textVar(f, &sc.Cost, "cost", "cost model: time (default: time to first token from the worker timing model) or blocks (Dynamo's formula)")
 	f.Float64Var(&sc.ImposedWeight, "imposed-weight", sc.ImposedWeight, "time cost: weight of the delay a request's own prefill imposes on later ones, scaled by 1/(1-utilization) (0 = off)")
 	f.DurationVar(&rc.Predict.TTL, "predict-ttl", rc.Predict.TTL, "kv policy: lifetime of the predicted side index that lets a burst with a new prefix follow its first request (0 = off)")
+	f.BoolVar(&fc.TimingFit, "timing-fit", fc.TimingFit, "time cost: fit each worker's timing model online from its observed TTFT and inter-token latency (DESIGN.md §6 polynomials as prior; false = the prior for every worker)")
 	f.Float64Var(&sc.OverlapCredit, "overlap-credit", sc.OverlapCredit, "credit per cached device block (0 = pure load balancing)")
 	f.Float64Var(&sc.PrefillLoadScale, "prefill-load-scale", sc.PrefillLoadScale, "weight of the prefill term")
 	f.Float64Var(&sc.HostWeight, "host-weight", sc.HostWeight, "credit per host-tier (G2) cached block beyond the device prefix")

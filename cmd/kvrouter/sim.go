@@ -194,6 +194,7 @@ flags and --seed always give the same figures.`,
 	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
 	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
+	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
 	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
 	// Cache-aware knobs.
 	ca := &cfg.CacheAware

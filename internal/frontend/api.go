@@ -186,6 +186,9 @@ type IndexSummary struct {
 	Down   bool           `json:"down,omitempty"`
 	Blocks map[string]int `json:"blocks"` // per tier name
 	Total  int            `json:"total_blocks"`
+	// Timing is the worker's fitted timing model (Config.TimingFit), on
+	// its rank-0 line; absent before its first observation.
+	Timing *TimingSummary `json:"timing,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -218,6 +221,7 @@ func (s *Server) IndexSummaries() IndexReport {
 	for _, wk := range s.Workers() {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down = wk.URL, wk.down
+		x.Timing = s.fits.summary(wk.ID)
 	}
 	var recs []dumpRecord
 	for t := range kvevents.NumTiers {

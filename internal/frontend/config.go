@@ -78,6 +78,13 @@ type Config struct {
 	// detail is added to the body either way (a replica's catch-up and
 	// lag, DESIGN.md §9). Default nil: the frontend's conditions only.
 	Readiness func() (ok bool, detail string) `yaml:"-"`
+	// TimingFit fits each worker's timing model online from the TTFT and
+	// inter-token latency of its streamed responses (selector.TimingFit,
+	// with Router.Selector.Timing as the prior) and prices the worker with
+	// it in the time cost. Default true (DefaultConfig); false (zero)
+	// prices every worker with Router.Selector.Timing. No effect with the
+	// blocks cost.
+	TimingFit bool `yaml:"timing_fit"`
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`
@@ -112,6 +119,7 @@ func DefaultConfig() Config {
 		LoadPollInterval: 250 * time.Millisecond,
 		SweepInterval:    10 * time.Second,
 		DrainTimeout:     30 * time.Second,
+		TimingFit:        true,
 	}
 }
 

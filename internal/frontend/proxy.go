@@ -40,6 +40,8 @@ type job struct {
 	priority  float64
 	start     time.Time
 	endpoint  string
+	model     string
+	hint      int // HeaderExpectedOutput; -1 = none
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -91,6 +93,10 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 		}
 		j.priority = v
 	}
+	var e *oai.Error
+	if j.hint, e = parseExpectedOutput(r.Header.Get(HeaderExpectedOutput)); e != nil {
+		return nil, e
+	}
 	return j, nil
 }
 
@@ -139,7 +145,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, asOAI(err))
 		return
 	}
-	j.body, j.stream, j.maxTokens = body, req.Stream, req.Limit()
+	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 	if req.Prompt.IsTokens {
 		j.tokens = req.Prompt.Tokens
 	} else {
@@ -175,7 +181,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, asOAI(err))
 		return
 	}
-	j.body, j.stream, j.maxTokens = body, req.Stream, req.Limit()
+	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 	t0 := time.Now()
 	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(req.Messages), true)
 	s.m.tokenize.Observe(time.Since(t0).Seconds())
@@ -253,6 +259,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			tried = append(tried, d.Worker.ID)
 			continue
 		}
+		obs := s.fits.begin(&d, time.Now())
 		resp, err := s.forward(ctx, wk, j)
 		if err != nil {
 			_ = s.rt.Fail(j.id, time.Now())
@@ -272,7 +279,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 				Code: "worker_unreachable", Message: fmt.Sprintf("worker %d unreachable: %v", wk.ID, err)})
 			return
 		}
-		s.relay(w, r, j, &d, resp)
+		s.relay(w, r, j, &d, resp, obs)
 		return
 	}
 }
@@ -281,7 +288,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 // round-robin and random included), excluding tried workers; a queued
 // request waits for its release.
 func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
-	req := router.Request{ID: j.id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: j.maxTokens}
+	req := router.Request{ID: j.id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j)}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
@@ -351,7 +358,8 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job) (*http.Respons
 
 // relay copies the worker's answer to the client and drives the load
 // tracker from it.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response) {
+// obs (nil: none) collects the stream's token times for the timing fit.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
 	defer resp.Body.Close()
 	wid := d.Worker.ID
 	h := w.Header()
@@ -368,12 +376,19 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	status := strconv.Itoa(resp.StatusCode)
 
 	outcome := "ok"
+	tokens := 0 // streamed output, for the output-length average
 	defer func() {
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
 		s.m.requests.WithLabelValues(j.endpoint, status).Inc()
 		s.m.outcomes.WithLabelValues(outcome).Inc()
 		s.m.duration.Observe(time.Since(j.start).Seconds())
+		if outcome == "ok" {
+			s.fits.observe(obs)
+			if tokens > 0 {
+				s.observeOutput(j, tokens)
+			}
+		}
 		if s.cfg.Events.OnFree != nil {
 			s.cfg.Events.OnFree(j.id, wid)
 		}
@@ -408,6 +423,10 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			}
 			if len(ev.Data) > 0 && !ev.IsDone() {
 				now := time.Now()
+				if isToken(ev.Data) {
+					obs.token(now)
+					tokens++
+				}
 				if first {
 					first = false
 					_ = s.rt.PrefillDone(j.id, now)

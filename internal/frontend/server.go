@@ -20,6 +20,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -42,6 +43,8 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	fits   *timingFits           // Config.TimingFit; nil when off
+	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
 	// conc are the event-fed indexes of the tiers behind their sticky
 	// writers (nil outside the kv policy); RunIndex runs the writers.
@@ -119,6 +122,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
+	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
+		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
+	}
+	s.outAvg = newOutputAverage(cfg.Router)
 	s.handler = s.routes()
 	return s, nil
 }

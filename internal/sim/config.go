@@ -204,6 +204,12 @@ type Config struct {
 	// Parallel is how many policies run at once on their own goroutines.
 	// Default 0 = runtime.GOMAXPROCS(0); 1 runs them one after another.
 	Parallel int
+	// ExactOutput, with Router.TrackOutputBlocks, routes each request with
+	// its true output length from the trace (an oracle a live router
+	// lacks). Default false: the running average of the output lengths of
+	// the requests completed so far (router.OutputAverage, window
+	// OutputWindow), the estimate serve uses without a client's hint.
+	ExactOutput bool
 	// KeepSamples keeps every request's TTFT in PolicyReport.TTFTSamples
 	// (for CDF charts). Default false.
 	KeepSamples bool

@@ -63,7 +63,15 @@ type routerPolicy struct {
 	mode   router.Policy
 	queue  bool
 	busyKV bool
+	// out estimates output lengths (Router.TrackOutputBlocks without
+	// Config.ExactOutput); nil routes with the trace's exact lengths.
+	out *router.OutputAverage
+	p   *prepared // the run's requests, for free's observations
 }
+
+// OutputWindow is the window of the output-length average the simulated
+// router (and serve) estimates expected output from.
+const OutputWindow = 100
 
 func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPolicy, error) {
 	rc := cfg.Router
@@ -84,16 +92,25 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 			return nil, err
 		}
 	}
-	return &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0}, nil
+	rp := &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0}
+	if rc.TrackOutputBlocks && !cfg.ExactOutput {
+		rp.out = router.NewOutputAverage(OutputWindow)
+	}
+	return rp, nil
 }
 
 func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool, error) {
 	req := &p.reqs[i]
+	rp.p = p
+	out := req.rec.OutputLength
+	if rp.out != nil {
+		out = rp.out.Estimate("")
+	}
 	d, err := rp.r.Route(context.Background(), router.Request{
 		ID:           req.id,
 		Locals:       req.locals,
 		ISL:          req.isl,
-		OutputTokens: req.rec.OutputLength,
+		OutputTokens: out,
 	}, epoch.Add(now))
 	if err != nil {
 		return 0, false, err
@@ -109,6 +126,9 @@ func (rp *routerPolicy) prefillDone(i int, now time.Duration) {
 
 func (rp *routerPolicy) free(i int, now time.Duration) {
 	_ = rp.r.Free(strconv.Itoa(i), epoch.Add(now))
+	if rp.out != nil && rp.p != nil {
+		rp.out.Observe("", rp.p.reqs[i].rec.OutputLength)
+	}
 }
 
 func (rp *routerPolicy) release(now time.Duration) []released {
