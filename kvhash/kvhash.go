@@ -106,12 +106,7 @@ func LocalHashes(tokens []uint32, blockSize int, seed uint64) []uint64 {
 // SeqNext returns the sequence hash of a block whose prefix has sequence
 // hash parent and whose local hash is local: XXH3(LE64(parent) ||
 // LE64(local), seed 1337). Sequence hashes are never salted.
-func SeqNext(parent, local uint64) uint64 {
-	var buf [16]byte
-	binary.LittleEndian.PutUint64(buf[0:], parent)
-	binary.LittleEndian.PutUint64(buf[8:], local)
-	return xxh3.HashSeed(buf[:], DefaultSeed)
-}
+func SeqNext(parent, local uint64) uint64 { return seqNext(parent, local) }
 
 // AppendSeq appends the sequence-hash chain of locals to dst:
 // seq[0] = local[0], seq[i] = SeqNext(seq[i-1], local[i]).
@@ -122,7 +117,7 @@ func AppendSeq(dst []uint64, locals []uint64) []uint64 {
 		if i == 0 {
 			prev = l
 		} else {
-			prev = SeqNext(prev, l)
+			prev = seqNext(prev, l)
 		}
 		dst = append(dst, prev)
 	}

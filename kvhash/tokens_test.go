@@ -121,3 +121,36 @@ func FuzzLocal(f *testing.F) {
 		}
 	})
 }
+
+// TestSeqNextMatchesReference holds the inline 16-byte sequence hash equal
+// to xxh3.HashSeed of the two little-endian words under DefaultSeed, on
+// edge values and random pairs.
+func TestSeqNextMatchesReference(t *testing.T) {
+	ref := func(parent, local uint64) uint64 {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[0:], parent)
+		binary.LittleEndian.PutUint64(b[8:], local)
+		return xxh3.HashSeed(b[:], DefaultSeed)
+	}
+	edges := []uint64{0, 1, 11, 22, DefaultSeed, 1 << 63, ^uint64(0), seqFlipLo, seqFlipHi}
+	for _, p := range edges {
+		for _, l := range edges {
+			if got, want := SeqNext(p, l), ref(p, l); got != want {
+				t.Fatalf("SeqNext(%d, %d) = %d, want %d", p, l, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(16, 4))
+	locals := make([]uint64, 100_000)
+	for i := range locals {
+		locals[i] = rng.Uint64()
+	}
+	chain := AppendSeq(nil, locals)
+	prev := locals[0]
+	for i := 1; i < len(locals); i++ {
+		prev = ref(prev, locals[i])
+		if chain[i] != prev {
+			t.Fatalf("chain[%d] = %d, want %d", i, chain[i], prev)
+		}
+	}
+}
