@@ -119,6 +119,14 @@ func (a *Approx) Insert(w kvevents.Worker, locals []uint64, now time.Time) {
 		}
 		j, ok := e.find(slot)
 		if ok {
+			if e.members[j].exp == exp {
+				// NB: refreshed at the same instant, its queue record is
+				// already there; another would never be compacted away
+				// (equal expiry) and, with many decisions at one
+				// timestamp (a simulator's batch), compaction would run
+				// on every insert.
+				continue
+			}
 			e.members[j].exp = exp
 		} else {
 			old := cap(e.members)
