@@ -225,17 +225,15 @@ func (r *Replica) setStatus(f func(s *Status)) {
 	r.mu.Unlock()
 }
 
-// streamInfo reads the stream's state, retrying until it answers or ctx
-// is done.
-func (r *Replica) streamInfo(ctx context.Context) (*jetstream.StreamInfo, error) {
+// stream reads the stream's state, retrying until it answers or ctx is
+// done. Its CachedInfo is the state as of this call (JetStream's Stream
+// asks the server for it; Info would ask again).
+func (r *Replica) stream(ctx context.Context) (jetstream.Stream, error) {
 	backoff := 50 * time.Millisecond
 	for {
 		st, err := r.conn.JS.Stream(ctx, r.conn.Stream().Name)
 		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = st.Info(ctx); err == nil {
-				return info, nil
-			}
+			return st, nil
 		}
 		r.setStatus(func(s *Status) { s.Detail = "waiting for the KV event stream: " + err.Error() })
 		select {
@@ -255,10 +253,11 @@ func streamIdentity(info *jetstream.StreamInfo) string {
 // and follows the stream until ctx is done or the stream restarts.
 func (r *Replica) life(ctx context.Context, fresh bool) error {
 	began := time.Now()
-	info, err := r.streamInfo(ctx)
+	st, err := r.stream(ctx)
 	if err != nil {
 		return err
 	}
+	info := st.CachedInfo()
 	id := streamIdentity(info)
 	r.observe(info, info.State.LastSeq)
 	r.setStatus(func(s *Status) { s.Ready, s.Applied, s.Detail = false, 0, "restoring the newest snapshot" })
@@ -282,7 +281,7 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 	r.st.Ready, r.st.Applied, r.st.Restored, r.st.RestoredEvents = false, pos.StreamSeq, pos.StreamSeq, restored
 	r.st.Detail = strings.Join(append([]string{"replaying the stream"}, notes...), "; ")
 	r.mu.Unlock()
-	r.observe(info, r.lastSeq(ctx, info))
+	r.observe(info, r.lastSeq(ctx, st))
 
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -370,13 +369,10 @@ func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh
 
 // lastSeq is the last sequence of the consumed subjects: the stream's,
 // or with a Model filter the last message of that model (falling back to
-// the stream's when the server cannot say).
-func (r *Replica) lastSeq(ctx context.Context, info *jetstream.StreamInfo) uint64 {
+// the stream's as of st's CachedInfo when the server cannot say).
+func (r *Replica) lastSeq(ctx context.Context, st jetstream.Stream) uint64 {
+	info := st.CachedInfo()
 	if r.cfg.Model == "" {
-		return info.State.LastSeq
-	}
-	st, err := r.conn.JS.Stream(ctx, r.conn.Stream().Name)
-	if err != nil {
 		return info.State.LastSeq
 	}
 	m, err := st.GetLastMsgForSubject(ctx, r.conn.Stream().Prefix+"."+eventplane.SubjectToken(r.cfg.Model)+".kv.*")
@@ -405,10 +401,7 @@ func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscribe
 	if err != nil {
 		return nil // unreachable or being recreated: the next poll sees
 	}
-	info, err := st.Info(pctx)
-	if err != nil {
-		return nil
-	}
+	info := st.CachedInfo()
 	applied := sub.Stats().StreamSeq
 	if info.State.LastSeq < applied {
 		r.behind++
@@ -426,7 +419,7 @@ func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscribe
 			"stream_last_seq", info.State.LastSeq, "stream_created", info.Created)
 		return errStreamReset
 	}
-	r.observe(info, r.lastSeq(pctx, info))
+	r.observe(info, r.lastSeq(pctx, st))
 	return nil
 }
 
