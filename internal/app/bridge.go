@@ -17,12 +17,9 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := cfg.Logger
-	if log == nil {
-		var err error
-		if log, err = NewLogger(cfg.LogLevel); err != nil {
-			return err
-		}
+	log, err := loggerOr(cfg.Logger, cfg.LogLevel)
+	if err != nil {
+		return err
 	}
 	logConfig(log, "effective config", cfg.Redacted())
 	format, err := eventplane.ParseFormat(cfg.Format)

@@ -204,6 +204,14 @@ func NewLogger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
+// loggerOr is given, or when it is nil a NewLogger(level).
+func loggerOr(given *slog.Logger, level string) (*slog.Logger, error) {
+	if given != nil {
+		return given, nil
+	}
+	return NewLogger(level)
+}
+
 func parseLevel(level string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {

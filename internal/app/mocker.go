@@ -38,16 +38,12 @@ func NewMocker(cfg MockerConfig) (*Mocker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		var err error
-		if log, err = NewLogger(cfg.LogLevel); err != nil {
-			return nil, err
-		}
+	log, err := loggerOr(cfg.Logger, cfg.LogLevel)
+	if err != nil {
+		return nil, err
 	}
 	m := &Mocker{cfg: cfg, log: log, ln: cfg.Listener}
 	if m.ln == nil {
-		var err error
 		if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 			return nil, fmt.Errorf("mocker: %w", err)
 		}

@@ -55,12 +55,9 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		var err error
-		if log, err = NewLogger(cfg.LogLevel); err != nil {
-			return nil, err
-		}
+	log, err := loggerOr(cfg.Logger, cfg.LogLevel)
+	if err != nil {
+		return nil, err
 	}
 	static := append([]discovery.Worker(nil), cfg.StaticWorkers...)
 	for _, spec := range cfg.Workers {
@@ -77,7 +74,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		}
 		static = append(static, ws...)
 	}
-	static, err := discovery.NumberWorkers(static)
+	static, err = discovery.NumberWorkers(static)
 	if err != nil {
 		return nil, err
 	}
