@@ -143,15 +143,20 @@ func (r *Router) LoadBreakdown() []loads.WorkerLoad {
 	return r.loads.Breakdown()
 }
 
+// outputBlocks is the decode load charged for req's output, in blocks
+// (Config.TrackOutputBlocks; 0 when off).
+func (r *Router) outputBlocks(req *Request) int {
+	if !r.cfg.TrackOutputBlocks {
+		return 0
+	}
+	return (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
+}
+
 // bookRoute reports a dispatched decision (and its session binding)
 // through OnBooking; p must still hold the request's hashes.
 func (r *Router) bookRoute(p *pending, d *Decision) {
-	out := 0
-	if r.cfg.TrackOutputBlocks {
-		out = (p.req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
-	}
 	r.events.OnBooking(Booking{Kind: BookRoute, ID: d.RequestID, Worker: d.Worker, Locals: p.locals,
-		ISL: d.ISL, PrefillTokens: d.PrefillTokens, OutputBlocks: out})
+		ISL: d.ISL, PrefillTokens: d.PrefillTokens, OutputBlocks: r.outputBlocks(&p.req)})
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.events.OnBooking(Booking{Kind: BookBind, Worker: d.Worker, Session: p.req.Session})
 	}
@@ -163,12 +168,8 @@ func (r *Router) releasedBookings(dst []Booking, p *pending, d *Decision) []Book
 	if r.events.OnBooking == nil {
 		return dst
 	}
-	out := 0
-	if r.cfg.TrackOutputBlocks {
-		out = (p.req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
-	}
 	dst = append(dst, Booking{Kind: BookRoute, ID: d.RequestID, Worker: d.Worker, Locals: slices.Clone(p.locals),
-		ISL: d.ISL, PrefillTokens: d.PrefillTokens, OutputBlocks: out})
+		ISL: d.ISL, PrefillTokens: d.PrefillTokens, OutputBlocks: r.outputBlocks(&p.req)})
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		dst = append(dst, Booking{Kind: BookBind, Worker: d.Worker, Session: p.req.Session})
 	}

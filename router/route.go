@@ -51,10 +51,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		r.predicted = r.predict.AppendMatches(r.predicted[:0], p.locals, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
-	outBlocks := 0
-	if r.cfg.TrackOutputBlocks {
-		outBlocks = (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
-	}
+	outBlocks := r.outputBlocks(req)
 	cands := r.candidates(p, ov, outBlocks)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
