@@ -431,6 +431,15 @@ func (c *Conn) Subject(model string, worker uint64) string {
 	return Subject(c.cfg.Stream.Prefix, model, worker)
 }
 
+// EventFilter is the subject filter of model's KV events, or of every
+// model's for "".
+func (c *Conn) EventFilter(model string) string {
+	if model == "" {
+		return c.cfg.Stream.Prefix + ".*.kv.*"
+	}
+	return c.cfg.Stream.Prefix + "." + SubjectToken(model) + ".kv.*"
+}
+
 // Subject builds prefix.<model>.kv.<worker_id>. Dots, spaces and wildcards in
 // the model name become '_' so one model is one token.
 func Subject(prefix, model string, worker uint64) string {

@@ -213,10 +213,7 @@ func (s *Subscriber) position() uint64 {
 // session consumes with one ordered consumer from the current position.
 func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 	sc := s.conn.cfg.Stream
-	filter := sc.Prefix + ".*.kv.*"
-	if s.cfg.Model != "" {
-		filter = sc.Prefix + "." + SubjectToken(s.cfg.Model) + ".kv.*"
-	}
+	filter := s.conn.EventFilter(s.cfg.Model)
 	st, err := s.conn.JS.Stream(ctx, sc.Name)
 	if err != nil {
 		return fmt.Errorf("eventplane: subscribe: %w", err)

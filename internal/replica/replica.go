@@ -375,7 +375,7 @@ func (r *Replica) lastSeq(ctx context.Context, st jetstream.Stream) uint64 {
 	if r.cfg.Model == "" {
 		return info.State.LastSeq
 	}
-	m, err := st.GetLastMsgForSubject(ctx, r.conn.Stream().Prefix+"."+eventplane.SubjectToken(r.cfg.Model)+".kv.*")
+	m, err := st.GetLastMsgForSubject(ctx, r.conn.EventFilter(r.cfg.Model))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0
 	}
