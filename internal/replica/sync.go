@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -166,15 +167,7 @@ func (s *LoadSync) Peers() []Peer {
 		out = append(out, *p)
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b Peer) int {
-		switch {
-		case a.Origin < b.Origin:
-			return -1
-		case a.Origin > b.Origin:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Peer) int { return cmp.Compare(a.Origin, b.Origin) })
 	return out
 }
 
