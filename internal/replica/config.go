@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -128,7 +129,8 @@ func (c SyncConfig) Validate() error {
 	if c.Heartbeat < 0 || c.Timeout < 0 || c.MaxDelay < 0 {
 		errs = append(errs, fmt.Errorf("replica: sync heartbeat %v, timeout %v, max delay %v: negative", c.Heartbeat, c.Timeout, c.MaxDelay))
 	}
-	if hb, to := orDefault(c.Heartbeat, time.Second), orDefault(c.Timeout, 3*time.Second); to <= hb {
+	d := DefaultSyncConfig()
+	if hb, to := cmp.Or(c.Heartbeat, d.Heartbeat), cmp.Or(c.Timeout, d.Timeout); to <= hb {
 		errs = append(errs, fmt.Errorf("replica: sync timeout %v must exceed the heartbeat %v", to, hb))
 	}
 	if c.MaxBatch < 0 || c.Queue < 0 {
@@ -137,26 +139,18 @@ func (c SyncConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-func orDefault[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
-}
-
 func (c *Config) setDefaults() {
 	d := DefaultConfig()
 	if c.ID == "" {
 		h, _ := os.Hostname()
-		c.ID = orDefault(h, "replica") + "-" + strconv.Itoa(os.Getpid())
+		c.ID = cmp.Or(h, "replica") + "-" + strconv.Itoa(os.Getpid())
 	}
-	c.SnapshotKeep = orDefault(c.SnapshotKeep, d.SnapshotKeep)
-	c.SnapshotBucket = orDefault(c.SnapshotBucket, d.SnapshotBucket)
-	c.LeaseBucket = orDefault(c.LeaseBucket, d.LeaseBucket)
-	c.LeaseTTL = orDefault(c.LeaseTTL, d.LeaseTTL)
-	c.LeaseRenew = orDefault(c.LeaseRenew, c.LeaseTTL/3)
-	c.StatusInterval = orDefault(c.StatusInterval, d.StatusInterval)
+	c.SnapshotKeep = cmp.Or(c.SnapshotKeep, d.SnapshotKeep)
+	c.SnapshotBucket = cmp.Or(c.SnapshotBucket, d.SnapshotBucket)
+	c.LeaseBucket = cmp.Or(c.LeaseBucket, d.LeaseBucket)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
+	c.LeaseRenew = cmp.Or(c.LeaseRenew, c.LeaseTTL/3)
+	c.StatusInterval = cmp.Or(c.StatusInterval, d.StatusInterval)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -164,13 +158,13 @@ func (c *Config) setDefaults() {
 
 func (c *SyncConfig) setDefaults(id string) {
 	d := DefaultSyncConfig()
-	c.Subject = orDefault(c.Subject, d.Subject)
-	c.Heartbeat = orDefault(c.Heartbeat, d.Heartbeat)
-	c.Timeout = orDefault(c.Timeout, d.Timeout)
+	c.Subject = cmp.Or(c.Subject, d.Subject)
+	c.Heartbeat = cmp.Or(c.Heartbeat, d.Heartbeat)
+	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
 	if c.Origin == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])
-		c.Origin = orDefault(id, "replica") + "-" + hex.EncodeToString(b[:])
+		c.Origin = cmp.Or(id, "replica") + "-" + hex.EncodeToString(b[:])
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
