@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replica"
 )
@@ -54,7 +54,7 @@ func startReplica(t *testing.T, ctx context.Context, id, natsURL string, snapsho
 	cfg.Replica.LeaseTTL, cfg.Replica.LeaseRenew = time.Second, 200*time.Millisecond
 	cfg.Replica.StatusInterval = 100 * time.Millisecond
 	cfg.Replica.Sync.Heartbeat, cfg.Replica.Sync.Timeout = 100*time.Millisecond, time.Second
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = eventplanetest.Quiet
 	s, err := NewServe(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +123,8 @@ func candidate(rr frontend.RouteResponse, worker uint64) frontend.Candidate {
 func TestServeReplicas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nats, err := eventplane.StartEmbedded(ctx, eventplane.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nats.Close()
+	quiet := eventplanetest.Quiet
+	nats := eventplanetest.Embedded(t)
 	pub := eventplane.NewPublisher(nats, eventplane.PublisherConfig{Model: DefaultModel, Logger: quiet})
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- pub.Run(ctx) }()

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
@@ -59,12 +59,8 @@ func stored(w uint64, id uint64, n int) kvevents.Event {
 func TestServeRuntime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nats, err := eventplane.StartEmbedded(ctx, eventplane.Config{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nats.Close()
+	quiet := eventplanetest.Quiet
+	nats := eventplanetest.Embedded(t)
 	pub := eventplane.NewPublisher(nats, eventplane.PublisherConfig{Model: DefaultModel, Logger: quiet})
 	pubDone := make(chan error, 1)
 	go func() { pubDone <- pub.Run(ctx) }()
