@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/snapshot"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/nats-io/nats.go"
@@ -409,28 +410,13 @@ func BenchmarkServeColdStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(conn.Close)
-	rng := rand.New(rand.NewPCG(1, 2))
-	var hash uint64
-	last := map[kvevents.Worker]uint64{}
-	tip := map[kvevents.Worker][]uint64{}
-	next := func(w kvevents.Worker, n int) kvevents.Event {
-		last[w]++
-		ev := kvevents.Event{WorkerID: w.ID, EventID: last[w], Kind: kvevents.KindStored}
-		if t := tip[w]; len(t) > 0 && rng.IntN(4) > 0 {
-			ev.HasParent, ev.Parent = true, t[rng.IntN(len(t))]
-		}
-		for range n {
-			hash++
-			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: hash, Local: rng.Uint64()})
-		}
-		tip[w] = append(tip[w], hash)
-		return ev
-	}
+	gen := eventplanetest.NewTrees(rand.New(rand.NewPCG(1, 2)))
+	next := gen.Next
 	snap := &snapshot.Snapshot{Position: eventplane.Position{LastIDs: map[kvevents.Worker]uint64{}}, Created: time.Now()}
 	for i := range blocks / perEvent {
 		snap.Events = append(snap.Events, next(kvevents.Worker{ID: uint64(1 + i%workers)}, perEvent))
 	}
-	for w, id := range last {
+	for w, id := range gen.Last {
 		snap.Position.LastIDs[w] = id
 	}
 	if err := snapshot.NewManager(conn, snapshot.Config{}).Save(ctx, snap); err != nil {

@@ -36,23 +36,8 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 	conn := eventplanetest.Embedded(b)
 	ctx := context.Background()
 	const workers, perEvent = 16, 64
-	rng := rand.New(rand.NewPCG(1, 2))
-	var hash uint64
-	last := map[kvevents.Worker]uint64{}  // event ids
-	tip := map[kvevents.Worker][]uint64{} // blocks a new event may hang off
-	next := func(w kvevents.Worker, n int) kvevents.Event {
-		last[w]++
-		ev := kvevents.Event{WorkerID: w.ID, EventID: last[w], Kind: kvevents.KindStored}
-		if t := tip[w]; len(t) > 0 && rng.IntN(4) > 0 {
-			ev.HasParent, ev.Parent = true, t[rng.IntN(len(t))]
-		}
-		for range n {
-			hash++
-			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: hash, Local: rng.Uint64()})
-		}
-		tip[w] = append(tip[w], hash)
-		return ev
-	}
+	gen := eventplanetest.NewTrees(rand.New(rand.NewPCG(1, 2)))
+	next := gen.Next
 	// The snapshot: the index dump of `blocks` blocks, covering no stream
 	// message yet, with the per-worker event ids the stream continues.
 	snap := &snapshot.Snapshot{Position: eventplane.Position{LastIDs: map[kvevents.Worker]uint64{}}, Created: time.Now()}
@@ -62,7 +47,7 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 		_ = ref.Apply(&ev)
 		snap.Events = append(snap.Events, ev)
 	}
-	for w, id := range last {
+	for w, id := range gen.Last {
 		snap.Position.LastIDs[w] = id
 	}
 	mgr := snapshot.NewManager(conn, snapshot.Config{Logger: eventplanetest.Quiet})

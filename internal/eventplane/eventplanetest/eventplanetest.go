@@ -132,3 +132,34 @@ func (g *Gen) Next() kvevents.Event {
 	g.held[w] = held
 	return ev
 }
+
+// Trees generates stored events that grow one tree of fresh blocks per
+// worker+rank: an event hangs off a block its worker+rank stored before
+// (3 times in 4) or starts at the root. Event ids are dense per
+// worker+rank; Last holds the last one given.
+type Trees struct {
+	rng  *rand.Rand
+	hash uint64
+	Last map[kvevents.Worker]uint64
+	tip  map[kvevents.Worker][]uint64 // blocks a new event may hang off
+}
+
+// NewTrees returns a generator drawing from rng.
+func NewTrees(rng *rand.Rand) *Trees {
+	return &Trees{rng: rng, Last: map[kvevents.Worker]uint64{}, tip: map[kvevents.Worker][]uint64{}}
+}
+
+// Next returns w's next event, storing n fresh blocks.
+func (g *Trees) Next(w kvevents.Worker, n int) kvevents.Event {
+	g.Last[w]++
+	ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, EventID: g.Last[w], Kind: kvevents.KindStored}
+	if t := g.tip[w]; len(t) > 0 && g.rng.IntN(4) > 0 {
+		ev.HasParent, ev.Parent = true, t[g.rng.IntN(len(t))]
+	}
+	for range n {
+		g.hash++
+		ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: g.hash, Local: g.rng.Uint64()})
+	}
+	g.tip[w] = append(g.tip[w], g.hash)
+	return ev
+}
