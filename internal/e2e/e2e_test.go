@@ -201,17 +201,18 @@ func TestReplicasOneNATS(t *testing.T) {
 // messages only when a new event woke it, a 2s reorder gap timeout shorter
 // than a republish after a leader election, and routers dropping every
 // worker when their registry watch went silent with its node.
-func TestReplicasNATSClusterNodeKilled(t *testing.T) {
-	skipShort(t)
-	c := StartNATSCluster(t, bins.NATSServer, 3)
-	ctx := context.Background()
+// registry is the worker registry bucket's default name.
+const registry = "kvrouter_workers"
 
-	// The stream and the registry bucket with 3 replicas, created through
-	// eventplane as a router configured with Stream.Replicas = 3 does; the
-	// processes below leave the factor as they find it.
-	const registry = "kvrouter_workers"
+// replicatedStreams connects to the cluster at url and creates the events
+// stream and the worker registry bucket with 3 replicas through
+// eventplane, as routers with --stream-replicas 3 create them, before any
+// process starts: processes that create them at once on a fresh cluster
+// can time out.
+func replicatedStreams(t *testing.T, url string) (*eventplane.Conn, eventplane.Config) {
+	ctx := context.Background()
 	ecfg := eventplane.DefaultConfig()
-	ecfg.URL = c.URL()
+	ecfg.URL = url
 	ecfg.Stream.Replicas = 3
 	conn, err := eventplane.Connect(ctx, ecfg)
 	if err != nil {
@@ -221,6 +222,16 @@ func TestReplicasNATSClusterNodeKilled(t *testing.T) {
 	if _, err := conn.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry, TTL: 15 * time.Second, History: 1, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
+	return conn, ecfg
+}
+
+func TestReplicasNATSClusterNodeKilled(t *testing.T) {
+	skipShort(t)
+	c := StartNATSCluster(t, bins.NATSServer, 3)
+	ctx := context.Background()
+
+	// The processes below leave the replication factor as they find it.
+	conn, ecfg := replicatedStreams(t, c.URL())
 
 	f := StartFleet(t, bins.Kvrouter, FleetConfig{NATSURL: c.URL(), Mockers: 3, Routers: 2})
 	t.Cleanup(func() {

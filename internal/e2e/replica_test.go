@@ -306,21 +306,9 @@ func TestReplicasNATSClusterSnapshots(t *testing.T) {
 	js := jsConn(t, c.URL())
 	ctx := context.Background()
 	// The stream and the worker registry exist before any process starts,
-	// created with 3 replicas as `serve --stream-replicas 3` creates them:
-	// processes that create them at once on a fresh cluster can time out
-	// (see the report). The routers create the lease bucket and the
+	// with 3 replicas; the routers create the lease bucket and the
 	// snapshot store themselves, with 3 replicas.
-	ecfg := eventplane.DefaultConfig()
-	ecfg.URL = c.URL()
-	ecfg.Stream.Replicas = 3
-	conn, err := eventplane.Connect(ctx, ecfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	if _, err := conn.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "kvrouter_workers", TTL: 15 * time.Second, History: 1, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	conn, ecfg := replicatedStreams(t, c.URL())
 	f := StartFleet(t, bins.Kvrouter, FleetConfig{NATSURL: c.URL(), Mockers: 3, Routers: 2,
 		ServeArgs: []string{"--stream-replicas", "3", "--snapshot-interval", "1s"}})
 	t.Cleanup(func() {
