@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -61,7 +62,7 @@ func Load(nameOrPath string) ([]trace.Record, error) {
 	return decode(nameOrPath, f, strings.HasSuffix(base, ".csv"))
 }
 
-func decode(name string, r interface{ Read([]byte) (int, error) }, azure bool) ([]trace.Record, error) {
+func decode(name string, r io.Reader, azure bool) ([]trace.Record, error) {
 	if !azure {
 		recs, err := trace.ReadAll(r)
 		if err != nil {
