@@ -92,8 +92,9 @@ func (p *pipeline) empty() bool {
 	return len(p.queued) == 0 && len(p.open) == 0 && len(p.inflight) == 0
 }
 
-// enqueue offers blk to level li's pipeline after the policy screen.
-func (e *Engine) enqueue(li int, blk tierBlock, uses int32, ready time.Duration, evicted bool, producer *seq) {
+// enqueue offers blk to level li's pipeline after the policy screen, at
+// time at; it may go once ready (its producing pass ended).
+func (e *Engine) enqueue(li int, blk tierBlock, uses int32, at, ready time.Duration, evicted bool, producer *seq) {
 	if li >= len(e.levels) {
 		return
 	}
@@ -111,7 +112,7 @@ func (e *Engine) enqueue(li int, blk tierBlock, uses int32, ready time.Duration,
 	}
 	lv.pipe.queued = append(lv.pipe.queued, it)
 	e.pstats.Enqueued++
-	e.logItem(lv, it, stQueued, "")
+	e.logItem(lv, it, at, stQueued, "")
 }
 
 // cancelReason is why an item not yet in flight leaves without moving
@@ -188,14 +189,14 @@ func (e *Engine) runLevel(li int, now time.Duration) {
 	p.queued = kept
 	for _, it := range arrived {
 		if why := e.cancelReason(li, it); why != "" {
-			e.cancel(lv, it, why)
+			e.cancel(lv, it, now, why)
 			continue
 		}
 		if len(p.open) == 0 {
 			p.opened = now
 		}
 		p.open = append(p.open, it)
-		e.logItem(lv, it, stBatched, "")
+		e.logItem(lv, it, now, stBatched, "")
 	}
 	// Flush at FlushBlocks (batches capped at MaxBatch), or after
 	// FlushAfter.
@@ -215,7 +216,7 @@ func (e *Engine) flush(li int, now time.Duration, n int) {
 	items := make([]*offItem, 0, n)
 	for _, it := range p.open[:n] {
 		if why := e.cancelReason(li, it); why != "" {
-			e.cancel(lv, it, why)
+			e.cancel(lv, it, now, why)
 			continue
 		}
 		items = append(items, it)
@@ -227,6 +228,8 @@ func (e *Engine) flush(li int, now time.Duration, n int) {
 	if len(items) == 0 {
 		return
 	}
+	// Parents first, so a committed run chains in one event.
+	slices.SortStableFunc(items, func(a, b *offItem) int { return int(a.blk.pos) - int(b.blk.pos) })
 	start := max(now, p.linkFree)
 	b := &batch{items: items, start: start, end: start + e.scale(lv.down.Transfer(len(items), e.blockBytes))}
 	p.linkFree = b.end
@@ -234,13 +237,13 @@ func (e *Engine) flush(li int, now time.Duration, n int) {
 	e.pstats.Batches++
 	e.pstats.BlocksMoved += uint64(len(items))
 	for _, it := range items {
-		e.logItem(lv, it, stInFlight, "")
+		e.logItem(lv, it, now, stInFlight, "")
 	}
 }
 
-func (e *Engine) cancel(lv *level, it *offItem, why string) {
+func (e *Engine) cancel(lv *level, it *offItem, now time.Duration, why string) {
 	e.pstats.Cancelled++
-	e.logItem(lv, it, stCancelled, why)
+	e.logItem(lv, it, now, stCancelled, why)
 }
 
 // commit stores a transferred batch in level li, emitting Stored (and
@@ -256,12 +259,12 @@ func (e *Engine) commit(li int, b *batch) {
 			// Held meanwhile, or every block pinned: the bytes moved
 			// for nothing.
 			e.pstats.Dropped++
-			e.logItem(lv, it, stCancelled, "no room or held")
+			e.logItem(lv, it, b.end, stCancelled, "no room or held")
 			continue
 		}
 		e.pstats.Committed++
 		stored = append(stored, it.blk)
-		e.logItem(lv, it, stCommitted, "")
+		e.logItem(lv, it, b.end, stCommitted, "")
 	}
 	if len(evicted) > 0 {
 		hs := make([]uint64, len(evicted))
@@ -272,7 +275,7 @@ func (e *Engine) commit(li int, b *batch) {
 	}
 	e.emitStoredRuns(lv, stored)
 	for _, x := range evicted {
-		e.enqueue(li+1, x, 0, b.end, true, nil)
+		e.enqueue(li+1, x, 0, b.end, b.end, true, nil)
 	}
 }
 
@@ -310,11 +313,11 @@ func (e *Engine) emitTier(lv *level, ev kvevents.Event) {
 	e.events = append(e.events, ev)
 }
 
-func (e *Engine) logItem(lv *level, it *offItem, state, why string) {
+func (e *Engine) logItem(lv *level, it *offItem, now time.Duration, state, why string) {
 	if !e.traceOffload {
 		return
 	}
-	s := lv.st.tier.String() + " " + ShortHash(it.blk.hash) + " " + state
+	s := now.String() + " " + lv.st.tier.String() + " " + ShortHash(it.blk.hash) + " " + state
 	if why != "" {
 		s += " (" + why + ")"
 	}
@@ -379,7 +382,7 @@ func (e *Engine) PipelineStats() PipelineStats { return e.pstats }
 func (e *Engine) offerWritten(t time.Duration) {
 	for _, w := range e.written {
 		if bl := &e.pool.blocks[w.b]; bl.cached {
-			e.enqueue(0, blockTier(bl), bl.uses, t, false, w.s)
+			e.enqueue(0, blockTier(bl), bl.uses, e.passStart, t, false, w.s)
 		}
 	}
 	e.written = e.written[:0]

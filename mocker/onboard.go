@@ -91,7 +91,7 @@ func (e *Engine) nextLoad() (time.Duration, bool) {
 func (e *Engine) evicted(bl block) {
 	e.emitRemoved(bl.hash)
 	if len(e.levels) > 0 && !e.tiers.WriteThrough {
-		e.enqueue(0, blockTier(&bl), bl.uses, e.passStart, true, nil)
+		e.enqueue(0, blockTier(&bl), bl.uses, e.passStart, e.passStart, true, nil)
 	}
 }
 
