@@ -91,6 +91,7 @@ type Router struct {
 	idx    [kvevents.NumTiers]indexer.Index // immutable after New
 	app    [kvevents.NumTiers]matchAppender // idx[t] if it appends, else nil
 	events Events
+	tv     tierView // cross-tier chains (tierview.go)
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -198,7 +199,7 @@ func (r *Router) ApplyEvent(ev *kvevents.Event) error {
 	if int(ev.Tier) >= kvevents.NumTiers {
 		return fmt.Errorf("router: event of %s: %w", ev.Tier, indexer.ErrBadEvent)
 	}
-	err := r.idx[ev.Tier].Apply(ev)
+	err := r.applyTiered(ev)
 	r.mu.Lock()
 	if err != nil {
 		r.stats.EventsRejected++
@@ -276,6 +277,7 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		for _, ix := range r.idx {
 			ix.RemoveWorker(id)
 		}
+		r.dropView(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -603,7 +605,7 @@ func (r *Router) wantsOverlap(req *Request) bool {
 	if req.Overrides.OverlapCredit != nil {
 		credit = *req.Overrides.OverlapCredit
 	}
-	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0
+	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0 || c.SharedWeight > 0
 }
 
 // lookupKV fills p.ov from the event-fed indexes.
@@ -612,8 +614,8 @@ func (r *Router) lookupKV(p *pending) {
 		return
 	}
 	for t := range kvevents.NumTiers {
-		if kvevents.Tier(t) == kvevents.TierExternal {
-			continue // G4 earns no credit (DESIGN.md §7)
+		if kvevents.Tier(t) == kvevents.TierExternal && r.cfg.Selector.SharedWeight == 0 {
+			continue // G4 earns no credit unless weighted (DESIGN.md §7)
 		}
 		if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)
