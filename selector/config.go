@@ -38,8 +38,9 @@ type Config struct {
 	// 0: G4 counts only after onboarding (DESIGN.md §7). A weight w says
 	// onboarding a block costs (1-w) of recomputing it: with the mocker's
 	// defaults (8 MiB blocks over 12.5 GB/s, 1ms per batch) a 64-block
-	// prefix loads in ~44ms against ~90ms of prefill for 4096 tokens on an
-	// idle worker, hence w ≈ 0.5 (see SharedWeightFor).
+	// prefix loads in ~44ms against ~86ms of prefill for its 4096 tokens on
+	// an idle worker (DESIGN.md §6), so onboarding saves about half of the
+	// recomputation: w ≈ 0.5.
 	SharedWeight float64 `yaml:"shared_weight"`
 
 	// CreditDecay shrinks the device credit of a cache-rich worker with a
