@@ -27,7 +27,7 @@ type Options struct {
 	Rand *rand.Rand
 	// NewIndex builds the event-fed index of one storage tier (PolicyKV
 	// only; called once per tier in New). Default: indexer.NewFlash with
-	// Config.Index.
+	// Config.Index for the device tier, indexer.NewRadix for the others.
 	NewIndex func(kvevents.Tier) indexer.Index
 	// Approx is the approximate side index (PolicyApprox only). Default:
 	// indexer.NewApprox with Config.Index (TTL 120 s).
@@ -134,7 +134,15 @@ func New(cfg Config, opts Options) (*Router, error) {
 		return nil, err
 	}
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
-		opts.NewIndex = func(kvevents.Tier) indexer.Index { return indexer.NewFlash(cfg.Index) }
+		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
+			if t == kvevents.TierDevice {
+				return indexer.NewFlash(cfg.Index)
+			}
+			// The derived lower-tier indexes (tierview.go) see a removal
+			// with live descendants on most evictions: Radix drops a
+			// subtree in its size, Flash scans the worker's blocks.
+			return indexer.NewRadix(cfg.Index)
+		}
 	}
 	if cfg.Policy == PolicyApprox && opts.Approx == nil {
 		opts.Approx = indexer.NewApprox(cfg.Index)

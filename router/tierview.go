@@ -116,16 +116,20 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 		}
 		r.viewStore(wv, ev)
 	case kvevents.KindRemoved:
+		var rm removals
 		for _, h := range ev.Hashes {
-			r.viewRemove(wv, w, h, ev.Tier)
+			r.viewRemove(wv, h, ev.Tier, &rm)
 		}
+		r.applyRemovals(wv, w, &rm)
 	case kvevents.KindCleared:
+		var rm removals
 		bit := uint8(1) << ev.Tier
 		for h, b := range wv.blocks {
 			if b.mask&bit != 0 {
-				r.viewRemove(wv, w, h, ev.Tier)
+				r.viewRemove(wv, h, ev.Tier, &rm)
 			}
 		}
+		r.applyRemovals(wv, w, &rm)
 	default:
 		return indexer.ErrBadEvent
 	}
@@ -188,9 +192,26 @@ func (r *Router) place(wv *workerView, w kvevents.Worker, i int, h uint64) {
 	}
 }
 
+// removals are the hashes leaving each derived index during one event,
+// applied as one Removed event per index (an index's remove scans the
+// worker's blocks for descendants: once per event, not per hash).
+type removals [len(viewTiers)][]uint64
+
+func (r *Router) applyRemovals(wv *workerView, w kvevents.Worker, rm *removals) {
+	for i, hs := range rm {
+		if len(hs) == 0 {
+			continue
+		}
+		ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, Tier: viewTiers[i].t, Kind: kvevents.KindRemoved, EventID: wv.ids[i], Hashes: hs}
+		wv.ids[i]++
+		_ = r.idx[viewTiers[i].t].Apply(&ev)
+	}
+}
+
 // viewRemove drops tier t from h; a block leaving a derived index's set
-// leaves that index with its placed descendants, which wait there again.
-func (r *Router) viewRemove(wv *workerView, w kvevents.Worker, h uint64, t kvevents.Tier) {
+// leaves that index (through rm) with its placed descendants, which wait
+// there again.
+func (r *Router) viewRemove(wv *workerView, h uint64, t kvevents.Tier, rm *removals) {
 	vb := wv.blocks[h]
 	bit := uint8(1) << t
 	if vb == nil || vb.mask&bit == 0 {
@@ -202,10 +223,8 @@ func (r *Router) viewRemove(wv *workerView, w kvevents.Worker, h uint64, t kveve
 		if vb.mask&vt.from != 0 || vb.placed&(1<<i) == 0 {
 			continue
 		}
-		ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, Tier: vt.t, Kind: kvevents.KindRemoved, EventID: wv.ids[i], Hashes: []uint64{h}}
-		wv.ids[i]++
-		_ = r.idx[vt.t].Apply(&ev)
-		// The index dropped h's subtree: mark it unplaced.
+		rm[i] = append(rm[i], h)
+		// The index drops h's subtree: mark it unplaced.
 		stack := []uint64{h}
 		for len(stack) > 0 {
 			x := stack[len(stack)-1]
