@@ -27,7 +27,7 @@
 // events: on every decision the router inserts the request's blocks for
 // the chosen worker into the approximate side index (TTL, DESIGN.md §3)
 // and reads device overlap from it. PolicyLoad never looks at caches.
-// Lower-tier events must go through ApplyEvent: a worker's KV is one
+// With Config.TierChains, lower-tier events must go through ApplyEvent: a worker's KV is one
 // prefix chain across tiers, and the router derives the host, disk and
 // external indexes from a per-worker view of which tiers hold each block
 // (tierview.go, DESIGN.md §7); applying them to Index(t) directly rejects

@@ -27,7 +27,8 @@ type Options struct {
 	Rand *rand.Rand
 	// NewIndex builds the event-fed index of one storage tier (PolicyKV
 	// only; called once per tier in New). Default: indexer.NewFlash with
-	// Config.Index for the device tier, indexer.NewRadix for the others.
+	// Config.Index; with Config.TierChains, indexer.NewRadix for the
+	// lower tiers.
 	NewIndex func(kvevents.Tier) indexer.Index
 	// Approx is the approximate side index (PolicyApprox only). Default:
 	// indexer.NewApprox with Config.Index (TTL 120 s).
@@ -135,7 +136,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 	}
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
-			if t == kvevents.TierDevice {
+			if t == kvevents.TierDevice || !cfg.TierChains {
 				return indexer.NewFlash(cfg.Index)
 			}
 			// The derived lower-tier indexes (tierview.go) see a removal
@@ -207,7 +208,12 @@ func (r *Router) ApplyEvent(ev *kvevents.Event) error {
 	if int(ev.Tier) >= kvevents.NumTiers {
 		return fmt.Errorf("router: event of %s: %w", ev.Tier, indexer.ErrBadEvent)
 	}
-	err := r.applyTiered(ev)
+	var err error
+	if r.cfg.TierChains {
+		err = r.applyTiered(ev)
+	} else {
+		err = r.idx[ev.Tier].Apply(ev)
+	}
 	r.mu.Lock()
 	if err != nil {
 		r.stats.EventsRejected++

@@ -147,6 +147,8 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.Selector.OverlapCredit = a.float(t, k)
 		case "decay":
 			cfg.Selector.CreditDecay = a.float(t, k)
+		case "tier-chains":
+			cfg.TierChains = true
 		case "host-weight":
 			cfg.Selector.HostWeight = a.float(t, k)
 		case "disk-weight":

@@ -29,6 +29,7 @@ func runTierIndexes(t *testing.T, seed uint64, writeThrough bool) {
 	cfg := DefaultConfig()
 	cfg.BlockSize = B
 	cfg.Selector.SharedWeight = 0.5
+	cfg.TierChains = true
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)

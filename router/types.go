@@ -64,10 +64,10 @@ type Decision struct {
 	Worker kvevents.Worker
 	// Overlap is the chosen worker's overlap per storage tier, in blocks:
 	// device is its device prefix; host_pinned and disk the prefix it
-	// holds in that tier or a faster one (one chain across tiers, see
-	// tierview.go), so device <= host_pinned <= disk once the worker sent
-	// lower-tier events; external the fleet's G4 chain (0 unless
-	// Selector.SharedWeight > 0).
+	// holds in that tier (with Config.TierChains: in that tier or a faster
+	// one, one chain across tiers, see tierview.go, so device <=
+	// host_pinned <= disk once the worker sent lower-tier events);
+	// external the fleet's G4 chain (0 unless Selector.SharedWeight > 0).
 	Overlap [kvevents.NumTiers]int
 	// Blocks is the number of full prompt blocks; ISL the prompt tokens.
 	Blocks, ISL int
