@@ -40,6 +40,13 @@ func (e *Engine) checkInvariants() error {
 			refs[b]++
 		}
 		B := e.cfg.BlockSize
+		if s.loading {
+			if len(s.blocks) != s.registered+len(s.onboard) || s.numComputed != s.registered*B {
+				errs = append(errs, fmt.Errorf("loading r%d holds %d blocks (%d registered, %d onboarding) for %d computed tokens",
+					s.req.ID, len(s.blocks), s.registered, len(s.onboard), s.numComputed))
+			}
+			continue
+		}
 		if len(s.blocks) != (s.numComputed+B-1)/B || s.registered != s.numComputed/B {
 			errs = append(errs, fmt.Errorf("r%d holds %d blocks (%d registered) for %d computed tokens",
 				s.req.ID, len(s.blocks), s.registered, s.numComputed))
@@ -82,6 +89,31 @@ func (e *Engine) checkInvariants() error {
 	for h, b := range p.byHash {
 		if !p.blocks[b].cached || p.blocks[b].hash != h {
 			errs = append(errs, fmt.Errorf("hash %x maps to b%d which does not hold it", h, b))
+		}
+	}
+	// Lower tiers: store bookkeeping, and every pin of an engine-owned
+	// tier belongs to a loading request (G4's pins span engines).
+	pins := make(map[*store]map[uint64]int)
+	for _, s := range e.running {
+		for _, o := range s.onboard {
+			st := e.levels[o.li].st
+			if pins[st] == nil {
+				pins[st] = map[uint64]int{}
+			}
+			pins[st][o.hash]++
+		}
+	}
+	for _, lv := range e.levels {
+		if err := lv.st.check(); err != nil {
+			errs = append(errs, err)
+		}
+		if lv.shared != nil {
+			continue
+		}
+		for h, b := range lv.st.byHash {
+			if b.pins != pins[lv.st][h] {
+				errs = append(errs, fmt.Errorf("%s block %s has %d pins, %d loading requests read it", lv.st.tier, ShortHash(h), b.pins, pins[lv.st][h]))
+			}
 		}
 	}
 	return errors.Join(errs...)

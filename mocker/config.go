@@ -47,6 +47,10 @@ type Config struct {
 	// cache namespace). Default kvhash.DefaultSeed; zero means
 	// kvhash.DefaultSeed.
 	HashSeed uint64 `yaml:"hash_seed"`
+	// Tiers configures the lower tiers G2, G3 and G4 and the offload
+	// pipeline (DESIGN.md §7). Default zero value: no lower tier, G1 only.
+	// DefaultTiers gives G2 = 4x and G3 = 16x NumBlocks.
+	Tiers TierConfig `yaml:"tiers"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §6.
@@ -83,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.SpeedupRatio >= 0) || math.IsInf(c.SpeedupRatio, 0) {
 		errs = append(errs, fmt.Errorf("mocker: speedup_ratio %v must be finite and >= 0", c.SpeedupRatio))
+	}
+	if err := c.Tiers.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -65,5 +65,41 @@
 // sum of both (Dynamo's mocker also adds the prefill and decode costs of one
 // iteration). See PassTime and Config.SpeedupRatio.
 //
+// # Tiers (DESIGN.md §7)
+//
+// Config.Tiers adds lower tiers below the device pool (G1): G2 pinned host
+// memory and G3 local disk per engine (DefaultTiers: 4x and 16x NumBlocks),
+// and G4, a SharedStore one fleet shares. Each holds whole blocks, evicts
+// its least recently used unpinned block when full, and is reached over a
+// Link: a batch of n blocks occupies it for Latency + n*BlockBytes/Bandwidth
+// (defaults from public PCIe Gen4 x16, NVMe Gen4 and 100 Gb/s figures;
+// block bytes from a Llama-3-8B-like fp16 KV of 128 KiB per token).
+// Everything runs on simulated time: the pipeline advances at each Step's
+// start (or Advance) to that time.
+//
+// Offload pipeline: a block enters it when G1 evicts it (write-back, the
+// default) or when it is computed (TierConfig.WriteThrough); the policy
+// screen keeps blocks reused at least MinReuse times; the item is queued
+// until its producing pass ends, joins the open batch, which is flushed at
+// FlushBlocks (8) blocks, in batches of at most MaxBatch (64), or
+// FlushAfter (10ms) after its first block; the flushed batch occupies the
+// link (after the batches before it) and commits when the transfer ends.
+// Until it is in flight an item is cancellable, moving no bytes: its
+// write-through request died (cancelled or preempted), its evicted block
+// is held by a faster tier again (re-used), or the target holds it already.
+// A commit that evicts cascades the victims into the next tier: G1 → G2 →
+// G3 → G4 (skipping absent tiers). Each commit emits Stored and each
+// eviction Removed with the tier (kvevents.Event.Tier); a stored block's
+// parent may live in a faster tier, since the prefix chain is one chain
+// across tiers. G4's events carry the SharedStore's own identity and ids.
+//
+// Onboarding: see onboard.go. Admission takes the G1 prefix hit, then
+// continues the prefix through the lower tiers (the fastest holding each
+// block); those blocks are pinned, staged into fresh G1 blocks over the
+// tiers' up links, and the request waits (holding its slot, not
+// scheduled) while other requests run. When they land they are cached in
+// G1 and only the rest of the prompt is computed. Result.TierCachedTokens
+// splits the cached prefix by the tier it was found in.
+//
 // An Engine is not safe for concurrent use; shells serialize calls.
 package mocker

@@ -52,8 +52,11 @@ type Result struct {
 	// was first admitted; ComputedTokens the rest of the prompt, computed.
 	// RecomputedTokens counts tokens computed again after preemptions.
 	CachedTokens, ComputedTokens, RecomputedTokens int
-	Preemptions                                    int
-	Cancelled                                      bool
+	// TierCachedTokens splits CachedTokens by the tier the prefix was
+	// found in: device (G1), then onboarded from host, disk, external.
+	TierCachedTokens [kvevents.NumTiers]int
+	Preemptions      int
+	Cancelled        bool
 }
 
 // StepResult is what one forward pass did.
@@ -100,9 +103,13 @@ type Stats struct {
 	// Prompt tokens over all admitted requests (first admission): found in
 	// the cache vs computed; RecomputedTokens after preemptions.
 	PromptTokensCached, PromptTokensComputed, RecomputedTokens uint64
-	Preemptions                                                uint64
-	Passes                                                     uint64
-	Events                                                     uint64 // next event id
+	// TierCachedTokens splits PromptTokensCached by tier (see Result);
+	// OnboardedBlocks counts blocks staged up from lower tiers.
+	TierCachedTokens [kvevents.NumTiers]uint64
+	OnboardedBlocks  uint64
+	Preemptions      uint64
+	Passes           uint64
+	Events           uint64 // next event id
 }
 
 // Errors of Add; test with errors.Is.

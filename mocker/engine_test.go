@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/kvrouter/kvrouter/kvevents"
 )
 
 // parseTokens parses token specs: "5" (one token), "1-8" (a range,
@@ -83,6 +85,11 @@ func formatStep(b *strings.Builder, r *StepResult) {
 }
 
 func formatResult(f *Result) string {
+	if f.TierCachedTokens != [kvevents.NumTiers]int{f.CachedTokens} {
+		return fmt.Sprintf("r%d ttft=%v out=%d prompt=%d cached=%d (device=%d host=%d disk=%d shared=%d) computed=%d cancelled=%t",
+			f.ID, f.TTFT, f.OutputTokens, f.PromptTokens, f.CachedTokens, f.TierCachedTokens[0], f.TierCachedTokens[1],
+			f.TierCachedTokens[2], f.TierCachedTokens[3], f.ComputedTokens, f.Cancelled)
+	}
 	return fmt.Sprintf("r%d ttft=%v itl-sum=%v itl-max=%v out=%d prompt=%d cached=%d computed=%d recomputed=%d preemptions=%d cancelled=%t",
 		f.ID, f.TTFT, f.ITLSum, f.ITLMax, f.OutputTokens, f.PromptTokens, f.CachedTokens, f.ComputedTokens,
 		f.RecomputedTokens, f.Preemptions, f.Cancelled)
@@ -103,7 +110,14 @@ func TestDataDriven(t *testing.T) {
 				d.MaybeScanArgs(t, "watermark", &cfg.Watermark)
 				d.MaybeScanArgs(t, "caching", &cfg.EnablePrefixCaching)
 				d.MaybeScanArgs(t, "speedup", &cfg.SpeedupRatio)
+				scanTiers(t, d, &cfg.Tiers)
 				e = New(cfg)
+				if cfg.Tiers.enabled() {
+					e.TraceOffload(true)
+					return fmt.Sprintf("blocks=%d block-size=%d host=%d disk=%d shared=%t write-through=%t min-reuse=%d",
+						cfg.NumBlocks, cfg.BlockSize, cfg.Tiers.HostBlocks, cfg.Tiers.DiskBlocks, cfg.Tiers.Shared != nil,
+						cfg.Tiers.WriteThrough, cfg.Tiers.MinReuse)
+				}
 				return fmt.Sprintf("blocks=%d block-size=%d max-seqs=%d max-tokens=%d watermark-blocks=%d caching=%t",
 					cfg.NumBlocks, cfg.BlockSize, cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens, cfg.watermarkBlocks(), cfg.EnablePrefixCaching)
 			case "add":
@@ -144,6 +158,7 @@ func TestDataDriven(t *testing.T) {
 					}
 					r := e.Step(now)
 					formatStep(&b, &r)
+					b.WriteString(e.PipelineString())
 				}
 				if !d.HasArg("quiet") {
 					b.WriteString(e.String())
@@ -180,10 +195,64 @@ func TestDataDriven(t *testing.T) {
 				return formatResult(&res) + "\n" + e.String()
 			case "state":
 				return e.String()
+			case "advance":
+				// Run the offload pipeline (no pass) to now=.
+				var at string
+				d.ScanArgs(t, "now", &at)
+				dur, err := time.ParseDuration(at)
+				if err != nil {
+					d.Fatalf(t, "bad now: %v", err)
+				}
+				var b strings.Builder
+				for _, ev := range e.Advance(dur) {
+					fmt.Fprintf(&b, "event %s\n", FormatEvent(&ev))
+				}
+				b.WriteString(e.PipelineString())
+				return b.String()
 			default:
 				d.Fatalf(t, "unknown command %q", d.Cmd)
 				return ""
 			}
 		})
 	})
+}
+
+// scanTiers reads the tier arguments of a datadriven config: host=, disk=
+// and shared= capacities in blocks, link-bw= (bytes/s, every link),
+// link-lat=, block-bytes=, write-through, min-reuse=, flush-after=.
+func scanTiers(t *testing.T, d *datadriven.TestData, tc *TierConfig) {
+	d.MaybeScanArgs(t, "host", &tc.HostBlocks)
+	d.MaybeScanArgs(t, "disk", &tc.DiskBlocks)
+	var shared int
+	if d.MaybeScanArgs(t, "shared", &shared) {
+		tc.Shared = NewSharedStore(SharedConfig{Blocks: shared, Worker: kvevents.Worker{ID: 99}})
+	}
+	d.MaybeScanArgs(t, "block-bytes", &tc.BlockBytes)
+	d.MaybeScanArgs(t, "min-reuse", &tc.MinReuse)
+	d.MaybeScanArgs(t, "flush-blocks", &tc.FlushBlocks)
+	tc.WriteThrough = d.HasArg("write-through")
+	var bw float64
+	if d.MaybeScanArgs(t, "link-bw", &bw) {
+		lat := time.Duration(0)
+		var s string
+		if d.MaybeScanArgs(t, "link-lat", &s) {
+			var err error
+			if lat, err = time.ParseDuration(s); err != nil {
+				d.Fatalf(t, "bad link-lat: %v", err)
+			}
+		}
+		tc.HostLink = Link{Bandwidth: bw, Latency: lat}
+		tc.DiskLink = tc.HostLink
+		if tc.Shared != nil {
+			tc.Shared.link = tc.HostLink
+		}
+	}
+	var fa string
+	if d.MaybeScanArgs(t, "flush-after", &fa) {
+		v, err := time.ParseDuration(fa)
+		if err != nil {
+			d.Fatalf(t, "bad flush-after: %v", err)
+		}
+		tc.FlushAfter = v
+	}
 }

@@ -19,6 +19,9 @@ type pool struct {
 type block struct {
 	hash       uint64 // engine sequence hash, when cached
 	local      uint64 // local hash, when cached
+	parent     uint64 // previous block's engine hash, when cached and pos > 0
+	pos        uint32 // block index in its sequence, when cached
+	uses       int32  // prefix hits since cached (the offload policy screen)
 	ref        int32
 	cached     bool
 	prev, next int32 // LRU links, -1 at the ends
@@ -106,7 +109,7 @@ func (p *pool) release(b int32) {
 // take returns a block with refcount 1, from the free stack or else by
 // evicting the LRU's oldest block; evicted reports the evicted block's hash.
 // The caller checks capacity first.
-func (p *pool) take() (b int32, evicted uint64, didEvict bool) {
+func (p *pool) take() (b int32, evicted block, didEvict bool) {
 	if n := len(p.free); n > 0 {
 		b = p.free[n-1]
 		p.free = p.free[:n-1]
@@ -117,18 +120,19 @@ func (p *pool) take() (b int32, evicted uint64, didEvict bool) {
 		}
 		p.lruRemove(b)
 		bl := &p.blocks[b]
-		evicted, didEvict = bl.hash, true
+		evicted, didEvict = *bl, true
 		delete(p.byHash, bl.hash)
-		bl.cached, bl.hash, bl.local = false, 0, 0
+		bl.cached, bl.hash, bl.local, bl.parent, bl.pos, bl.uses = false, 0, 0, 0, 0, 0
 	}
 	p.blocks[b].ref = 1
 	p.active++
 	return b, evicted, didEvict
 }
 
-// cache registers an active uncached block under hash.
-func (p *pool) cache(b int32, hash, local uint64) {
+// cache registers an active uncached block under hash, at position pos of
+// its sequence (parent is the previous block's hash, when pos > 0).
+func (p *pool) cache(b int32, hash, local, parent uint64, pos uint32) {
 	bl := &p.blocks[b]
-	bl.cached, bl.hash, bl.local = true, hash, local
+	bl.cached, bl.hash, bl.local, bl.parent, bl.pos, bl.uses = true, hash, local, parent, pos, 0
 	p.byHash[hash] = b
 }

@@ -24,6 +24,16 @@ type Engine struct {
 	pending int // Stats.ActivePrefillTokens
 	stats   Stats
 
+	// Lower tiers (DESIGN.md §7): enabled levels in ladder order.
+	tiers        TierConfig
+	levels       []*level
+	blockBytes   int64
+	offID        uint64
+	pstats       PipelineStats
+	traceOffload bool     // record pipeline state changes (tests)
+	written      []wtItem // this pass's newly cached blocks (write-through)
+	passStart    time.Duration
+
 	// Per-step scratch, reused.
 	sched  []item
 	hits   []int32
@@ -50,6 +60,26 @@ type seq struct {
 	hasFirst       bool
 	last           time.Duration // time of the last token
 	res            Result
+	cancelled      bool // Cancel removed it (its offloads die)
+	epoch          int  // preemptions so far (a preemption kills offloads)
+	// Onboarding: loading until loadEnd, blocks [registered,
+	// registered+len(onboard)) staged from lower tiers.
+	loading bool
+	loadEnd time.Duration
+	onboard []onboardBlock
+}
+
+// onboardBlock is one block staged up to G1 from level li.
+type onboardBlock struct {
+	hash uint64
+	li   int
+}
+
+// wtItem is a block cached in this pass, offered to the pipeline when the
+// pass ends (write-through).
+type wtItem struct {
+	b int32
+	s *seq
 }
 
 type item struct {
@@ -74,6 +104,23 @@ func New(cfg Config) *Engine {
 		pool:      newPool(cfg.NumBlocks),
 		byID:      make(map[uint64]*seq),
 		tok:       make([]uint32, cfg.BlockSize),
+	}
+	if cfg.Tiers.enabled() {
+		e.tiers = cfg.Tiers
+		e.tiers.fillDefaults()
+		e.blockBytes = e.tiers.BlockBytes
+		if e.blockBytes == 0 {
+			e.blockBytes = int64(DefaultBytesPerToken) * int64(cfg.BlockSize)
+		}
+		if n := e.tiers.HostBlocks; n > 0 {
+			e.levels = append(e.levels, &level{st: newStore(kvevents.TierHostPinned, n), down: e.tiers.HostLink, up: e.tiers.HostLink})
+		}
+		if n := e.tiers.DiskBlocks; n > 0 {
+			e.levels = append(e.levels, &level{st: newStore(kvevents.TierDisk, n), down: e.tiers.DiskLink, up: e.tiers.DiskLink})
+		}
+		if sh := e.tiers.Shared; sh != nil {
+			e.levels = append(e.levels, &level{st: sh.st, shared: sh, down: sh.link, up: sh.link})
+		}
 	}
 	return e
 }
@@ -138,6 +185,7 @@ func (e *Engine) Cancel(id uint64) (Result, bool) {
 	}
 	e.pending -= s.prefillLeft
 	delete(e.byID, id)
+	s.cancelled = true
 	s.res.Cancelled = true
 	s.res.Finish = e.clock
 	s.res.OutputTokens = s.outputs
@@ -174,13 +222,34 @@ func (e *Engine) Stats() Stats {
 // preempted every running request; the next Step admits work again.
 func (e *Engine) Step(now time.Duration) StepResult {
 	start := max(now, e.clock)
+	origin := start
 	e.clock = start
 	r := &e.res
-	*r = StepResult{Start: start, Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0]}
+	*r = StepResult{Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0]}
 	e.events = nil
+	e.written = e.written[:0]
+	e.advance(start)
+	e.finishLoads(start)
+	e.passStart = start
 	e.schedule()
+	// Nothing runnable but onboardings in flight: the engine waits for
+	// the earliest to land (other work would have overlapped it).
+	for len(e.sched) == 0 {
+		t, ok := e.nextLoad()
+		if !ok {
+			break
+		}
+		start = max(start, t)
+		e.clock = start
+		e.advance(start)
+		e.finishLoads(start)
+		e.passStart = start
+		e.schedule()
+	}
+	r.Start = start
 	if len(e.sched) == 0 {
 		r.Idle = true
+		e.offerWritten(start)
 		r.Events = e.events
 		e.maybeCheck()
 		return *r
@@ -197,11 +266,13 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	r.Duration = r.Model
 	if e.cfg.SpeedupRatio > 0 {
 		r.Duration = time.Duration(float64(r.Model) / e.cfg.SpeedupRatio)
-		r.Sleep = r.Duration
+		// A shell also waits out an onboarding the pass started after.
+		r.Sleep = r.Duration + start - origin
 	}
 	end := start + r.Duration
 	e.clock = end
 	e.stats.Passes++
+	e.offerWritten(end)
 
 	finished := false
 	for _, it := range e.sched {
@@ -264,6 +335,10 @@ func (e *Engine) schedule() {
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; {
 		s := e.running[i]
+		if s.loading {
+			i++ // onboarding: runs once its blocks landed in G1
+			continue
+		}
 		numNew := min(s.numTokens-s.numComputed, budget)
 		for !e.allocate(s, numNew) {
 			victim := e.running[len(e.running)-1]
@@ -289,29 +364,32 @@ func (e *Engine) schedule() {
 	}
 	for e.waiting.len() > 0 && budget > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		s := e.waiting.front()
-		if !e.admit(s, budget) {
+		used, ok := e.admit(s, budget)
+		if !ok {
 			break
 		}
 		e.waiting.popFront()
 		e.running = append(e.running, s)
 		s.running = true
-		n := len(e.sched) - 1
-		budget -= e.sched[n].numNew
+		budget -= used
 	}
 }
 
 // admit tries to start waiting request s with at most budget tokens; on
-// success it appends s's item to e.sched.
-func (e *Engine) admit(s *seq, budget int) bool {
+// success it appends s's item to e.sched (unless s first onboards blocks
+// from lower tiers) and returns the tokens it scheduled.
+func (e *Engine) admit(s *seq, budget int) (int, bool) {
 	B := e.cfg.BlockSize
 	hits := e.hits[:0]
 	inactive := 0
+	s.onboard = s.onboard[:0]
 	if e.cfg.EnablePrefixCaching {
 		// At least one token must be computed, so the last token's block
 		// cannot be a hit (vLLM caps the hit at num_tokens-1).
 		maxHit := (s.numTokens - 1) / B
 		e.ensureHashes(s, maxHit)
-		for j := 0; j < maxHit; j++ {
+		j := 0
+		for ; j < maxHit; j++ {
 			b, ok := e.pool.byHash[s.hashes[j]]
 			if !ok {
 				break
@@ -321,16 +399,50 @@ func (e *Engine) admit(s *seq, budget int) bool {
 				inactive++
 			}
 		}
+		// The prefix continues in lower tiers: onboard it (DESIGN.md §7).
+		for ; j < maxHit && len(e.levels) > 0; j++ {
+			li := e.lowestHolder(s.hashes[j])
+			if li < 0 {
+				break
+			}
+			s.onboard = append(s.onboard, onboardBlock{hash: s.hashes[j], li: li})
+		}
 	}
 	e.hits = hits
 	hitTokens := len(hits) * B
+	if n := len(s.onboard); n > 0 {
+		// Stage the onboarded blocks into fresh G1 blocks; compute nothing
+		// until they land.
+		if e.pool.capacity()-n-inactive < e.watermark {
+			s.onboard = s.onboard[:0]
+			return 0, false
+		}
+		for _, b := range hits {
+			e.pool.acquire(b)
+			e.pool.blocks[b].uses++
+		}
+		s.blocks = append(s.blocks[:0], hits...)
+		s.registered = len(hits)
+		s.numComputed = hitTokens
+		for range n {
+			b, ev, evicted := e.pool.take()
+			if evicted {
+				e.evicted(ev)
+			}
+			s.blocks = append(s.blocks, b)
+		}
+		e.startLoad(s)
+		e.admitted(s, hitTokens+n*B, hitTokens)
+		return 0, true
+	}
 	numNew := min(s.numTokens-hitTokens, budget)
 	need := (hitTokens+numNew+B-1)/B - len(hits)
 	if e.pool.capacity()-need-inactive < e.watermark {
-		return false
+		return 0, false
 	}
 	for _, b := range hits {
 		e.pool.acquire(b)
+		e.pool.blocks[b].uses++
 	}
 	s.blocks = append(s.blocks[:0], hits...)
 	s.registered = len(hits)
@@ -339,6 +451,14 @@ func (e *Engine) admit(s *seq, budget int) bool {
 		panic("mocker: admission allocation failed after the capacity check")
 	}
 	e.register(s, hitTokens+numNew)
+	e.admitted(s, hitTokens, hitTokens)
+	e.sched = append(e.sched, item{s, numNew})
+	return numNew, true
+}
+
+// admitted books an admission whose prompt prefix of hitTokens tokens is
+// cached (device the part already in G1).
+func (e *Engine) admitted(s *seq, hitTokens, device int) {
 	left := s.numTokens - hitTokens
 	e.pending += left - s.prefillLeft
 	s.prefillLeft = left
@@ -348,12 +468,23 @@ func (e *Engine) admit(s *seq, budget int) bool {
 		s.res.ComputedTokens = len(s.req.Tokens) - s.res.CachedTokens
 		e.stats.PromptTokensCached += uint64(s.res.CachedTokens)
 		e.stats.PromptTokensComputed += uint64(s.res.ComputedTokens)
+		dev := min(device, s.res.CachedTokens)
+		s.res.TierCachedTokens[kvevents.TierDevice] = dev
+		e.stats.TierCachedTokens[kvevents.TierDevice] += uint64(dev)
+		B := e.cfg.BlockSize
+		for k, o := range s.onboard {
+			n := min(B, s.res.CachedTokens-dev-k*B)
+			if n <= 0 {
+				break
+			}
+			t := e.levels[o.li].st.tier
+			s.res.TierCachedTokens[t] += n
+			e.stats.TierCachedTokens[t] += uint64(n)
+		}
 	} else {
 		s.res.RecomputedTokens += left
 		e.stats.RecomputedTokens += uint64(left)
 	}
-	e.sched = append(e.sched, item{s, numNew})
-	return true
 }
 
 // allocate gives s the blocks to hold numComputed+numNew tokens, evicting
@@ -368,9 +499,9 @@ func (e *Engine) allocate(s *seq, numNew int) bool {
 		return false
 	}
 	for range need {
-		b, h, evicted := e.pool.take()
+		b, ev, evicted := e.pool.take()
 		if evicted {
-			e.emitRemoved(h)
+			e.evicted(ev)
 		}
 		s.blocks = append(s.blocks, b)
 	}
@@ -401,11 +532,19 @@ func (e *Engine) register(s *seq, upto int) {
 				runStart = -1
 			}
 			e.pool.acquire(b)
+			e.pool.blocks[b].uses++
 			e.pool.release(s.blocks[j])
 			s.blocks[j] = b
 			continue
 		}
-		e.pool.cache(s.blocks[j], h, s.locals[j])
+		var parent uint64
+		if j > 0 {
+			parent = s.hashes[j-1]
+		}
+		e.pool.cache(s.blocks[j], h, s.locals[j], parent, uint32(j))
+		if e.tiers.WriteThrough && len(e.levels) > 0 {
+			e.written = append(e.written, wtItem{s.blocks[j], s})
+		}
 		if runStart < 0 {
 			runStart = j
 		}
@@ -444,6 +583,7 @@ func (e *Engine) ensureHashes(s *seq, n int) {
 // dropping its blocks and computed tokens (recompute later).
 func (e *Engine) preempt(s *seq) {
 	e.freeBlocks(s)
+	s.epoch++
 	s.running = false
 	s.numComputed = 0
 	e.pending += s.numTokens - s.prefillLeft
@@ -457,6 +597,9 @@ func (e *Engine) preempt(s *seq) {
 // freeBlocks releases s's blocks in reverse order, so that its tail is
 // evicted before its prefix (as vLLM does).
 func (e *Engine) freeBlocks(s *seq) {
+	if s.loading {
+		e.unpinLoad(s)
+	}
 	for j := len(s.blocks) - 1; j >= 0; j-- {
 		e.pool.release(s.blocks[j])
 	}
@@ -473,7 +616,7 @@ func (e *Engine) nextEvent(kind kvevents.Kind) kvevents.Event {
 // emitRemoved announces an eviction, merging it into the pass's previous
 // event when that is a Removed too.
 func (e *Engine) emitRemoved(h uint64) {
-	if n := len(e.events); n > 0 && e.events[n-1].Kind == kvevents.KindRemoved {
+	if n := len(e.events); n > 0 && e.events[n-1].Kind == kvevents.KindRemoved && e.events[n-1].Tier == kvevents.TierDevice {
 		e.events[n-1].Hashes = append(e.events[n-1].Hashes, h)
 		return
 	}

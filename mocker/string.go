@@ -2,6 +2,7 @@ package mocker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -16,6 +17,9 @@ func ShortHash(h uint64) string { return fmt.Sprintf("%04x", h>>48) }
 func FormatEvent(ev *kvevents.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d %s", ev.EventID, ev.Kind)
+	if ev.Tier != kvevents.TierDevice {
+		fmt.Fprintf(&b, " tier=%s", ev.Tier)
+	}
 	switch ev.Kind {
 	case kvevents.KindStored:
 		if ev.HasParent {
@@ -102,3 +106,65 @@ func (e *Engine) writeSeq(b *strings.Builder, s *seq) {
 	}
 	b.WriteByte(')')
 }
+
+// PipelineString prints the lower tiers and the offload pipeline: each
+// level's blocks (LRU order, oldest first; pinned ones marked), the items
+// queued, batched and in flight, then the state changes logged since the
+// previous call (when Config tracing is on: see TraceOffload).
+func (e *Engine) PipelineString() string {
+	var b strings.Builder
+	for _, lv := range e.levels {
+		st := lv.st
+		fmt.Fprintf(&b, "%s %d/%d:", st.tier, len(st.byHash), st.capacity)
+		for x := st.head; x != nil; x = x.next {
+			b.WriteString(" " + ShortHash(x.hash))
+		}
+		var pinned []string
+		for h, x := range st.byHash {
+			if x.pins > 0 {
+				pinned = append(pinned, fmt.Sprintf("%s*%d", ShortHash(h), x.pins))
+			}
+		}
+		slices.Sort(pinned)
+		for _, p := range pinned {
+			b.WriteString(" pinned:" + p)
+		}
+		b.WriteByte('\n')
+		p := &lv.pipe
+		if len(p.queued) > 0 {
+			b.WriteString("  queued:")
+			for _, it := range p.queued {
+				fmt.Fprintf(&b, " %s@%v", ShortHash(it.blk.hash), it.readyAt)
+			}
+			b.WriteByte('\n')
+		}
+		if len(p.open) > 0 {
+			fmt.Fprintf(&b, "  batched (since %v):", p.opened)
+			for _, it := range p.open {
+				b.WriteString(" " + ShortHash(it.blk.hash))
+			}
+			b.WriteByte('\n')
+		}
+		for _, bt := range p.inflight {
+			fmt.Fprintf(&b, "  in-flight %v..%v:", bt.start, bt.end)
+			for _, it := range bt.items {
+				b.WriteString(" " + ShortHash(it.blk.hash))
+			}
+			b.WriteByte('\n')
+		}
+		for _, l := range p.log {
+			b.WriteString("  > " + l + "\n")
+		}
+		p.log = p.log[:0]
+	}
+	for _, s := range e.running {
+		if s.loading {
+			fmt.Fprintf(&b, "r%d loading %d blocks until %v\n", s.req.ID, len(s.onboard), s.loadEnd)
+		}
+	}
+	return b.String()
+}
+
+// TraceOffload turns on the log of pipeline state changes that
+// PipelineString prints (tests and debugging; off by default).
+func (e *Engine) TraceOffload(on bool) { e.traceOffload = on }

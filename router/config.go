@@ -85,6 +85,15 @@ type Config struct {
 	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
 	// its worker. Default false.
 	TrackOutputBlocks bool `yaml:"track_output_blocks"`
+	// TierChains reads a worker's KV as one prefix chain across tiers
+	// (tierview.go): lower-tier stores under a faster-tier parent are
+	// accepted, and the host, disk and external indexes hold the blocks
+	// reachable in that tier or faster. Default false: each tier's index
+	// takes its events as they come (a store under a parent of another
+	// tier is rejected). Snapshots and replicas (DESIGN.md §9) dump the
+	// per-tier indexes and do not carry the view yet, so serve leaves it
+	// off; the simulator turns it on with lower tiers.
+	TierChains bool `yaml:"tier_chains"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.

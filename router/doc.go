@@ -28,6 +28,11 @@
 // events: on every decision the router inserts the request's blocks for
 // the chosen worker into the approximate side index (TTL, DESIGN.md §3)
 // and reads device overlap from it. PolicyLoad never looks at caches.
+// With Config.TierChains, lower-tier events must go through ApplyEvent: a worker's KV is one
+// prefix chain across tiers, and the router derives the host, disk and
+// external indexes from a per-worker view of which tiers hold each block
+// (tierview.go, DESIGN.md §7); applying them to Index(t) directly rejects
+// a store whose parent is in a faster tier.
 // PolicyRoundRobin and PolicyRandom (the baselines of DESIGN.md §8) pass
 // the same filters but pick blind to cost: the next eligible worker+rank,
 // or one drawn from Options.Rand. Every policy tracks load.

@@ -137,8 +137,13 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		default:
 			c.KVUsage = -1
 		}
+		// G4 is one store for the fleet: every worker can onboard its
+		// longest chain.
+		for _, o := range ov[kvevents.TierExternal] {
+			c.Overlap[kvevents.TierExternal] = max(c.Overlap[kvevents.TierExternal], o.Blocks)
+		}
 		// Both lists are sorted by worker: merge.
-		for t := range kvevents.NumTiers {
+		for t := range kvevents.TierExternal {
 			o := ov[t]
 			for pos[t] < len(o) && o[pos[t]].Worker.Less(w) {
 				pos[t]++
@@ -208,9 +213,10 @@ func (r *Router) enqueueLocked(p *pending, cands []selector.Candidate, now time.
 	return Decision{RequestID: p.req.ID, Queued: true, ISL: p.isl, Blocks: len(p.locals)}, queued, nil
 }
 
-// cachedBlocks is the deepest prefix held in any credited tier.
+// cachedBlocks is the deepest prefix held in any credited tier (external
+// is looked up only when credited).
 func cachedBlocks(ov *[kvevents.NumTiers]int) int {
-	return max(ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk])
+	return max(ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk], ov[kvevents.TierExternal])
 }
 
 func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.Breakdown, chosen int, aff bool, outBlocks int, now time.Time) (Decision, outcome, error) {

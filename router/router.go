@@ -27,7 +27,8 @@ type Options struct {
 	Rand *rand.Rand
 	// NewIndex builds the event-fed index of one storage tier (PolicyKV
 	// only; called once per tier in New). Default: indexer.NewFlash with
-	// Config.Index.
+	// Config.Index; with Config.TierChains, indexer.NewRadix for the
+	// lower tiers.
 	NewIndex func(kvevents.Tier) indexer.Index
 	// Approx is the approximate side index (PolicyApprox only). Default:
 	// indexer.NewApprox with Config.Index (TTL 120 s).
@@ -92,6 +93,7 @@ type Router struct {
 	idx    [kvevents.NumTiers]indexer.Index // immutable after New
 	app    [kvevents.NumTiers]matchAppender // idx[t] if it appends, else nil
 	events Events
+	tv     tierView // cross-tier chains (tierview.go)
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -134,7 +136,15 @@ func New(cfg Config, opts Options) (*Router, error) {
 		return nil, err
 	}
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
-		opts.NewIndex = func(kvevents.Tier) indexer.Index { return indexer.NewFlash(cfg.Index) }
+		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
+			if t == kvevents.TierDevice || !cfg.TierChains {
+				return indexer.NewFlash(cfg.Index)
+			}
+			// The derived lower-tier indexes (tierview.go) see a removal
+			// with live descendants on most evictions: Radix drops a
+			// subtree in its size, Flash scans the worker's blocks.
+			return indexer.NewRadix(cfg.Index)
+		}
 	}
 	if cfg.Policy == PolicyApprox && opts.Approx == nil {
 		opts.Approx = indexer.NewApprox(cfg.Index)
@@ -199,7 +209,12 @@ func (r *Router) ApplyEvent(ev *kvevents.Event) error {
 	if int(ev.Tier) >= kvevents.NumTiers {
 		return fmt.Errorf("router: event of %s: %w", ev.Tier, indexer.ErrBadEvent)
 	}
-	err := r.idx[ev.Tier].Apply(ev)
+	var err error
+	if r.cfg.TierChains {
+		err = r.applyTiered(ev)
+	} else {
+		err = r.idx[ev.Tier].Apply(ev)
+	}
 	r.mu.Lock()
 	if err != nil {
 		r.stats.EventsRejected++
@@ -278,6 +293,7 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		for _, ix := range r.idx {
 			ix.RemoveWorker(id)
 		}
+		r.dropView(id)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -605,7 +621,7 @@ func (r *Router) wantsOverlap(req *Request) bool {
 	if req.Overrides.OverlapCredit != nil {
 		credit = *req.Overrides.OverlapCredit
 	}
-	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0
+	return credit > 0 || c.HostWeight > 0 || c.DiskWeight > 0 || c.SharedWeight > 0
 }
 
 // lookupKV fills p.ov from the event-fed indexes.
@@ -614,8 +630,8 @@ func (r *Router) lookupKV(p *pending) {
 		return
 	}
 	for t := range kvevents.NumTiers {
-		if kvevents.Tier(t) == kvevents.TierExternal {
-			continue // G4 earns no credit (DESIGN.md §7)
+		if kvevents.Tier(t) == kvevents.TierExternal && r.cfg.Selector.SharedWeight == 0 {
+			continue // G4 earns no credit unless weighted (DESIGN.md §7)
 		}
 		if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)

@@ -147,6 +147,14 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.Selector.OverlapCredit = a.float(t, k)
 		case "decay":
 			cfg.Selector.CreditDecay = a.float(t, k)
+		case "tier-chains":
+			cfg.TierChains = true
+		case "host-weight":
+			cfg.Selector.HostWeight = a.float(t, k)
+		case "disk-weight":
+			cfg.Selector.DiskWeight = a.float(t, k)
+		case "shared-weight":
+			cfg.Selector.SharedWeight = a.float(t, k)
 		case "busy-kv":
 			cfg.Selector.BusyKVUsage = a.float(t, k)
 		case "busy-prefill":
@@ -269,7 +277,7 @@ func TestDataDriven(t *testing.T) {
 					return errLine(err)
 				}
 				return ""
-			case "cache":
+			case "cache", "evict":
 				tier := kvevents.TierDevice
 				if a["tier"] != "" {
 					var err error
@@ -278,7 +286,22 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				evID++
-				if err := r.ApplyEvent(storedEvent(r, parseWorker(t, a["w"]), tier, tokens(t, a["tokens"]), a["lora"], a["ns"], evID)); err != nil {
+				ev := storedEvent(r, parseWorker(t, a["w"]), tier, tokens(t, a["tokens"]), a["lora"], a["ns"], evID)
+				if from, to, ok := a.blockRange(t); ok {
+					// Only blocks [from, to), chained to block from-1.
+					if from > 0 {
+						ev.HasParent, ev.Parent = true, ev.Blocks[from-1].Hash
+					}
+					ev.Blocks = ev.Blocks[from:to]
+					if d.Cmd == "evict" {
+						ev.Kind, ev.Hashes = kvevents.KindRemoved, nil
+						for _, b := range ev.Blocks {
+							ev.Hashes = append(ev.Hashes, b.Hash)
+						}
+						ev.Blocks, ev.HasParent = nil, false
+					}
+				}
+				if err := r.ApplyEvent(ev); err != nil {
 					return errLine(err)
 				}
 				return ""
@@ -338,4 +361,17 @@ func TestDataDriven(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// blockRange parses blocks=FROM-TO (block indexes, TO exclusive) of the
+// cache and evict commands.
+func (a targs) blockRange(t *testing.T) (from, to int, ok bool) {
+	v, ok := a["blocks"]
+	if !ok {
+		return 0, 0, false
+	}
+	if _, err := fmt.Sscanf(v, "%d-%d", &from, &to); err != nil || from < 0 || to < from {
+		t.Fatalf("bad blocks=%q", v)
+	}
+	return from, to, true
 }

@@ -62,7 +62,12 @@ type Decision struct {
 	Queued bool
 	// Worker is the chosen worker+rank.
 	Worker kvevents.Worker
-	// Overlap is the chosen worker's overlap per storage tier, in blocks.
+	// Overlap is the chosen worker's overlap per storage tier, in blocks:
+	// device is its device prefix; host_pinned and disk the prefix it
+	// holds in that tier (with Config.TierChains: in that tier or a faster
+	// one, one chain across tiers, see tierview.go, so device <=
+	// host_pinned <= disk once the worker sent lower-tier events);
+	// external the fleet's G4 chain (0 unless Selector.SharedWeight > 0).
 	Overlap [kvevents.NumTiers]int
 	// Blocks is the number of full prompt blocks; ISL the prompt tokens.
 	Blocks, ISL int

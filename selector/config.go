@@ -33,6 +33,15 @@ type Config struct {
 	// DiskWeight is the credit per disk (G3) overlap block beyond the device
 	// and host prefixes. Default 0.25; 0 ignores the disk tier.
 	DiskWeight float64 `yaml:"disk_weight"`
+	// SharedWeight is the credit per block of the fleet's shared G4 store
+	// beyond the worker's own tiers (every worker can onboard it). Default
+	// 0: G4 counts only after onboarding (DESIGN.md §7). A weight w says
+	// onboarding a block costs (1-w) of recomputing it: with the mocker's
+	// defaults (8 MiB blocks over 12.5 GB/s, 1ms per batch) a 64-block
+	// prefix loads in ~44ms against ~86ms of prefill for its 4096 tokens on
+	// an idle worker (DESIGN.md §6), so onboarding saves about half of the
+	// recomputation: w ≈ 0.5.
+	SharedWeight float64 `yaml:"shared_weight"`
 
 	// CreditDecay shrinks the device credit of a cache-rich worker with a
 	// prefill backlog: the device credit is multiplied by
@@ -126,6 +135,7 @@ func (c Config) Validate() error {
 	nonneg("PrefillLoadScale", c.PrefillLoadScale)
 	nonneg("HostWeight", c.HostWeight)
 	nonneg("DiskWeight", c.DiskWeight)
+	nonneg("SharedWeight", c.SharedWeight)
 	nonneg("CreditDecay", c.CreditDecay)
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)

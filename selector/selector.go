@@ -172,7 +172,11 @@ func (b Breakdown) String() string {
 	if b.Out != ReasonNone {
 		return fmt.Sprintf("w%s: overlap=%d/%d/%d out=%s", b.Worker, b.Overlap[kvevents.TierDevice], b.Overlap[kvevents.TierHostPinned], b.Overlap[kvevents.TierDisk], b.Out)
 	}
-	s := fmt.Sprintf("w%s: overlap=%d/%d/%d credit=%s", b.Worker, b.Overlap[kvevents.TierDevice], b.Overlap[kvevents.TierHostPinned], b.Overlap[kvevents.TierDisk], fmtf(b.Credit))
+	s := fmt.Sprintf("w%s: overlap=%d/%d/%d", b.Worker, b.Overlap[kvevents.TierDevice], b.Overlap[kvevents.TierHostPinned], b.Overlap[kvevents.TierDisk])
+	if g := b.Overlap[kvevents.TierExternal]; g > 0 {
+		s += fmt.Sprintf("/%d", g) // the fleet's G4 chain, when credited
+	}
+	s += " credit=" + fmtf(b.Credit)
 	if b.Decay != 1 {
 		s += " decay=" + fmtf(b.Decay)
 	}
@@ -329,7 +333,7 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 		excess = max(0, excess)
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/reqBlocks)
 	}
-	credit := tierCredit(&c.Overlap, [3]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight})
+	credit := tierCredit(&c.Overlap, [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight})
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
@@ -420,12 +424,12 @@ func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
 // the tiers (device, host, disk) holding it: block i is held by tier t when
 // i < overlap[t]. With the default weights (1 >= 0.75 >= 0.25) this is
 // device + 0.75*(host beyond device) + 0.25*(disk beyond both).
-func tierCredit(ov *[kvevents.NumTiers]int, w [3]float64) float64 {
+func tierCredit(ov *[kvevents.NumTiers]int, w [kvevents.NumTiers]float64) float64 {
 	credit, prev := 0.0, 0
 	for {
 		// Next breakpoint above prev.
 		next := math.MaxInt
-		for t := range 3 {
+		for t := range kvevents.NumTiers {
 			if ov[t] > prev {
 				next = min(next, ov[t])
 			}
@@ -434,7 +438,7 @@ func tierCredit(ov *[kvevents.NumTiers]int, w [3]float64) float64 {
 			return credit
 		}
 		best := 0.0
-		for t := range 3 {
+		for t := range kvevents.NumTiers {
 			if ov[t] >= next {
 				best = max(best, w[t])
 			}

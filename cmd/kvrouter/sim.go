@@ -20,7 +20,7 @@ import (
 func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	var (
-		tracePath, traceList, preset                       string
+		tracePath, traceList, preset, tiers                string
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
 		asJSON, quiet, findCap, full                       bool
 		speed, capScale                                    float64
@@ -81,6 +81,9 @@ flags and --seed always give the same figures.`,
 				cfg.RateScale = speed
 			}
 			if err := applySimPreset(cmd, &cfg, preset); err != nil {
+				return err
+			}
+			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
 				return err
 			}
 			if cpuProfile != "" {
@@ -179,10 +182,16 @@ flags and --seed always give the same figures.`,
 	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
+	f.StringVar(&tiers, "tiers", "", "lower KV tiers (DESIGN.md §7): host=4x,disk=16x[,shared=64x], each a multiple of --num-blocks or a block count; shared is one G4 store for the fleet (default: G1 only)")
+	f.BoolVar(&cfg.Engine.Tiers.WriteThrough, "write-through", false, "tiers: offload every computed block (default: offload on G1 eviction)")
+	f.IntVar(&cfg.Engine.Tiers.MinReuse, "offload-min-reuse", 0, "tiers: offload only blocks reused at least this many times (0 = all)")
 	// Router knobs (kv, approx, load).
 	s := &cfg.Router.Selector
 	textVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
 	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
+	f.Float64Var(&s.HostWeight, "host-weight", s.HostWeight, "router: credit per host-tier block (1 with --disk-weight 1: tier-blind; 0 ignores the tier)")
+	f.Float64Var(&s.DiskWeight, "disk-weight", s.DiskWeight, "router: credit per disk-tier block (0 ignores the tier)")
+	f.Float64Var(&s.SharedWeight, "shared-weight", s.SharedWeight, "router: credit per block of the fleet's shared G4 store (0: counts only after onboarding)")
 	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
 	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")

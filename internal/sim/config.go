@@ -182,6 +182,9 @@ type Config struct {
 	// are overwritten). Default mocker.DefaultConfig() with SpeedupRatio 0
 	// (simulated time advances by the unscaled model time).
 	Engine mocker.Config
+	// Tiers adds lower tiers under every engine's device pool (and a G4
+	// store per fleet). Default zero value: G1 only.
+	Tiers Tiers
 	// Router configures the router-backed policies (Mode and
 	// BlockSize are overwritten per policy). Default router.DefaultConfig().
 	Router router.Config
@@ -255,6 +258,9 @@ func (c Config) Validate() error {
 	}
 	eng := c.Engine
 	eng.BlockSize = max(c.BlockSize, 1)
+	if t := c.Tiers; t.Host.Blocks < 0 || t.Disk.Blocks < 0 || t.Shared.Blocks < 0 || t.Host.Mult < 0 || t.Disk.Mult < 0 || t.Shared.Mult < 0 {
+		errs = append(errs, fmt.Errorf("sim: tiers %+v must be >= 0", t))
+	}
 	if err := eng.Validate(); err != nil {
 		errs = append(errs, err)
 	}

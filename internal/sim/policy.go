@@ -77,6 +77,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 	rc := cfg.Router
 	rc.Policy = mode
 	rc.BlockSize = cfg.BlockSize
+	rc.TierChains = rc.TierChains || cfg.Tiers.Enabled()
 	r, err := router.New(rc, router.Options{Rand: rng})
 	if err != nil {
 		return nil, err

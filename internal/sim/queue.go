@@ -14,6 +14,7 @@ const (
 	evPassEnd               // worker w's forward pass ends
 	evDeliver               // KV events of worker w reach the router
 	evMetrics               // worker w's KV usage reaches the router
+	evOffload               // worker w's idle engine has offloads due
 )
 
 // event is one entry of the discrete-event queue.

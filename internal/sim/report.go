@@ -24,8 +24,10 @@ type Report struct {
 	OfferedRate  float64 `json:"offered_rate_rps"`
 	ArrivalSpanS float64 `json:"arrival_span_s"`
 	EventDelayMS float64 `json:"event_delay_ms"`
-	Seed         uint64  `json:"seed"`
-	Bounds       Bounds  `json:"bounds"`
+	// Tiers are the lower tiers (ParseTiers syntax); "" = G1 only.
+	Tiers  string `json:"tiers,omitempty"`
+	Seed   uint64 `json:"seed"`
+	Bounds Bounds `json:"bounds"`
 	// Policies holds one report per policy, in Config.Policies order.
 	Policies []PolicyReport `json:"policies"`
 }
@@ -90,16 +92,19 @@ type PolicyReport struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	// Block hit rate = HitBlocks / Blocks (full prompt blocks), and its
 	// ratio to the two bounds.
-	Blocks       int64   `json:"blocks"`
-	HitBlocks    int64   `json:"hit_blocks"`
-	HitRate      float64 `json:"hit_rate"`
-	VsInfinite   float64 `json:"hit_rate_vs_infinite"`
-	VsPooled     float64 `json:"hit_rate_vs_pooled"`
-	Preemptions  int64   `json:"preemptions"`
-	Passes       int64   `json:"passes"`
-	MakespanS    float64 `json:"makespan_s"`
-	RequestsPerS float64 `json:"throughput_rps"`
-	OutputTokPS  float64 `json:"output_tokens_per_s"`
+	Blocks    int64   `json:"blocks"`
+	HitBlocks int64   `json:"hit_blocks"`
+	HitRate   float64 `json:"hit_rate"`
+	// TierHitRate splits HitRate by the tier each hit block came from
+	// (device, host, disk, shared); present only with lower tiers.
+	TierHitRate  map[string]float64 `json:"tier_hit_rate,omitempty"`
+	VsInfinite   float64            `json:"hit_rate_vs_infinite"`
+	VsPooled     float64            `json:"hit_rate_vs_pooled"`
+	Preemptions  int64              `json:"preemptions"`
+	Passes       int64              `json:"passes"`
+	MakespanS    float64            `json:"makespan_s"`
+	RequestsPerS float64            `json:"throughput_rps"`
+	OutputTokPS  float64            `json:"output_tokens_per_s"`
 	// Imbalance is max/mean across workers (1 = perfectly even) of routed
 	// requests and of computed prompt tokens.
 	ImbalanceRequests float64 `json:"imbalance_requests"`
@@ -130,6 +135,16 @@ func (r *Report) Policy(p Policy) *PolicyReport {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "requests=%d workers=%d block=%d kv_blocks=%d rate_scale=%g offered=%.3g req/s span=%.0fs event_delay=%gms seed=%d\n",
 		r.Requests, r.Workers, r.BlockSize, r.KVBlocks, r.RateScale, r.OfferedRate, r.ArrivalSpanS, r.EventDelayMS, r.Seed)
+	if r.Tiers != "" {
+		fmt.Fprintf(w, "tiers: %s\n", r.Tiers)
+		for _, p := range r.Policies {
+			fmt.Fprintf(w, "  %s hit rate by tier:", p.Policy)
+			for _, n := range tierNames {
+				fmt.Fprintf(w, " %s %.2f%%", n, 100*p.TierHitRate[n])
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	fmt.Fprintf(w, "bounds: infinite-cache hit rate %.2f%%, pooled-LRU (%d blocks) hit rate %.2f%% over %d prompt blocks\n\n",
 		100*r.Bounds.InfiniteHitRate, r.Bounds.PooledCapacity, 100*r.Bounds.PooledHitRate, r.Bounds.Blocks)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

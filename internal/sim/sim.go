@@ -13,6 +13,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/trace"
@@ -94,6 +95,7 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Report, error) {
 		RateScale:    cfg.RateScale,
 		ArrivalSpanS: p.span.Seconds(),
 		EventDelayMS: toMS(cfg.EventDelay),
+		Tiers:        cfg.Tiers.String(),
 		Seed:         cfg.Seed,
 		Policies:     make([]PolicyReport, len(cfg.Policies)),
 	}
@@ -154,7 +156,10 @@ type worker struct {
 	eng    *mocker.Engine
 	inPass bool
 	res    mocker.StepResult // the pass in flight (valid while inPass)
-	stats  WorkerReport
+	// offloadAt is when an evOffload is scheduled (valid if offloadSet).
+	offloadAt  time.Duration
+	offloadSet bool
+	stats      WorkerReport
 }
 
 // fleet is one policy's simulation state.
@@ -176,6 +181,7 @@ type fleet struct {
 	itl             *hdr.Histogram
 	completed       int
 	rejected        int
+	tierHits        [kvevents.NumTiers]int64 // hit blocks by the tier they came from
 	rep             PolicyReport
 	lastFinish      time.Duration
 	pendingProgress int64
@@ -211,9 +217,14 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, pol Policy, progres
 	}
 	f.rep.Policy = pol
 	var err error
+	var tiers mocker.TierConfig
+	if cfg.Tiers.Enabled() {
+		tiers = engineTiers(cfg) // one G4 store per fleet
+	}
 	for w := range f.ws {
 		ec := cfg.Engine
 		ec.Worker.ID = uint64(w)
+		ec.Tiers = tiers
 		f.ws[w].eng = mocker.New(ec)
 	}
 	if f.pol, err = newPolicy(pol, cfg); err != nil {
@@ -237,6 +248,8 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, pol Policy, progres
 			f.pol.apply(ev.evs)
 		case evMetrics:
 			f.pol.metrics(int(ev.w), ev.f)
+		case evOffload:
+			f.offload(int(ev.w))
 		}
 		if f.pendingProgress >= progressEvery {
 			progress(f.pendingProgress)
@@ -366,6 +379,9 @@ func (f *fleet) passEnd(w int) {
 	if wk.eng.Busy() {
 		f.startPass(w)
 	}
+	if !wk.inPass {
+		f.scheduleOffload(w)
+	}
 	if freed {
 		f.release()
 	}
@@ -399,6 +415,9 @@ func (f *fleet) record(w int, r *mocker.Result) {
 	rp.OutputTokens += int64(r.OutputTokens)
 	rp.Blocks += int64(r.PromptTokens) / B
 	rp.HitBlocks += int64(r.CachedTokens) / B
+	for t, n := range r.TierCachedTokens {
+		f.tierHits[t] += int64(n) / B
+	}
 	rp.Preemptions += int64(r.Preemptions)
 	ws := &f.ws[w].stats
 	ws.PromptTokens += int64(r.PromptTokens)
@@ -428,6 +447,12 @@ func (f *fleet) finish() {
 	}
 	if rp.Blocks > 0 {
 		rp.HitRate = float64(rp.HitBlocks) / float64(rp.Blocks)
+		if f.cfg.Tiers.Enabled() {
+			rp.TierHitRate = map[string]float64{}
+			for t, n := range f.tierHits {
+				rp.TierHitRate[tierNames[t]] = float64(n) / float64(rp.Blocks)
+			}
+		}
 	}
 	makespan := f.lastFinish - f.p.reqs[0].arrival
 	rp.MakespanS = makespan.Seconds()
@@ -485,3 +510,33 @@ func (f *fleet) putTokens(b []uint32) {
 }
 
 var errNoPolicy = errors.New("sim: unknown policy")
+
+// scheduleOffload makes an idle engine's offload pipeline run when it has
+// work due (a busy engine runs it at each pass's start).
+func (f *fleet) scheduleOffload(w int) {
+	wk := &f.ws[w]
+	t, ok := wk.eng.NextOffload()
+	if !ok || (wk.offloadSet && wk.offloadAt <= t) {
+		return
+	}
+	t = max(t, f.now)
+	wk.offloadAt, wk.offloadSet = t, true
+	f.q.push(event{t: t, kind: evOffload, w: int32(w)})
+}
+
+// offload runs idle worker w's pipeline to now and delivers its events.
+func (f *fleet) offload(w int) {
+	wk := &f.ws[w]
+	if !wk.offloadSet || wk.offloadAt != f.now {
+		return // superseded by an earlier one
+	}
+	wk.offloadSet = false
+	if wk.inPass {
+		return // the next pass runs the pipeline
+	}
+	evs := wk.eng.Advance(f.now)
+	if len(evs) > 0 && f.pol.wantsEvents() {
+		f.q.push(event{t: f.now + f.cfg.EventDelay, kind: evDeliver, w: int32(w), evs: evs})
+	}
+	f.scheduleOffload(w)
+}
