@@ -1,11 +1,9 @@
 package frontend
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
-	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
 // fakeWorker streams three SSE events, or answers with status when set.
@@ -41,22 +38,7 @@ func fakeWorker(t *testing.T, status int, hits *atomic.Int64) *httptest.Server {
 
 func newServer(t *testing.T, policy router.Policy) *Server {
 	t.Helper()
-	tok, err := tokenizer.Default(tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Tokenizer, cfg.Router.Policy, cfg.Seed = tok, policy, 1
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.RunIndex(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s
+	return newServerWith(t, false, func(c *Config) { c.Router.Policy = policy })
 }
 
 func do(t *testing.T, h http.Handler, method, path, body string) *httptest.ResponseRecorder {

@@ -1,15 +1,10 @@
 package frontend
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
 // With Router.TrackOutputBlocks the charged output is the hint header,
@@ -17,22 +12,7 @@ import (
 // streams 2 tokens), each capped by max_tokens, and max_tokens before the
 // model's first completion; a malformed hint is a 400.
 func TestExpectedOutput(t *testing.T) {
-	tok, err := tokenizer.Default(tokenizer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Tokenizer, cfg.Seed = tok, 1
-	cfg.Router.TrackOutputBlocks = true
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.RunIndex(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s := newServerWith(t, false, func(c *Config) { c.Router.TrackOutputBlocks = true })
 	var hits atomic.Int64
 	if err := s.AddWorker(Worker{ID: 1, URL: fakeWorker(t, 0, &hits).URL}); err != nil {
 		t.Fatal(err)
