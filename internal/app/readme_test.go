@@ -30,28 +30,9 @@ func TestServeEmbeddedNATSAndReadyz(t *testing.T) {
 	cfg.NATS.Port = 0 // a free port; 4222 may be taken on a shared machine
 	cfg.Frontend.LoadPollInterval = -1
 	cfg.Logger = quiet
-	s, err := NewServe(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		done <- err
-		t.Fatalf("serve stopped before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve not ready after 30s")
-	}
+	s := runServe(t, ctx, "serve", cfg)
 	if u := s.NATSURL(); !strings.HasPrefix(u, "nats://127.0.0.1:") {
 		t.Fatalf("embedded NATS at %q, want a loopback server", u)
 	}
@@ -131,27 +112,7 @@ func TestServeStaticZMQFleet(t *testing.T) {
 	cfg.Workers = []string{m.URL() + ",id=1,zmq=" + pub + ",replay=" + replay + ",bs=64"}
 	cfg.Frontend.LoadPollInterval = -1
 	cfg.Logger = quiet
-	s, err := NewServe(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(sCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	select {
-	case <-s.Ready():
-	case err := <-done:
-		done <- err
-		t.Fatalf("serve stopped before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve not ready after 30s")
-	}
+	s := runServe(t, ctx, "serve", cfg)
 	if s.NATSURL() != "" {
 		t.Fatalf("--no-nats serve connected to NATS %s", s.NATSURL())
 	}

@@ -55,6 +55,13 @@ func startReplica(t *testing.T, ctx context.Context, id, natsURL string, snapsho
 	cfg.Replica.StatusInterval = 100 * time.Millisecond
 	cfg.Replica.Sync.Heartbeat, cfg.Replica.Sync.Timeout = 100*time.Millisecond, time.Second
 	cfg.Logger = eventplanetest.Quiet
+	return runServe(t, ctx, id, cfg)
+}
+
+// runServe builds a serve runtime from cfg, runs it until ctx is done or
+// the test ends (an error it returns fails the test) and waits for Ready.
+func runServe(t *testing.T, ctx context.Context, name string, cfg ServeConfig) *Serve {
+	t.Helper()
 	s, err := NewServe(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,15 +72,20 @@ func startReplica(t *testing.T, ctx context.Context, id, natsURL string, snapsho
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
-			t.Errorf("%s: %v", id, err)
+			t.Errorf("%s: %v", name, err)
 		}
 	})
 	select {
 	case <-s.Ready():
 	case err := <-done:
-		t.Fatalf("%s stopped before ready: %v", id, err)
+		done <- err // for the cleanup
+		t.Fatalf("%s stopped before ready: %v", name, err)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s: %s", id, s.Replica().Status())
+		status := "no replica"
+		if rep := s.Replica(); rep != nil {
+			status = rep.Status().String()
+		}
+		t.Fatalf("%s not ready after 30s: %s", name, status)
 	}
 	return s
 }
