@@ -335,7 +335,10 @@ func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh
 	if fresh {
 		return eventplane.Position{}, 0, []string{"rebuilding from the stream after it restarted"}, nil
 	}
-	s, err := r.snaps.Latest(ctx)
+	// NB: a cluster that is still electing leaders (a node just restarted)
+	// times out for seconds; waiting for it beats replaying the whole
+	// stream.
+	s, err := eventplane.Retry(ctx, r.cfg.Logger, "snapshot store", r.snaps.Latest)
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {
