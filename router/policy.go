@@ -75,21 +75,6 @@ func (p *Policy) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Mode is the former name of Policy.
-//
-// Deprecated: use Policy (and Config.Policy). Kept while code written
-// against the old name is merged.
-type Mode = Policy
-
-// Former names of PolicyKV, PolicyApprox and PolicyLoad.
-//
-// Deprecated: use the Policy constants.
-const (
-	ModeKV       = PolicyKV
-	ModeApprox   = PolicyApprox
-	ModeLoadOnly = PolicyLoad
-)
-
 // blind reports whether p picks without scoring (round-robin, random).
 func (p Policy) blind() bool { return p == PolicyRoundRobin || p == PolicyRandom }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/kvrouter/kvrouter/router"
 )
 
-// RouterOptions returns Options over rt's event-fed indexes (ModeKV): Sink
+// RouterOptions returns Options over rt's event-fed indexes (PolicyKV): Sink
 // is rt.ApplyEvent; Flush flushes every tier's index that applies
 // asynchronously (indexer.Concurrent); Dump concatenates every tier's dump,
 // each event tagged with its tier, so a restore through ApplyEvent puts
