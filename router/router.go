@@ -74,12 +74,6 @@ func putPending(p *pending) {
 	pendingPool.Put(p)
 }
 
-// matchAppender is the allocation-free lookup of indexer.Flash, Radix and
-// Concurrent; indexes without it are read with FindMatches.
-type matchAppender interface {
-	AppendMatches(dst indexer.Overlaps, locals []uint64) indexer.Overlaps
-}
-
 // approxAppender is the allocation-free lookup of indexer.Approx.
 type approxAppender interface {
 	AppendMatches(dst indexer.Overlaps, locals []uint64, now time.Time) indexer.Overlaps
@@ -90,8 +84,8 @@ type approxAppender interface {
 type Router struct {
 	cfg    Config
 	sel    *selector.Selector
-	idx    [kvevents.NumTiers]indexer.Index // immutable after New
-	app    [kvevents.NumTiers]matchAppender // idx[t] if it appends, else nil
+	idx    [kvevents.NumTiers]indexer.Index         // immutable after New
+	app    [kvevents.NumTiers]indexer.MatchAppender // idx[t] if it appends, else nil (FindMatches)
 	events Events
 	tv     tierView // cross-tier chains (tierview.go)
 
@@ -171,7 +165,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Policy == PolicyKV {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
-			r.app[t], _ = r.idx[t].(matchAppender)
+			r.app[t], _ = r.idx[t].(indexer.MatchAppender)
 		}
 	}
 	return r, nil
