@@ -550,8 +550,8 @@ func blocksOf(req *Request, B int) int {
 
 // Route routes req at now. It returns the Decision (Queued when it has to
 // wait: it will come back from Release), or an error: ErrBadRequest,
-// selector.ErrNoneEligible (503), selector.ErrAllOverloaded (529; also a
-// full queue, with queue.ErrFull), or ctx's error.
+// selector.ErrNoneEligible, selector.ErrAllOverloaded (also a full
+// queue, with queue.ErrFull), or ctx's error.
 func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err

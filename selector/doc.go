@@ -68,9 +68,9 @@
 // CostTime: own goes negative and eats into the queue). See Config for
 // every knob.
 //
-// No candidate left after filtering yields ErrNoneEligible (HTTP 503) or,
-// when some candidate passed every hard constraint and was only dropped by a
-// busy threshold, ErrAllOverloaded (HTTP 529); HTTPStatus maps them.
+// No candidate left after filtering yields ErrNoneEligible or, when some
+// candidate passed every hard constraint and was only dropped by a busy
+// threshold, ErrAllOverloaded (the shells answer 503 and 529).
 //
 // The package is pure: randomness enters as a *rand.Rand (math/rand/v2), no
 // clock, no I/O. A Selector is immutable after New and safe for concurrent
