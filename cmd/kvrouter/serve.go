@@ -115,6 +115,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.DurationVar(&rp.Sync.Timeout, "sync-timeout", rp.Sync.Timeout, "a replica unheard this long has its bookings dropped")
 	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,zmq=tcp://...,replay=tcp://...,bs=N] (repeatable)")
 	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")
+	f.StringVar(&c.ZMQBind, "zmq-bind", c.ZMQBind, "bind a ZMQ SUB here for engines to publish KV events to (topic kv@<pod>@<model>), e.g. tcp://0.0.0.0:5557")
 	f.StringArrayVar(&fc.APIKeys, "api-key", fc.APIKeys, "accepted client API key (repeatable; none = open; secret)")
 	f.StringArrayVar(&fc.AdminKeys, "admin-key", fc.AdminKeys, "admin API key for /debug/* (repeatable; none = client keys; secret)")
 	f.Int64Var(&fc.MaxBodyBytes, "max-body-bytes", fc.MaxBodyBytes, "largest request body accepted (413 beyond)")

@@ -65,6 +65,11 @@ type ServeConfig struct {
 	Workers []string `yaml:"workers"`
 	// WorkersFile is a YAML file with more static workers. Default none.
 	WorkersFile string `yaml:"workers_file"`
+	// ZMQBind binds one ZMQ SUB socket there (tcp://0.0.0.0:5557) that
+	// engines publish their KV events to (vLLM's topic kv@<pod>@<model>;
+	// the worker id of pod is TopicWorker's, else zmqsub.TopicHash(pod)).
+	// Default "" = none.
+	ZMQBind string `yaml:"zmq_bind"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `yaml:"log_level"`
 
@@ -78,6 +83,9 @@ type ServeConfig struct {
 	Logger *slog.Logger `yaml:"-"`
 	// TokenizerImpl, when set, is used instead of loading Tokenizer.
 	TokenizerImpl tokenizer.Tokenizer `yaml:"-"`
+	// TopicWorker maps a ZMQBind topic to its worker id (pod discovery
+	// knows the pods' ids). Default nil = zmqsub.TopicHash of the pod.
+	TopicWorker func(topic string) (uint64, bool) `yaml:"-"`
 }
 
 // DefaultServeConfig returns serve's defaults (DESIGN.md §4 for the

@@ -256,9 +256,9 @@ func (s *Serve) Run(ctx context.Context) error {
 				Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
 		}
 	}
-	if len(sources) > 0 {
+	if len(sources) > 0 || s.cfg.ZMQBind != "" {
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
-			OnBatch: fe.ObservePublished}, fe)
+			Bind: s.cfg.ZMQBind, TopicWorker: s.cfg.TopicWorker, OnBatch: fe.ObservePublished}, fe)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
 	g.Go(func() error { return s.signalReady(gctx, rep) })
