@@ -122,6 +122,9 @@ func (e *envoy) request(path string, h map[string]string, body []byte, subset []
 			return x
 		}
 		x.readPick(e.t, r.GetRequestHeaders().GetResponse(), r)
+		if len(body) == 0 {
+			return x // no body to echo
+		}
 		for {
 			r := recv()
 			sb := r.GetRequestBody().GetResponse().GetBodyMutation().GetStreamedResponse()
