@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/ordering"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,9 +42,11 @@ type SubscriberConfig struct {
 	// Start resumes after Start.StreamSeq with Start.LastIDs as the dedup
 	// baseline (from a snapshot). Zero: the whole stream.
 	Start Position
-	// MaxPending and GapTimeout tune the reorder buffer (see Order).
+	// MaxPending, GapTimeout and MaxJump tune the reorder buffer and
+	// restart detection (ordering.Config; zero: its defaults).
 	MaxPending int
 	GapTimeout time.Duration
+	MaxJump    uint64
 	// Events are optional callbacks.
 	Events SubscriberEvents
 	// Logger; default slog.Default().
@@ -76,7 +79,7 @@ type SubscriberStats struct {
 	BadPayload uint64 // undecodable messages, skipped
 	SinkErrors uint64 // events the sink refused
 	StreamSeq  uint64
-	Order      OrderStats
+	Order      ordering.Stats
 }
 
 // Subscriber consumes the KV events stream into a Sink: dedups
@@ -91,7 +94,7 @@ type Subscriber struct {
 	log  *slog.Logger
 
 	mu    sync.Mutex // held while a message is applied; Checkpoint takes it
-	order *Order
+	order *ordering.Order
 	pos   uint64
 
 	ready     chan struct{}
@@ -105,8 +108,11 @@ func NewSubscriber(conn *Conn, sink Sink, cfg SubscriberConfig) *Subscriber {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	o := NewOrder(cfg.Start.LastIDs)
-	o.MaxPending, o.GapTimeout, o.OnResync = cfg.MaxPending, cfg.GapTimeout, cfg.Events.OnResync
+	oc := ordering.Config{MaxPending: cfg.MaxPending, GapTimeout: cfg.GapTimeout, MaxJump: cfg.MaxJump}
+	if on := cfg.Events.OnResync; on != nil {
+		oc.OnClear = func(w kvevents.Worker, _ ordering.Reason) { on(w) }
+	}
+	o := ordering.New(oc, cfg.Start.LastIDs)
 	return &Subscriber{conn: conn, sink: sink, cfg: cfg, log: cfg.Logger, order: o,
 		pos: cfg.Start.StreamSeq, ready: make(chan struct{})}
 }
