@@ -189,6 +189,9 @@ type IndexSummary struct {
 	// Timing is the worker's fitted timing model (Config.TimingFit), on
 	// its rank-0 line; absent before its first observation.
 	Timing *TimingSummary `json:"timing,omitempty"`
+	// Ingest counts the worker's refused events and stream faults by
+	// reason (CountIngest), on its rank-0 line.
+	Ingest map[string]uint64 `json:"ingest,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -238,6 +241,9 @@ func (s *Server) IndexSummaries() IndexReport {
 		}
 	}
 	rep.DumpHash = hashRecords(recs)
+	for _, id := range s.ingest.workers() {
+		get(kvevents.Worker{ID: id}).Ingest = s.ingest.of(id)
+	}
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)
 	}
