@@ -52,6 +52,12 @@ type Config struct {
 	// Default 1<<20 (a million ids: a publisher of 100k events/s for 10 s,
 	// well past any reordering window); zero means the default.
 	MaxJump uint64
+	// AcceptFirst takes the first id seen of each worker+rank as its
+	// baseline whatever its value, instead of waiting for the ids below it
+	// (a gap, up to MaxJump). For a stream known to have started over
+	// while its publishers kept their ids (the shell clears the index
+	// first). Default false.
+	AcceptFirst bool
 	// OnClear, when set, is called for each worker+rank the Order clears.
 	OnClear func(w kvevents.Worker, r Reason)
 }
@@ -137,7 +143,7 @@ func (o *Order) Offer(out []kvevents.Event, ev *kvevents.Event, now time.Time) [
 	last, seen := o.last[w]
 	id := ev.EventID
 	switch {
-	case !seen && id <= 1, seen && id == last+1:
+	case !seen && (id <= 1 || o.cfg.AcceptFirst), seen && id == last+1:
 		// Publishers number from 0 or 1. NB: a first event beyond 1 is a
 		// gap like any other (a publisher's retried batch can land after a
 		// later one); if the stream never fills it (retention dropped the

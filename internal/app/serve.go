@@ -312,6 +312,7 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	opts := replica.RouterOptions(s.fe.Router())
 	opts.Sink, opts.Flush = s.fe, s.fe.Flush
 	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
+	opts.SubscriberEvents.OnIngest = s.fe.CountIngest       // kvrouter_events_rejected_total, kvrouter_event_faults_total
 	rep, err := replica.New(conn, rc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
