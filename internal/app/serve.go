@@ -49,6 +49,9 @@ type Serve struct {
 	// zmq is the ZMQ subscriber (set in Run with static ZMQ workers or
 	// --zmq-bind); a join kicks its held bind-mode messages.
 	zmq atomic.Pointer[zmqsub.Subscriber]
+	// gate holds NATS events of workers neither static nor registered
+	// (gate.go).
+	gate *memberGate
 }
 
 // kickZMQ lets the bind subscriber apply events held for a new worker.
@@ -131,7 +134,8 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
-	s.members = discovery.NewFleet(fc.Router.BlockSize, joinKick{s.fe, s.kickZMQ}, log)
+	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) }, s.fe.CountIngest)
+	s.members = discovery.NewFleet(fc.Router.BlockSize, joinKick{s.fe, func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}, log)
 	if err := s.members.AddStatic(static); err != nil {
 		return nil, err
 	}
@@ -260,7 +264,8 @@ func (s *Serve) Run(ctx context.Context) error {
 			_ = s.ln.Close()
 			return err
 		}
-		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
+		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log, OnSynced: s.gate.Synced})
+		g.Go(func() error { return s.gate.Run(gctx) })
 		g.Go(func() error { return reg.Watch(gctx, s.members) })
 	}
 	var sources []zmqsub.Source
@@ -310,7 +315,7 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	rc.Logger = s.log.With("component", "replica")
 	rc.Sync.Logger = rc.Logger
 	opts := replica.RouterOptions(s.fe.Router())
-	opts.Sink, opts.Flush = s.fe, s.fe.Flush
+	opts.Sink, opts.Flush = s.gate, s.fe.Flush              // events of unknown workers wait for their registration
 	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
 	opts.SubscriberEvents.OnIngest = s.fe.CountIngest       // kvrouter_events_rejected_total, kvrouter_event_faults_total
 	rep, err := replica.New(conn, rc, opts)

@@ -70,17 +70,17 @@ func validBind(ep string) error {
 	return nil
 }
 
-// joinKick is a Membership that kicks the bind subscriber after each
-// join, so the held events of the new worker's pod are applied at once.
+// joinKick is a Membership that calls kick after each join, so the events
+// held for the new worker (bind-mode ZMQ, NATS gate) are applied at once.
 type joinKick struct {
 	discovery.Membership
-	kick func()
+	kick func(id uint64)
 }
 
 func (j joinKick) Join(w discovery.Worker) error {
 	err := j.Membership.Join(w)
 	if err == nil {
-		j.kick()
+		j.kick(w.ID)
 	}
 	return err
 }
