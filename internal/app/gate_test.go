@@ -122,3 +122,33 @@ func TestServeUnregisteredEvents(t *testing.T) {
 		return blocks(7) == 3, fmt.Sprintf("%d blocks", blocks(7))
 	})
 }
+
+// TestResetWorkerEvents: the hook for a worker that restarted (a new
+// registration epoch) clears its blocks on every rank, and only its.
+func TestResetWorkerEvents(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := DefaultServeConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.NoNATS = true
+	cfg.StaticWorkers = []discovery.Worker{{ID: 1, URL: "http://127.0.0.1:1", DPSize: 2}, {ID: 2, URL: "http://127.0.0.1:2"}}
+	cfg.Frontend.LoadPollInterval = -1
+	cfg.Logger = quiet
+	s := runServe(t, ctx, "serve", cfg)
+	for _, ev := range []kvevents.Event{stored(1, 1, 3), stored(2, 1, 2)} {
+		_ = s.Frontend().Apply(&ev)
+	}
+	r1 := stored(1, 1, 4)
+	r1.DPRank = 1
+	_ = s.Frontend().Apply(&r1)
+	s.ResetWorkerEvents(1, 2)
+	if err := s.Frontend().Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range s.Frontend().IndexSummaries().Workers {
+		if (x.Worker == 1 && x.Total != 0) || (x.Worker == 2 && x.Total != 2) {
+			t.Fatalf("worker %d rank %d holds %d blocks after resetting worker 1", x.Worker, x.DPRank, x.Total)
+		}
+	}
+}
