@@ -52,6 +52,7 @@ type Serve struct {
 	// gate holds NATS events of workers neither static nor registered
 	// (gate.go).
 	gate *memberGate
+	pods podCache // bind-mode topic pods resolved to workers
 }
 
 // kickZMQ lets the bind subscriber apply events held for a new worker.
@@ -135,7 +136,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		return nil, err
 	}
 	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) }, s.fe.CountIngest)
-	s.members = discovery.NewFleet(fc.Router.BlockSize, joinKick{s.fe, func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}, log)
+	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
 	if err := s.members.AddStatic(static); err != nil {
 		return nil, err
 	}
@@ -266,7 +267,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		}
 		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log, OnSynced: s.gate.Synced})
 		g.Go(func() error { return s.gate.Run(gctx) })
-		g.Go(func() error { return reg.Watch(gctx, s.members) })
+		// Joins and leaves go through the fleet first, then release what
+		// waits for them (the fleet knows the worker by then).
+		watched := joinKick{Membership: s.members, changed: s.pods.reset,
+			kick: func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}
+		g.Go(func() error { return reg.Watch(gctx, watched) })
 	}
 	var sources []zmqsub.Source
 	for _, w := range s.static {
@@ -280,7 +285,9 @@ func (s *Serve) Run(ctx context.Context) error {
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
 			OnBatch: fe.ObservePublished, Binds: s.cfg.ZMQBind, OnIngest: fe.CountIngest,
 			Resolve: func(pod, topicModel string) (uint64, error) {
-				return resolvePod(s.members.Workers(), pod, topicModel, model)
+				return s.pods.resolve(pod, topicModel, func() (uint64, error) {
+					return resolvePod(s.members.Workers(), pod, topicModel, model)
+				})
 			}}, fe)
 		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
