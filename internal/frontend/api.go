@@ -189,6 +189,11 @@ type IndexSummary struct {
 	// Timing is the worker's fitted timing model (Config.TimingFit), on
 	// its rank-0 line; absent before its first observation.
 	Timing *TimingSummary `json:"timing,omitempty"`
+	// Health is what the worker's /metrics said (refusal, poll failures,
+	// engine block size and capacity), Prediction its predicted vs
+	// reported cached tokens (predict.go); both on its rank-0 line.
+	Health     *EngineHealth `json:"health,omitempty"`
+	Prediction *Prediction   `json:"prediction,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -222,6 +227,7 @@ func (s *Server) IndexSummaries() IndexReport {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down = wk.URL, wk.down
 		x.Timing = s.fits.summary(wk.ID)
+		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 	}
 	var recs []dumpRecord
 	for t := range kvevents.NumTiers {
