@@ -90,7 +90,8 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	case rr.Prompt != nil:
 		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), rr.Prompt.Text)
 	case len(rr.Messages) > 0:
-		j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(rr.Messages), true)
+		msgs, gen := routingMessages(rr.Messages)
+		j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), msgs, gen)
 	default:
 		s.fail(w, ep, oai.BadRequest("prompt", "give one of prompt, messages or tokens"))
 		return

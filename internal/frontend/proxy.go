@@ -192,7 +192,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 	t0 := time.Now()
-	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(req.Messages), true)
+	msgs, gen := routingMessages(req.Messages)
+	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), msgs, gen)
 	s.m.tokenize.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.fail(w, ep, tokenizeError(err))
