@@ -65,6 +65,12 @@ type ServeConfig struct {
 	Workers []string `yaml:"workers"`
 	// WorkersFile is a YAML file with more static workers. Default none.
 	WorkersFile string `yaml:"workers_file"`
+	// ZMQBind are endpoints (tcp://HOST:PORT) where serve binds one ZMQ
+	// SUB each for engines that connect their KV event PUB to the router
+	// (the bind topology: vLLM with a host endpoint, llm-d's centralized
+	// mode, llm-d-inference-sim). The topic kv@<pod>@<model> names the
+	// worker (its pod= option, URL host:port or host). Default none.
+	ZMQBind []string `yaml:"zmq_bind"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `yaml:"log_level"`
 
@@ -119,6 +125,9 @@ func (c ServeConfig) Validate() error {
 	}
 	if err := c.Replica.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, ep := range c.ZMQBind {
+		errs = append(errs, validBind(ep))
 	}
 	return errors.Join(errs...)
 }

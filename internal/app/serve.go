@@ -46,7 +46,21 @@ type Serve struct {
 	// loadSync is set in Run (NATS on, sync on); the router's booking
 	// callback reads it on request goroutines.
 	loadSync atomic.Pointer[replica.LoadSync]
+	// zmq is the ZMQ subscriber (set in Run with static ZMQ workers or
+	// --zmq-bind); a join kicks its held bind-mode messages.
+	zmq atomic.Pointer[zmqsub.Subscriber]
 }
+
+// kickZMQ lets the bind subscriber apply events held for a new worker.
+func (s *Serve) kickZMQ() {
+	if z := s.zmq.Load(); z != nil {
+		z.Kick()
+	}
+}
+
+// ZMQ is the ZMQ subscriber (nil before Run, or with neither static ZMQ
+// workers nor --zmq-bind).
+func (s *Serve) ZMQ() *zmqsub.Subscriber { return s.zmq.Load() }
 
 // NewServe validates cfg, loads the tokenizer, builds the frontend and
 // binds the listener. It starts no goroutine; on error it closes what it
@@ -117,7 +131,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
-	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
+	s.members = discovery.NewFleet(fc.Router.BlockSize, joinKick{s.fe, s.kickZMQ}, log)
 	if err := s.members.AddStatic(static); err != nil {
 		return nil, err
 	}
@@ -256,9 +270,14 @@ func (s *Serve) Run(ctx context.Context) error {
 				Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
 		}
 	}
-	if len(sources) > 0 {
+	if len(sources) > 0 || len(s.cfg.ZMQBind) > 0 {
+		model := s.cfg.Frontend.Model
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
-			OnBatch: fe.ObservePublished}, fe)
+			OnBatch: fe.ObservePublished, Binds: s.cfg.ZMQBind, OnIngest: fe.CountIngest,
+			Resolve: func(pod, topicModel string) (uint64, error) {
+				return resolvePod(s.members.Workers(), pod, topicModel, model)
+			}}, fe)
+		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
 	g.Go(func() error { return s.signalReady(gctx, rep) })
@@ -293,6 +312,7 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	opts := replica.RouterOptions(s.fe.Router())
 	opts.Sink, opts.Flush = s.fe, s.fe.Flush
 	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
+	opts.SubscriberEvents.OnIngest = s.fe.CountIngest       // kvrouter_events_rejected_total, kvrouter_event_faults_total
 	rep, err := replica.New(conn, rc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

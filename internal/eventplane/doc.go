@@ -18,7 +18,7 @@
 // message awaiting acknowledgement). Subscriber consumes the stream with
 // an ordered consumer from a start sequence (a snapshot's), dedups by
 // (worker, rank, event_id), reorders, and clears a worker+rank whose gap
-// the stream cannot fill (Order, a pure core). Checkpoint gives a consistent (index, Position)
+// the stream cannot fill (package ordering, a pure core). Checkpoint gives a consistent (index, Position)
 // pair for snapshots.
 //
 // # Envelope

@@ -195,6 +195,9 @@ type IndexSummary struct {
 	// reported cached tokens (predict.go); both on its rank-0 line.
 	Health     *EngineHealth `json:"health,omitempty"`
 	Prediction *Prediction   `json:"prediction,omitempty"`
+	// Ingest counts the worker's refused events and stream faults by
+	// reason (CountIngest), on its rank-0 line.
+	Ingest map[string]uint64 `json:"ingest,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -245,6 +248,9 @@ func (s *Server) IndexSummaries() IndexReport {
 		}
 	}
 	rep.DumpHash = hashRecords(recs)
+	for _, id := range s.ingest.workers() {
+		get(kvevents.Worker{ID: id}).Ingest = s.ingest.of(id)
+	}
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)
 	}

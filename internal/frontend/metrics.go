@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -32,6 +31,7 @@ type metrics struct {
 	eventLag      prometheus.Histogram
 	events        prometheus.Counter
 	eventRejects  *prometheus.CounterVec // reason
+	eventFaults   *prometheus.CounterVec // reason (ingest.go)
 	inflight      prometheus.Gauge
 	retries       prometheus.Counter
 	workerDown    prometheus.Counter
@@ -82,7 +82,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_applied_total",
 			Help: "KV events applied to the index."}),
 		eventRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_rejected_total",
-			Help: "KV events refused, by reason."}, []string{"reason"}),
+			Help: "KV events refused, by reason (decode, block_size, unknown_pod, unknown_pod_expired, model_mismatch, worker_mismatch, unregistered, unknown_parent, self_parent, bad_event)."}, []string{"reason"}),
+		eventFaults: newFaultsCounter(),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_inflight_requests",
 			Help: "Requests being proxied."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
@@ -104,7 +105,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
 		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
-		m.eventLag, m.events, m.eventRejects, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
+		m.eventLag, m.events, m.eventRejects, m.eventFaults, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
 		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),
@@ -146,18 +147,7 @@ func (m *metrics) onEvent(ev *kvevents.Event, err error) {
 		m.events.Inc()
 		return
 	}
-	reason := "other"
-	switch {
-	case errors.Is(err, indexer.ErrUnknownParent):
-		reason = "unknown_parent"
-	case errors.Is(err, indexer.ErrSelfParent):
-		reason = "self_parent"
-	case errors.Is(err, indexer.ErrBadEvent):
-		reason = "bad_event"
-	case errors.Is(err, router.ErrBlockSize):
-		reason = "block_size"
-	}
-	m.eventRejects.WithLabelValues(reason).Inc()
+	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
 // observeUsage counts a worker's usage report and returns its prompt and

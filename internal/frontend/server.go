@@ -43,6 +43,7 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	ingest ingest                // per-worker ingestion outcomes (ingest.go)
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
@@ -215,6 +216,9 @@ func (s *Server) ObservePublished(published time.Time, n int) {
 
 func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
+	if err != nil {
+		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
+	}
 	if s.cfg.Events.OnEvent != nil {
 		s.cfg.Events.OnEvent(ev.WorkerID, err)
 	}
