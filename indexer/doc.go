@@ -28,9 +28,9 @@
 //
 // # Semantics (identical in every Index)
 //
-//   - Stored attaches its blocks, as a chain, under the block the worker's
-//     parent hash names (the root when there is no parent). An unknown parent
-//     rejects the whole event (ErrUnknownParent); a parent that is one of the
+//   - Stored attaches its blocks, as a chain, at a position fixed by the
+//     "Parents" rules below. A position that cannot be determined rejects
+//     the whole event (ErrUnknownParent); a parent that is one of the
 //     event's own block hashes rejects it (ErrSelfParent). A block whose
 //     engine hash the worker already holds is skipped and the chain continues
 //     under the block the worker holds under that hash; a block the worker
@@ -43,6 +43,20 @@
 //     Stats.UnknownRemove and skipped. The hashes of one event are applied
 //     deepest first, so evicting a whole chain in one event counts nothing
 //     as unknown.
+//   - Parents. An engine's block hash is a sequence hash: it names the
+//     block's whole prefix, and the event's parent is a hint. The chain
+//     starts at the root when the event has no parent or parent 0 (some
+//     publishers send 0 for none); else under the parent when the worker
+//     holds it; else, when the worker holds the event's first block (same
+//     local hash), where that block is (the parent was stale, e.g. an
+//     interior block evicted and stored again naming a later block as
+//     parent); else nowhere: ErrUnknownParent. Other workers' blocks are
+//     not consulted: the worker's blocks are a prefix-closed set (below), so
+//     a chain under a block it lacks could never count for its lookups,
+//     and a Sharded index keeps other workers in shards a writer must not
+//     lock. A refused event does not poison later ones: each is placed on
+//     its own. (Scripts: parent-zero, parent-unknown,
+//     parent-interior-restore, parent-interior-remove.)
 //   - Cleared drops everything of that worker+rank; RemoveWorker drops every
 //     rank of a worker.
 //   - A rejected event changes nothing (events are validated before any

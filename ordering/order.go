@@ -143,7 +143,7 @@ func (o *Order) Offer(out []kvevents.Event, ev *kvevents.Event, now time.Time) [
 	last, seen := o.last[w]
 	id := ev.EventID
 	switch {
-	case !seen && (id <= 1 || o.cfg.AcceptFirst), seen && id == last+1:
+	case !seen && (id <= 1 || o.cfg.AcceptFirst), seen && id == last+1 && id != 0: // NB: last+1 wraps at 2^64-1
 		// Publishers number from 0 or 1. NB: a first event beyond 1 is a
 		// gap like any other (a publisher's retried batch can land after a
 		// later one); if the stream never fills it (retention dropped the

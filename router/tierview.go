@@ -107,7 +107,7 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 	}
 	switch ev.Kind {
 	case kvevents.KindStored:
-		if ev.HasParent {
+		if ev.HasParent && ev.Parent != 0 { // parent 0 reads as none (indexer package doc)
 			for _, b := range ev.Blocks {
 				if b.Hash == ev.Parent {
 					return indexer.ErrSelfParent
@@ -140,7 +140,7 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 // became reachable.
 func (r *Router) viewStore(wv *workerView, ev *kvevents.Event) {
 	bit := uint8(1) << ev.Tier
-	parent, hasParent := ev.Parent, ev.HasParent
+	parent, hasParent := ev.Parent, ev.HasParent && ev.Parent != 0
 	w := ev.Worker()
 	for _, b := range ev.Blocks {
 		vb := wv.blocks[b.Hash]

@@ -48,15 +48,17 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 	held := r.workers[w]
 	switch ev.Kind {
 	case kvevents.KindStored:
-		if ev.HasParent {
+		hasParent := ev.HasParent && ev.Parent != 0 // parent 0 reads as none
+		if hasParent {
 			for _, b := range ev.Blocks {
 				if b.Hash == ev.Parent {
 					return indexer.ErrSelfParent
 				}
 			}
-			if _, ok := held[ev.Parent]; !ok {
-				return indexer.ErrUnknownParent
-			}
+		}
+		cur, hasCur, err := r.anchor(w, ev, hasParent)
+		if err != nil {
+			return err
 		}
 		if len(ev.Blocks) == 0 {
 			return nil
@@ -65,7 +67,6 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 			held = map[uint64]refBlock{}
 			r.workers[w] = held
 		}
-		cur, hasCur := ev.Parent, ev.HasParent
 	blocks:
 		for _, b := range ev.Blocks {
 			if _, ok := held[b.Hash]; ok {
@@ -115,6 +116,26 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 		return indexer.ErrBadEvent
 	}
 	return nil
+}
+
+// anchor is where w's chain of a Stored event starts (the indexer package
+// doc's rules): the root without a parent (0 reads as none); the parent
+// when w holds it; else, when w holds the first block with its local
+// hash, that block's parent; else the parent is unknown.
+func (r *Reference) anchor(w kvevents.Worker, ev *kvevents.Event, hasParent bool) (uint64, bool, error) {
+	held := r.workers[w]
+	if !hasParent {
+		return 0, false, nil
+	}
+	if _, ok := held[ev.Parent]; ok {
+		return ev.Parent, true, nil
+	}
+	if len(ev.Blocks) > 0 {
+		if x, ok := held[ev.Blocks[0].Hash]; ok && x.local == ev.Blocks[0].Local {
+			return x.parent, x.hasParent, nil
+		}
+	}
+	return 0, false, indexer.ErrUnknownParent
 }
 
 // RemoveWorker implements indexer.Index.
