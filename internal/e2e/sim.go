@@ -152,3 +152,53 @@ func WaitWorkerBlocks(t testing.TB, r *Router, id uint64, min int, timeout time.
 	})
 	return n
 }
+
+// StartStaticRouter starts `kvrouter serve --no-nats` on a free loopback
+// port with the given flags (static --worker list, --zmq-bind, ...); it
+// does not wait (see WaitReady).
+func StartStaticRouter(t testing.TB, bin, name string, flags ...string) *Router {
+	t.Helper()
+	r := &Router{Name: name, Port: FreePorts(t, 1)[0]}
+	args := append([]string{"serve",
+		"--addr", "127.0.0.1:" + strconv.Itoa(r.Port),
+		"--no-nats",
+		"--log-level", "info",
+	}, flags...)
+	r.Proc = Start(t, name, bin, args...)
+	return r
+}
+
+// SimFleet is simulators behind one `kvrouter serve` that binds the ZMQ
+// endpoint they all connect to.
+type SimFleet struct {
+	Sims   []*Sim
+	Router *Router
+	ZMQ    string // the router's bound endpoint
+}
+
+// StartSimFleet starts n simulators (ids 1..n) publishing to one endpoint
+// the router binds (--zmq-bind), and the router with them as its static
+// workers and --tokenizer remote (the simulators' /tokenize, so router
+// and engine agree on tokens); it waits until the router is ready and
+// every simulator healthy.
+func StartSimFleet(t testing.TB, kvrouterBin, simBin string, n int, cfg SimConfig, serveFlags ...string) *SimFleet {
+	t.Helper()
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = 16
+	}
+	f := &SimFleet{ZMQ: "tcp://127.0.0.1:" + strconv.Itoa(FreePorts(t, 1)[0])}
+	cfg.ZMQ = f.ZMQ
+	flags := []string{"--block-size", strconv.Itoa(cfg.BlockSize), "--zmq-bind", f.ZMQ,
+		"--tokenizer", "remote", "--seed", "1"}
+	for i := range n {
+		s := StartSim(t, simBin, uint64(i+1), cfg)
+		f.Sims = append(f.Sims, s)
+		flags = append(flags, "--worker", s.WorkerFlag(cfg.BlockSize))
+	}
+	f.Router = StartStaticRouter(t, kvrouterBin, "router", append(flags, serveFlags...)...)
+	for _, s := range f.Sims {
+		s.WaitHealthy(t, 60*time.Second)
+	}
+	f.Router.WaitReady(t, 60*time.Second)
+	return f
+}
