@@ -42,7 +42,13 @@ type simUsage struct {
 // through r, streamed (with include_usage) or not, and reads the answer.
 func askSim(t *testing.T, r *Router, endpoint string, stream bool, doc string) simAnswer {
 	t.Helper()
-	req := map[string]any{"model": Model, "max_tokens": 4}
+	return askSimModel(t, r, Model, endpoint, stream, doc)
+}
+
+// askSimModel is askSim for another model name (a LoRA adapter).
+func askSimModel(t *testing.T, r *Router, model, endpoint string, stream bool, doc string) simAnswer {
+	t.Helper()
+	req := map[string]any{"model": model, "max_tokens": 4}
 	path := "/v1/completions"
 	if endpoint == "chat" {
 		path = "/v1/chat/completions"
@@ -319,6 +325,40 @@ func TestSimRestartClearsStaleBlocks(t *testing.T) {
 	again := askSim(t, r, "completions", true, old)
 	if again.Worker == victim.ID && again.Overlap != 0 {
 		t.Errorf("after the restart the router still claims %d blocks of the old prompt on worker %d", again.Overlap, victim.ID)
+	}
+}
+
+// TestSimLoRA: the router learns the simulator's LoRA adapter from its
+// /v1/models (parent set) and hashes requests for it with the adapter's
+// name as salt, as the simulator's events (lora_name) are: a repeated
+// adapter prompt finds its blocks, and the engine's cached_tokens equal the
+// prediction; the same prompt for the base model finds none of them.
+func TestSimLoRA(t *testing.T) {
+	skipShort(t)
+	sim := SimBinary(t, root)
+	lora := `{"name":"sql-lora","path":"/adapters/sql","base_model_name":"` + Model + `"}`
+	f := StartSimFleet(t, bins.Kvrouter, sim, 2, SimConfig{Extra: []string{"--lora-modules", lora}})
+	r := f.Router
+	WaitFor(t, 20*time.Second, "the router to learn the adapter", func() (bool, string) {
+		return strings.Contains(r.Proc.Log(0), `LoRA adapter learnt`), "not in the router log yet"
+	})
+	text := document(500, 300)
+	first := askSimModel(t, r, "sql-lora", "completions", false, text)
+	WaitWorkerBlocks(t, r, first.Worker, first.Prompt/16, 20*time.Second)
+	again := askSimModel(t, r, "sql-lora", "completions", false, text)
+	if again.Worker != first.Worker || again.Overlap == 0 || again.Cached != again.Overlap*16 {
+		t.Fatalf("adapter repeat: first worker %d, repeat worker %d overlap %d cached %d; want the same worker, overlap > 0, cached = overlap x 16",
+			first.Worker, again.Worker, again.Overlap, again.Cached)
+	}
+	status, body, err := postJSON(r.URL()+"/route", map[string]any{"prompt": text})
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("/route: %d %v %s", status, err, body)
+	}
+	var rr struct {
+		Overlap [3]int `json:"overlap_blocks"`
+	}
+	if err := json.Unmarshal([]byte(body), &rr); err != nil || rr.Overlap[0] != 0 {
+		t.Errorf("the base model's lookup of the adapter's prompt: %s (%v), want no overlap", body, err)
 	}
 }
 
