@@ -321,3 +321,22 @@ func TestDPRankHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldable: requests for log probabilities or an echo are not folded
+// from a stream (forwarded as they are); others are.
+func TestFoldable(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"prompt":"x"}`:                   true,
+		`{"prompt":"x","logprobs":null}`:   true,
+		`{"messages":[],"logprobs":false}`: true,
+		`{"prompt":"x","logprobs":2}`:      false,
+		`{"messages":[],"logprobs":true}`:  false,
+		`{"messages":[],"top_logprobs":3}`: false,
+		`{"prompt":"x","echo":true}`:       false,
+		`not json`:                         false,
+	} {
+		if got := foldable([]byte(body)); got != want {
+			t.Errorf("foldable(%s) = %v, want %v", body, got, want)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Predicted vs reported prefix hits (DESIGN.md §3, §4): per proxied request
+// Predicted vs reported prefix hits (DESIGN.md §5): per proxied request
 // the router predicts the cached tokens on the chosen worker (its device
 // overlap times the block size, capped at the prompt) and the engine reports
 // what it actually found (usage.prompt_tokens_details.cached_tokens). Both

@@ -25,7 +25,7 @@ var unstreamFields = map[string]any{"stream": true, "stream_options": map[string
 // stream from the engine. A body that cannot be rewritten is forwarded as
 // it is (the relay then copies the engine's JSON).
 func (s *Server) prepareUnstream(j *job) {
-	if j.stream || (j.endpoint != "completions" && j.endpoint != "chat") {
+	if j.stream || (j.endpoint != "completions" && j.endpoint != "chat") || !foldable(j.body) {
 		return
 	}
 	b, err := oai.SetFields(j.body, unstreamFields)
@@ -33,6 +33,22 @@ func (s *Server) prepareUnstream(j *job) {
 		return
 	}
 	j.body, j.unstream = b, true
+}
+
+// foldable reports whether a non-streaming body's answer can be folded
+// from chunks: requests for log probabilities or an echoed prompt are
+// forwarded as they are (the folder does not rebuild those fields).
+func foldable(body []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"logprobs", "top_logprobs", "prompt_logprobs", "echo", "best_of"} {
+		if v, ok := m[k]; ok && string(v) != "null" && string(v) != "false" {
+			return false
+		}
+	}
+	return true
 }
 
 // unstreamer folds a chat or completion SSE stream into one response.
