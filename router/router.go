@@ -44,6 +44,7 @@ type workerState struct {
 	metrics []Metrics // per rank
 	hasMet  []bool
 	timing  *selector.Timing // SetWorkerTiming; nil: Config.Selector.Timing
+	links   []linkState      // per rank: booked onboarding loads (onboard.go)
 }
 
 // pending is one request being decided (and, when queued, waiting). It
@@ -253,6 +254,7 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 		copy(ws.metrics, old.metrics)
 		copy(ws.hasMet, old.hasMet)
 		ws.timing = old.timing
+		ws.links = old.links
 	}
 	r.workers[info.ID] = ws
 	r.rebuildRanks()
