@@ -74,6 +74,9 @@ func (r *Router) view(w kvevents.Worker, create bool) *workerView {
 		return wv
 	}
 	wv = &workerView{blocks: map[uint64]*viewBlock{}, kids: map[uint64][]uint64{}}
+	// An asynchronous device index may still hold w's earlier events in
+	// its queue: they went by with no view to record them.
+	r.flushDevice()
 	for _, ev := range r.idx[kvevents.TierDevice].Dump() {
 		if ev.Worker() != w {
 			continue
