@@ -48,14 +48,27 @@ func (l LinkCost) Time(tokens float64) float64 {
 	return l.MsPerBatch + tokens*l.MsPerToken
 }
 
-// Onboard is the onboarding model of the lower tiers (indexed like
-// kvevents.Tier; the device entry is unused). The zero value is off: a
-// lower-tier hit is priced by its credit alone.
+// Onboard is the onboarding model of the lower tiers. The zero value is
+// off: a lower-tier hit is priced by its credit alone.
 type Onboard struct {
-	// Links per tier: Links[kvevents.TierHostPinned], [TierDisk] and
-	// [TierExternal]. Default zero (off); DefaultOnboard gives the
-	// mocker's default links.
-	Links [kvevents.NumTiers]LinkCost `yaml:"links"`
+	// Host, Disk and Shared are the links of G2, G3 and the G4 store.
+	// Default zero (off); DefaultOnboard gives the mocker's default links.
+	Host   LinkCost `yaml:"host"`
+	Disk   LinkCost `yaml:"disk"`
+	Shared LinkCost `yaml:"shared"`
+}
+
+// Link returns the link of lower tier t (zero for the device).
+func (o *Onboard) Link(t kvevents.Tier) LinkCost {
+	switch t {
+	case kvevents.TierHostPinned:
+		return o.Host
+	case kvevents.TierDisk:
+		return o.Disk
+	case kvevents.TierExternal:
+		return o.Shared
+	}
+	return LinkCost{}
 }
 
 // IsZero reports whether o charges nothing.
@@ -72,20 +85,21 @@ const bytesPerToken = 2 * 32 * 8 * 128 * 2
 // shared 0.67 ms (+1 ms per load), against ~1 ms of prefill per block
 // at the margin (DESIGN.md §6).
 func DefaultOnboard() Onboard {
-	var o Onboard
-	o.Links[kvevents.TierHostPinned] = LinkCost{MsPerToken: bytesPerToken / 25e9 * 1e3, MsPerBatch: 0.02}
-	o.Links[kvevents.TierDisk] = LinkCost{MsPerToken: bytesPerToken / 6e9 * 1e3, MsPerBatch: 0.1}
-	o.Links[kvevents.TierExternal] = LinkCost{MsPerToken: bytesPerToken / 12.5e9 * 1e3, MsPerBatch: 1}
-	return o
+	return Onboard{
+		Host:   LinkCost{MsPerToken: bytesPerToken / 25e9 * 1e3, MsPerBatch: 0.02},
+		Disk:   LinkCost{MsPerToken: bytesPerToken / 6e9 * 1e3, MsPerBatch: 0.1},
+		Shared: LinkCost{MsPerToken: bytesPerToken / 12.5e9 * 1e3, MsPerBatch: 1},
+	}
 }
 
 // Validate reports every problem with o.
 func (o Onboard) Validate() error {
 	var errs []error
-	for t, l := range o.Links {
+	for t := kvevents.TierHostPinned; int(t) < kvevents.NumTiers; t++ {
+		l := o.Link(t)
 		for _, v := range []float64{l.MsPerToken, l.MsPerBatch} {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				errs = append(errs, fmt.Errorf("selector: onboard link of %s: %v must be finite and >= 0", kvevents.Tier(t), v))
+				errs = append(errs, fmt.Errorf("selector: onboard link of %s: %v must be finite and >= 0", t, v))
 			}
 		}
 	}
@@ -132,7 +146,7 @@ func onboardTime(cfg *Config, c *Candidate, w *[kvevents.NumTiers]float64, b int
 		if seg[t] == 0 {
 			continue
 		}
-		l := cfg.Onboard.Links[t]
+		l := cfg.Onboard.Link(t)
 		load = max(load, max(0, c.LinkBacklog[t])+l.Time(float64(seg[t]*b)))
 	}
 	return load
@@ -151,7 +165,7 @@ func OnboardTimes(cfg *Config, ov *[kvevents.NumTiers]int, b int) (ms [kvevents.
 	seg := tierSegments(ov, &w)
 	for t := kvevents.TierHostPinned; int(t) < kvevents.NumTiers; t++ {
 		if seg[t] > 0 {
-			ms[t] = cfg.Onboard.Links[t].Time(float64(seg[t] * b))
+			ms[t] = cfg.Onboard.Link(t).Time(float64(seg[t] * b))
 		}
 	}
 	return ms

@@ -44,8 +44,8 @@ func TestOnboardCost(t *testing.T) {
 	}
 	cfg.Onboard = DefaultOnboard()
 	on := Cost(cfg, 40*B, B, 0, 0.3, &c)
-	host := cfg.Onboard.Links[kvevents.TierHostPinned].Time(8 * B)
-	disk := cfg.Onboard.Links[kvevents.TierDisk].Time(20 * B)
+	host := cfg.Onboard.Host.Time(8 * B)
+	disk := cfg.Onboard.Disk.Time(20 * B)
 	if want := max(host, disk); math.Abs(on.Onboard-want) > 1e-9 {
 		t.Fatalf("onboard = %v, want max(host %v, disk %v)", on.Onboard, host, disk)
 	}
@@ -71,8 +71,8 @@ func TestOnboardCost(t *testing.T) {
 
 func TestOnboardValidate(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Onboard.Links[kvevents.TierDisk].MsPerToken = math.NaN()
-	cfg.Onboard.Links[kvevents.TierHostPinned].MsPerBatch = -1
+	cfg.Onboard.Disk.MsPerToken = math.NaN()
+	cfg.Onboard.Host.MsPerBatch = -1
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("NaN and negative link costs accepted")
 	}

@@ -86,6 +86,10 @@ func DefaultServeConfig() ServeConfig {
 	fc := frontend.DefaultConfig()
 	fc.Model = DefaultModel
 	fc.Router.BlockSize = DefaultBlockSize
+	// One prefix chain across tiers (DESIGN.md §7): lower-tier stores under
+	// a device parent are what offloading engines publish; replica
+	// snapshots carry the view (router.DumpTiers).
+	fc.Router.TierChains = true
 	nc := eventplane.DefaultConfig()
 	nc.Port = DefaultEmbeddedNATSPort
 	return ServeConfig{

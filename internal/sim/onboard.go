@@ -3,7 +3,6 @@ package sim
 import (
 	"time"
 
-	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/selector"
 )
@@ -29,9 +28,5 @@ func OnboardModel(tc mocker.TierConfig, blockSize int) selector.Onboard {
 	cost := func(l mocker.Link) selector.LinkCost {
 		return selector.LinkCost{MsPerToken: perToken / l.Bandwidth * 1e3, MsPerBatch: float64(l.Latency) / float64(time.Millisecond)}
 	}
-	var o selector.Onboard
-	o.Links[kvevents.TierHostPinned] = cost(host)
-	o.Links[kvevents.TierDisk] = cost(disk)
-	o.Links[kvevents.TierExternal] = cost(mocker.DefaultSharedLink)
-	return o
+	return selector.Onboard{Host: cost(host), Disk: cost(disk), Shared: cost(mocker.DefaultSharedLink)}
 }
