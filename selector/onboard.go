@@ -170,3 +170,15 @@ func OnboardTimes(cfg *Config, ov *[kvevents.NumTiers]int, b int) (ms [kvevents.
 	}
 	return ms
 }
+
+// TierCredits splits breakdown b's credit (computed under cfg) by the
+// tier crediting each block: the entries add up to b.Credit. Per-request
+// overrides of OverlapCredit are not reflected.
+func TierCredits(cfg *Config, b *Breakdown) (credit [kvevents.NumTiers]float64) {
+	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * b.Decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
+	seg := tierSegments(&b.Overlap, &w)
+	for t := range credit {
+		credit[t] = float64(seg[t]) * w[t]
+	}
+	return credit
+}
