@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
 )
@@ -48,4 +49,12 @@ func bindTierFlags(f *pflag.FlagSet, rc *router.Config) {
 	f.BoolVar(&rc.TierChains, "tier-chains", rc.TierChains, "read a worker's KV as one prefix chain across tiers (a host block under a device parent is accepted; snapshots carry it)")
 	fl := f.VarPF(onboardFlag{&sc.Onboard}, "onboard-cost", "", "time cost: charge lower-tier hits the load time over the default PCIe/NVMe/network links (selector.DefaultOnboard)")
 	fl.NoOptDefVal = "true"
+}
+
+// bindEngineTierFlags binds the engine's lower-tier flags (DESIGN.md §7),
+// the same as sim's: the tier spec and the offload policy.
+func bindEngineTierFlags(f *pflag.FlagSet, spec *string, e *mocker.Config) {
+	f.StringVar(spec, "tiers", *spec, "lower KV tiers: host=4x,disk=16x[,shared=N], each a multiple of --num-blocks or a block count (default: G1 only)")
+	f.BoolVar(&e.Tiers.WriteThrough, "write-through", e.Tiers.WriteThrough, "tiers: offload every computed block (default: offload on G1 eviction)")
+	f.IntVar(&e.Tiers.MinReuse, "offload-min-reuse", e.Tiers.MinReuse, "tiers: offload only blocks reused at least this many times (0 = all)")
 }
