@@ -15,6 +15,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/mocker"
@@ -176,5 +177,104 @@ func TestTiersHostHit(t *testing.T) {
 	}
 	if after := wx.Server().Stats().OnboardedBlocks; after <= before {
 		t.Fatalf("worker %d onboarded %d blocks before the repeat and %d after", x, before, after)
+	}
+}
+
+// TestTiersSharedStore: a fleet whose workers share one G4 store (one
+// process, as kvrouter up runs them): a prompt evicted from worker X's G1
+// is offloaded to the store, the router's external index holds it under
+// the store's identity, /route credits it to every worker, and worker Y,
+// which never computed it, onboards it from the store.
+func TestTiersSharedStore(t *testing.T) {
+	eng := mocker.DefaultConfig()
+	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 64, 16, 100
+	fc := app.DefaultServeConfig().Frontend
+	fc.Seed, fc.LoadPollInterval, fc.DrainTimeout = 1, -1, 5*time.Second
+	fc.Router.Predict.TTL = 0
+	fc.Router.Selector.SharedWeight = 0.5
+	f, err := fleet.New(fleet.Config{Workers: 2, Engine: eng, Tiers: "shared=256", Frontend: fc,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- f.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("fleet run: %v", err)
+		}
+	})
+	select {
+	case <-f.Ready():
+	case err := <-runDone:
+		runDone <- err
+		t.Fatalf("fleet stopped before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("fleet not ready after 30s")
+	}
+	x, y := f.Workers()[0], f.Workers()[1]
+	prompt := longPrompt("alpha", 90)
+	for _, p := range []string{prompt, longPrompt("beta", 90), longPrompt("gamma", 90), longPrompt("delta", 90), longPrompt("epsilon", 90)} {
+		postCompletion(t, x.URL, p)
+	}
+	tok, err := tokenizer.Default(tokenizer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := tok.Encode(ctx, prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locals := kvhash.LocalHashes(toks, eng.BlockSize, kvhash.Seed("", ""))
+	n := len(locals)
+	ext := f.Frontend().Router().Index(kvevents.TierExternal)
+	store := kvevents.Worker{ID: sim.SharedStoreID}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for ext.FindMatches(locals).Get(store) < n {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("the store holds %d of the prompt's %d blocks in the router", ext.FindMatches(locals).Get(store), n)
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"prompt": prompt})
+	resp, err := http.Post(f.URL()+"/route", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rr frontend.RouteResponse
+	err = json.NewDecoder(resp.Body).Decode(&rr)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rr.Candidates {
+		if c.TierOverlap["external"] < n || c.TierCredit["external"] <= 0 {
+			t.Fatalf("worker %d not credited the store's %d blocks: %+v", c.Worker, n, c)
+		}
+	}
+	before := y.Server().Stats()
+	postCompletion(t, y.URL, prompt)
+	after := y.Server().Stats()
+	if after.OnboardedBlocks <= before.OnboardedBlocks || after.TierCachedTokens[kvevents.TierExternal] <= before.TierCachedTokens[kvevents.TierExternal] {
+		t.Fatalf("worker %d did not onboard from the store: before %+v after %+v", y.ID, before, after)
+	}
+}
+
+func postCompletion(t *testing.T, base, prompt string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "max_tokens": 1})
+	resp, err := http.Post(base+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %d %s", base, resp.StatusCode, b)
 	}
 }
