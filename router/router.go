@@ -631,9 +631,14 @@ func (r *Router) lookupKV(p *pending) {
 	if len(p.locals) == 0 {
 		return
 	}
+	noViews := r.cfg.TierChains && r.tv.n.Load() == 0
 	for t := range kvevents.NumTiers {
 		if kvevents.Tier(t) == kvevents.TierExternal && r.cfg.Selector.SharedWeight == 0 {
 			continue // G4 earns no credit unless weighted (DESIGN.md §7)
+		}
+		if noViews && kvevents.Tier(t) != kvevents.TierDevice {
+			p.ov[t] = p.ov[t][:0] // no worker sent a lower-tier event: nothing derived
+			continue
 		}
 		if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)

@@ -108,6 +108,7 @@ func (r *Router) ClearKV() {
 	}
 	r.tv.mu.Lock()
 	clear(r.tv.ws)
+	r.tv.n.Store(0)
 	r.tv.mu.Unlock()
 }
 
