@@ -30,6 +30,16 @@
 // runs the writers; Flush waits until everything applied so far is
 // visible (readiness, /debug/index).
 //
+// Engines are read where every engine serves them (engine.go): load, KV
+// usage and cache config from Prometheus GET /metrics (vLLM and SGLang
+// names), liveness of a down worker from GET /health, LoRA adapters from
+// GET /v1/models (adapters.go). The chosen dp rank goes to the engine in
+// X-data-parallel-rank. A non-streaming request is streamed from the
+// engine and folded into one JSON body (unstream.go); every answer with
+// usage compares the predicted cached tokens with the engine's
+// (predict.go). A chat part that is not text ends the routed prompt
+// (multimodal.go).
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and
 // RunIndex the index writers; internal/app's serve runtime runs both.

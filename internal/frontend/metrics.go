@@ -41,6 +41,7 @@ type metrics struct {
 	authFailures  prometheus.Counter
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
+	eng           *engineMetrics // engine health and predicted vs reported hits (predict.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -114,6 +115,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			func() float64 { return float64(s.rt.Stats().Workers) }),
 		newIndexCollector(s),
 	)
+	m.eng = newEngineMetrics(reg)
 	return m
 }
 
@@ -148,7 +150,9 @@ func (m *metrics) onEvent(ev *kvevents.Event, err error) {
 	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
-func (m *metrics) observeUsage(data []byte) {
+// observeUsage counts a worker's usage report and returns its prompt and
+// cached tokens (ok false: no usage in data).
+func (m *metrics) observeUsage(data []byte) (prompt, cached int, ok bool) {
 	var c struct {
 		Usage *struct {
 			PromptTokens        int `json:"prompt_tokens"`
@@ -158,12 +162,14 @@ func (m *metrics) observeUsage(data []byte) {
 		} `json:"usage"`
 	}
 	if json.Unmarshal(data, &c) != nil || c.Usage == nil {
-		return
+		return 0, 0, false
 	}
 	m.workerPrompt.Add(float64(c.Usage.PromptTokens))
 	if c.Usage.PromptTokensDetails != nil {
-		m.workerCached.Add(float64(c.Usage.PromptTokensDetails.CachedTokens))
+		cached = c.Usage.PromptTokensDetails.CachedTokens
+		m.workerCached.Add(float64(cached))
 	}
+	return c.Usage.PromptTokens, cached, true
 }
 
 // indexCollector reports index sizes per tier at scrape time.
