@@ -192,4 +192,3 @@ type Stats struct {
 	EventsApplied  uint64
 	EventsRejected uint64
 }
-

@@ -85,7 +85,7 @@ func TestEPPManifestArgs(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Pool.Namespace != "llm" || cfg.Pool.Selector != "app=vllm-llama3-8b" || cfg.Serve.ZMQBind == "" || !cfg.Serve.NoNATS ||
+	if cfg.Pool.Namespace != "llm" || cfg.Pool.Selector != "app=vllm-llama3-8b" || len(cfg.Serve.ZMQBind) == 0 || !cfg.Serve.NoNATS ||
 		cfg.Serve.Frontend.Router.BlockSize != 16 || cfg.GRPCAddr != "0.0.0.0:9002" {
 		t.Fatalf("effective config %+v", cfg.Pool)
 	}

@@ -25,6 +25,7 @@ type Worker struct {
 	EventEndpoint    string            `json:"event_endpoint,omitempty" yaml:"event_endpoint,omitempty"`   // ZMQ PUB ("" = NATS stream)
 	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
 	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Pod              string            `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
 }
 
 // Validate reports every problem of w.
@@ -63,7 +64,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 //	URL[,key=value...]
 //
-// keys: id, model, zmq (event endpoint), replay, block-size (or bs),
+// keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
+// pod, see Worker.Pod), block-size (or bs),
 // kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
@@ -87,6 +89,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.EventEndpoint = v
 		case "replay":
 			w.ReplayEndpoint = v
+		case "pod":
+			w.Pod = v
 		case "block-size", "bs":
 			w.BlockSize, err = strconv.Atoi(v)
 		case "kv-blocks":

@@ -48,7 +48,7 @@ func TestPoolWithBoundZMQ(t *testing.T) {
 	cfg.Serve.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Serve.Frontend.Router.BlockSize = 16
 	cfg.Serve.Frontend.LoadPollInterval = -1
-	cfg.Serve.ZMQBind = "tcp://127.0.0.1:" + zport
+	cfg.Serve.ZMQBind = []string{"tcp://127.0.0.1:" + zport}
 	cfg.Pool.Selector, cfg.Pool.Namespace, cfg.Pool.TargetPort = "app=vllm", "llm", 8000
 	cfg.KubeClient = client
 	ctx, cancel := context.WithCancel(context.Background())

@@ -96,7 +96,6 @@ func Run(ctx context.Context, cfg Config) error {
 		if pool, err = k8s.NewPool(cfg.Pool, cfg.KubeClient); err != nil {
 			return err
 		}
-		sc.TopicWorker = pool.TopicWorker
 	}
 	s, err := app.NewServe(sc)
 	if err != nil {

@@ -154,6 +154,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 			Message: "no eligible worker for this request (the endpoint subset names no known worker)"})
 	}
 	j.allow = in.Allow
+	j.lora = s.adapters.lora(j.model) // salts the hashes as the proxy does
 	for {
 		d, err := s.route(ctx, j, nil)
 		if err != nil {
@@ -169,13 +170,6 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, s: s, j: j,
 			obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // ResponseHeaders records the worker's answer: its HTTP status, and

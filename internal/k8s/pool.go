@@ -80,7 +80,6 @@ func (c PoolConfig) Validate() error {
 type member struct {
 	id  uint64
 	url string
-	ip  string
 }
 
 // Pool watches the pods of one InferencePool. Build with NewPool, then Run.
@@ -93,7 +92,6 @@ type Pool struct {
 
 	mu      sync.Mutex
 	members map[string]member // by namespace/name
-	byIP    map[string]uint64 // pod IP -> worker id, for TopicWorker
 }
 
 // NewPool validates cfg and builds a pool watcher on client (nil: built
@@ -127,32 +125,11 @@ func NewPool(cfg PoolConfig, client kubernetes.Interface) (*Pool, error) {
 		}
 	}
 	return &Pool{cfg: cfg, sel: sel, client: client, log: cfg.Logger,
-		members: map[string]member{}, byIP: map[string]uint64{}}, nil
+		members: map[string]member{}}, nil
 }
 
 // Synced reports whether the initial pod list was applied.
 func (p *Pool) Synced() bool { return p.synced.Load() }
-
-// TopicWorker maps a ZMQ topic kv@<pod-ip>@<model> to the pod's worker
-// id (app.ServeConfig.TopicWorker): the annotated id of a known pod,
-// else zmqsub.TopicHash of the address.
-func (p *Pool) TopicWorker(topic string) (uint64, bool) {
-	pod, _, ok := zmqsub.ParseTopic(topic)
-	if !ok {
-		return 0, false
-	}
-	host := pod
-	if h, _, err := net.SplitHostPort(pod); err == nil {
-		host = h
-	}
-	p.mu.Lock()
-	id, known := p.byIP[host]
-	p.mu.Unlock()
-	if known {
-		return id, true
-	}
-	return zmqsub.TopicHash(pod), true
-}
 
 // Run watches the pool's pods until ctx is done, joining each ready pod
 // to m and taking it out again when it turns unready, changes address or
@@ -216,9 +193,6 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	if had {
 		p.mu.Lock()
 		delete(p.members, key)
-		if p.byIP[old.ip] == old.id {
-			delete(p.byIP, old.ip)
-		}
 		p.mu.Unlock()
 		m.Leave(old.id)
 		p.log.Info("pool pod left", "pod", key, "worker", old.id, "url", old.url)
@@ -231,8 +205,7 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 		return
 	}
 	p.mu.Lock()
-	p.members[key] = member{id: w.ID, url: w.URL, ip: pod.Status.PodIP}
-	p.byIP[pod.Status.PodIP] = w.ID
+	p.members[key] = member{id: w.ID, url: w.URL}
 	p.mu.Unlock()
 	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL)
 }
