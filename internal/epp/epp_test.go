@@ -35,7 +35,9 @@ type picker struct {
 	client extprocv3.ExternalProcessorClient
 }
 
-func startPicker(t *testing.T, workers int) *picker {
+func startPicker(t *testing.T, workers int) *picker { return startPickerWith(t, workers, nil) }
+
+func startPickerWith(t *testing.T, workers int, mod func(*frontend.Config)) *picker {
 	t.Helper()
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 4096, 16, 100
@@ -43,6 +45,9 @@ func startPicker(t *testing.T, workers int) *picker {
 	fc.Seed = 1
 	fc.LoadPollInterval = -1
 	fc.DrainTimeout = 5 * time.Second
+	if mod != nil {
+		mod(&fc)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -274,4 +279,26 @@ func TestNoBody(t *testing.T) {
 		x.close(t)
 	}
 	waitFor(t, "loads freed", p.idle)
+}
+
+// TestSessionAffinity: with --session-affinity, requests carrying one
+// X-Session-Id go to the worker of the session's first request, even
+// while that worker holds the most load (as in serve).
+func TestSessionAffinity(t *testing.T) {
+	p := startPickerWith(t, 4, func(fc *frontend.Config) { fc.Router.Affinity.Enabled = true })
+	e := p.envoy(t, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, 128)
+	h := map[string]string{frontend.HeaderSession: "conversation-7"}
+	first := e.request("/v1/completions", h, completion(prompt("opening", 8), true), nil)
+	w := p.worker(t, first.dest)
+	for i := range 3 { // held open: their load sits on w
+		x := e.request("/v1/completions", h, completion(prompt(fmt.Sprint("turn", i), 8), true), nil)
+		if got := p.worker(t, x.dest); got != w {
+			t.Fatalf("turn %d of the session went to worker %d, want %d", i, got, w)
+		}
+	}
+	// Without the header, the next distinct prompt avoids the loaded worker.
+	x := e.request("/v1/completions", nil, completion(prompt("stranger", 8), true), nil)
+	if p.worker(t, x.dest) == w {
+		t.Fatalf("a session-less request went to the session's loaded worker %d", w)
+	}
 }
