@@ -94,6 +94,10 @@ type Config struct {
 	// per-tier indexes and do not carry the view yet, so serve leaves it
 	// off; the simulator turns it on with lower tiers.
 	TierChains bool `yaml:"tier_chains"`
+	// Disagg configures disaggregated prefill and decode (disagg.go,
+	// DESIGN.md §10); it only matters with workers of RolePrefill.
+	// Default DefaultDisaggConfig().
+	Disagg DisaggConfig `yaml:"disagg"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.
@@ -109,6 +113,7 @@ func DefaultConfig() Config {
 		Predict:   PredictConfig{TTL: DefaultPredictTTL},
 
 		UtilizationWindow: 10 * time.Second,
+		Disagg:            DefaultDisaggConfig(),
 	}
 }
 
@@ -165,6 +170,9 @@ func (c Config) Validate() error {
 	}
 	if c.Predict.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
+	}
+	if err := c.Disagg.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))
