@@ -69,8 +69,8 @@ type Result struct {
 	// TransferredTokens is the part of CachedTokens pulled from a remote
 	// prefill worker (Request.RemoteBlocks), in no tier's share.
 	TransferredTokens int
-	Preemptions      int
-	Cancelled        bool
+	Preemptions       int
+	Cancelled         bool
 }
 
 // StepResult is what one forward pass did.
@@ -131,8 +131,8 @@ type Stats struct {
 	Held              int
 	HoldsExpired      uint64
 	Preemptions       uint64
-	Passes           uint64
-	Events           uint64 // next event id
+	Passes            uint64
+	Events            uint64 // next event id
 }
 
 // Errors of Add; test with errors.Is.
