@@ -119,6 +119,8 @@ type PolicyReport struct {
 	// TTFTSamples are every completed request's TTFT in ms, in request
 	// order (Config.KeepSamples).
 	TTFTSamples []float64 `json:"-"`
+	// Disagg splits a disaggregated variant's requests (Config.Disagg).
+	Disagg *DisaggReport `json:"disagg,omitempty"`
 }
 
 // Policy returns the report of p, or nil.
