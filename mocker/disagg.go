@@ -136,3 +136,18 @@ func (e *Engine) NextHoldExpiry() (time.Duration, bool) {
 	}
 	return t, true
 }
+
+// HeldBlocks returns the physical block ids a finished Hold request keeps
+// (vLLM's remote_block_ids), nil when id is not held.
+func (e *Engine) HeldBlocks(id uint64) []int {
+	for _, h := range e.held {
+		if h.s.req.ID == id {
+			out := make([]int, len(h.s.blocks))
+			for i, b := range h.s.blocks {
+				out[i] = int(b)
+			}
+			return out
+		}
+	}
+	return nil
+}

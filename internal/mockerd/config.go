@@ -46,6 +46,11 @@ type Config struct {
 	// MaxModelLen caps prompt + output tokens. Default (0): the KV capacity
 	// NumBlocks * BlockSize.
 	MaxModelLen int `yaml:"max_model_len"`
+	// AdvertiseURL is where other workers reach this one: the remote_host
+	// and remote_port of its disaggregated prefills' kv_transfer_params
+	// (disagg.go). Default "": none (a decode mocker then releases
+	// nothing).
+	AdvertiseURL string `yaml:"-"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
