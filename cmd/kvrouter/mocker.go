@@ -46,6 +46,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	e := &mc.Engine
 	f.StringVar(&c.Listen, "addr", c.Listen, "listen address")
 	f.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL the router uses to reach this worker (default http://<addr>)")
+	f.StringVar(&c.Role, "role", c.Role, "disaggregated serving role registered with the worker: prefill, decode or both (default both)")
 	f.Uint64Var(&c.WorkerID, "worker-id", c.WorkerID, "worker id in KV events and discovery")
 	f.StringVar(&mc.Model, "model", mc.Model, "served model name")
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "tokenizer: builtin, or a tokenizer.json file / model directory")

@@ -77,7 +77,7 @@ func (m *Mocker) Worker() discovery.Worker {
 	e := m.mc.Engine
 	return discovery.Worker{ID: m.cfg.WorkerID, Model: m.mc.Model, URL: m.url, BlockSize: e.BlockSize,
 		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, DPSize: 1,
-		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay}
+		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Role: m.cfg.Role}
 }
 
 // Run serves until ctx is done, then drains (up to DrainTimeout),

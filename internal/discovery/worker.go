@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvrouter/kvrouter/router"
 )
 
 // Worker is what a worker tells the router about itself.
@@ -25,6 +27,9 @@ type Worker struct {
 	EventEndpoint    string            `json:"event_endpoint,omitempty" yaml:"event_endpoint,omitempty"`   // ZMQ PUB ("" = NATS stream)
 	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
 	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	// Role is the worker's part in disaggregated serving (DESIGN.md §10):
+	// "prefill", "decode", or "both" ("" = both).
+	Role string `json:"role,omitempty" yaml:"role,omitempty"`
 }
 
 // Validate reports every problem of w.
@@ -37,6 +42,9 @@ func (w Worker) Validate() error {
 	}
 	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 {
 		errs = append(errs, fmt.Errorf("discovery: worker %d: negative size", w.ID))
+	}
+	if _, err := router.ParseRole(w.Role); err != nil {
+		errs = append(errs, fmt.Errorf("discovery: worker %d: %w", w.ID, err))
 	}
 	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
 		if ep != "" && !strings.HasPrefix(ep, "tcp://") {
@@ -64,7 +72,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //	URL[,key=value...]
 //
 // keys: id, model, zmq (event endpoint), replay, block-size (or bs),
-// kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
+// kv-blocks, max-batched-tokens, dp-size, role (prefill, decode or both),
+// label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
 //
@@ -95,6 +104,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.MaxBatchedTokens, err = strconv.Atoi(v)
 		case "dp-size":
 			w.DPSize, err = strconv.Atoi(v)
+		case "role":
+			w.Role = v
 		default:
 			name, ok := strings.CutPrefix(k, "label.")
 			if !ok {

@@ -85,6 +85,9 @@ type Config struct {
 	// prices every worker with Router.Selector.Timing. No effect with the
 	// blocks cost.
 	TimingFit bool `yaml:"timing_fit"`
+	// PrefillTimeout bounds a disaggregated request's prefill hop
+	// (disagg.go); past it another prefill worker is tried. Default 60 s.
+	PrefillTimeout time.Duration `yaml:"prefill_timeout"`
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		SweepInterval:    10 * time.Second,
 		DrainTimeout:     30 * time.Second,
 		TimingFit:        true,
+		PrefillTimeout:   60 * time.Second,
 	}
 }
 
@@ -160,6 +164,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = d.DrainTimeout
+	}
+	if c.PrefillTimeout <= 0 {
+		c.PrefillTimeout = d.PrefillTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

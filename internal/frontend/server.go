@@ -43,6 +43,7 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	dm     *disaggMetrics // disagg.go
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
@@ -85,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 		kick:    make(chan struct{}, 1),
 	}
 	s.m = newMetrics(cfg.Registry, s)
+	s.dm = newDisaggMetrics(cfg.Registry)
 	// Every index gets Router.Index (flash stride, approx TTL, writers,
 	// capacity hint): the router builds the approximate one from it, and
 	// the event-fed ones are built here, one per tier, each behind
