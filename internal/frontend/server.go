@@ -43,7 +43,7 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
-	dm     *disaggMetrics // disagg.go
+	dm     *disaggMetrics        // disagg.go
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
