@@ -13,6 +13,7 @@ import (
 func newUpCmd() *cobra.Command {
 	var (
 		workers   int
+		disagg    string
 		port      int
 		host, tok string
 		logLevel  string
@@ -39,8 +40,12 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
-			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
-				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})
+			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
+				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log}
+			if fc.Prefill, fc.Decode, err = fleet.ParseDisagg(disagg); err != nil {
+				return err
+			}
+			f, err := fleet.New(fc)
 			if err != nil {
 				return err
 			}
@@ -60,6 +65,10 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	}
 	fl := c.Flags()
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
+	fl.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode mockers (instead of --workers)")
+	textVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always, isl, prefill-load or isl-or-load")
+	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg: prefill-to-decode KV transfer bandwidth, bytes/s")
+	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg: latency per KV transfer")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
 	textVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
@@ -78,6 +87,9 @@ func printBanner(f *fleet.Fleet, keys []string) {
 	auth := ""
 	if len(keys) > 0 {
 		auth = " -H 'Authorization: Bearer " + keys[0] + "'"
+	}
+	if p, d := f.Pools(); p > 0 {
+		fmt.Printf("disaggregated: %d prefill and %d decode workers (x-kvrouter-prefill-worker names the prefill hop)\n", p, d)
 	}
 	fmt.Printf(`kvrouter is up: router %s, %d mocker workers, embedded NATS %s
 
