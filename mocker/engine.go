@@ -67,8 +67,11 @@ type Result struct {
 	// found in: device (G1), then onboarded from host, disk, external.
 	TierCachedTokens [kvevents.NumTiers]int
 	// TransferredTokens is the part of CachedTokens pulled from a remote
-	// prefill worker (Request.RemoteBlocks), in no tier's share.
+	// prefill worker (Request.RemoteBlocks), in no tier's share;
+	// TransferTime is how long the request waited for that pull (its KV
+	// link's queue and the transfer itself).
 	TransferredTokens int
+	TransferTime      time.Duration
 	Preemptions       int
 	Cancelled         bool
 }

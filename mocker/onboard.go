@@ -43,6 +43,9 @@ func (e *Engine) startLoad(s *seq) {
 		per[o.li]++
 	}
 	end := e.startPull(remote)
+	if remote > 0 {
+		s.res.TransferTime = end - e.passStart
+	}
 	for li, n := range per {
 		if n == 0 {
 			continue

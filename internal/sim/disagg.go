@@ -112,6 +112,9 @@ type DisaggReport struct {
 	// the first decode pass), over disaggregated requests.
 	PrefillHop Quantiles `json:"prefill_hop"`
 	DecodeHop  Quantiles `json:"decode_hop"`
+	// Transfer is the part of DecodeHop the decode engine waited for its
+	// KV pull (mocker Result.TransferTime), over disaggregated requests.
+	Transfer Quantiles `json:"transfer"`
 	// TransferredBlocks are the prompt blocks decode workers pulled.
 	TransferredBlocks int64 `json:"transferred_blocks"`
 }
@@ -165,15 +168,16 @@ type hopState struct {
 	cached, computed int32
 }
 
-// promptSplit is the prompt tokens of finished request r found cached vs
-// computed: for a disaggregated request, its prefill hop's hit and
-// computation plus what the decode hop computed (its pulled blocks are
-// neither: Report.Disagg counts them).
-func (ds *disaggSim) promptSplit(r *mocker.Result) (cached, computed int) {
+// finished records finished request r's KV pull and returns its prompt
+// tokens found cached vs computed: for a disaggregated request, its prefill
+// hop's hit and computation plus what the decode hop computed (its pulled
+// blocks are neither: Report.Disagg counts them).
+func (ds *disaggSim) finished(r *mocker.Result) (cached, computed int) {
 	h := &ds.hops[r.ID]
 	if h.phase != phaseDecode {
 		return r.CachedTokens, r.ComputedTokens
 	}
+	ds.transferMS = append(ds.transferMS, toMS(r.TransferTime))
 	return int(h.cached), int(h.computed) + r.ComputedTokens
 }
 
@@ -183,6 +187,7 @@ type disaggSim struct {
 	hops       []hopState
 	prefillMS  []float64
 	decodeMS   []float64
+	transferMS []float64
 	rep        DisaggReport
 	prefillIDs []string // "i/p", built once
 }
@@ -351,6 +356,7 @@ func (f *fleet) finishDisagg() {
 	ds := f.dis
 	ds.rep.PrefillHop = quantiles(ds.prefillMS)
 	ds.rep.DecodeHop = quantiles(ds.decodeMS)
+	ds.rep.Transfer = quantiles(ds.transferMS)
 	ds.rep.TransferredBlocks = f.transferred
 	f.rep.Disagg = &ds.rep
 }

@@ -42,7 +42,8 @@ func TestDisagg(t *testing.T) {
 		}
 	}
 	d := always.Disagg
-	if d.Disaggregated != len(recs) || d.Aggregated != 0 || d.PrefillHop.P50 <= 0 || d.DecodeHop.P50 <= 0 {
+	if d.Disaggregated != len(recs) || d.Aggregated != 0 || d.PrefillHop.P50 <= 0 || d.DecodeHop.P50 <= 0 ||
+		d.Transfer.P50 <= 0 || d.Transfer.P50 > d.DecodeHop.P50 {
 		t.Fatalf("always: %+v", d)
 	}
 	if d.TransferredBlocks <= 0 || d.TransferredBlocks > always.Blocks {

@@ -442,7 +442,7 @@ func (f *fleet) record(w int, r *mocker.Result) {
 	rp := &f.rep
 	cached, computed := r.CachedTokens, r.ComputedTokens
 	if f.dis != nil {
-		cached, computed = f.dis.promptSplit(r)
+		cached, computed = f.dis.finished(r)
 	}
 	rp.PromptTokens += int64(r.PromptTokens)
 	rp.CachedTokens += int64(cached)
