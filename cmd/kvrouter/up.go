@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
+	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
 
@@ -22,6 +23,9 @@ func newUpCmd() *cobra.Command {
 	sc := app.DefaultServeConfig()
 	sc.Frontend.MaxPromptTokens = 131072
 	sc.Frontend.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
+	// A local --disagg fleet shows both hops on every request; serve's
+	// default (router.DefaultDisaggPolicy) keeps short prompts together.
+	sc.Frontend.Router.Disagg.Policy = router.DisaggAlways
 	eng := app.DefaultMockerConfig().Mocker.Engine
 	c := &cobra.Command{
 		Use:   "up",
@@ -66,7 +70,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl := c.Flags()
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
 	fl.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode mockers (instead of --workers)")
-	textVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always, isl, prefill-load or isl-or-load")
+	textVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always (default here, to show both hops), isl (serve's default), prefill-load or isl-or-load")
 	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg: prefill-to-decode KV transfer bandwidth, bytes/s")
 	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg: latency per KV transfer")
 	fl.IntVar(&port, "port", 8080, "router port")

@@ -97,6 +97,7 @@ func newPDFleet(t *testing.T, mod func(*Config)) (*Server, []*pdWorker) {
 	t.Helper()
 	s := newServerWith(t, false, func(c *Config) {
 		c.Router.Policy = router.PolicyRoundRobin
+		c.Router.Disagg.Policy = router.DisaggAlways
 		c.LoadPollInterval = -1
 		if mod != nil {
 			mod(c)
