@@ -241,14 +241,7 @@ func (r *Router) HasPrefillPool() bool {
 	return r.hasPrefillLocked()
 }
 
-func (r *Router) hasPrefillLocked() bool {
-	for _, ws := range r.workers {
-		if ws.info.Role == RolePrefill {
-			return true
-		}
-	}
-	return false
-}
+func (r *Router) hasPrefillLocked() bool { return r.prefills > 0 }
 
 // Disaggregate decides at now whether req takes the two hops, under
 // Config.Disagg.Policy. It books nothing: the caller then routes the hops
