@@ -77,7 +77,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	var res selector.Result
 	var err error
 	if r.cfg.Policy.blind() {
-		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)), &r.rr[req.Hop])
 	} else {
 		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
 	}

@@ -97,7 +97,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	rng      *rand.Rand
-	rr       rrState // PolicyRoundRobin's position
+	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
 	loads    *loads.Tracker

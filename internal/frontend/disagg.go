@@ -47,7 +47,7 @@ import (
 // complete answer or one OpenAI-style error.
 //
 // SGLang's PD protocol (prefill and decode requests sent at once with a
-// bootstrap host, port and room) is not implemented.
+// bootstrap host, port and room) is sglang.go, chosen per prefill worker.
 
 // Response headers of the prefill hop.
 const (
@@ -86,10 +86,12 @@ func newDisaggMetrics(reg *prometheus.Registry) *disaggMetrics {
 	return m
 }
 
-// prefilled is a completed prefill hop.
+// prefilled is a completed prefill hop (vLLM), or a chosen SGLang prefill
+// server not yet sent the request (boot, sglang.go).
 type prefilled struct {
 	params json.RawMessage // the prefill answer's kv_transfer_params
 	d      router.Decision
+	boot   *Worker
 }
 
 // disagg serves j in two hops when the router disaggregates it; false
@@ -110,9 +112,9 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 		return false
 	}
 	s.dm.plans.WithLabelValues("disaggregated", pl.Reason).Inc()
-	var triedDecode []uint64
+	var triedPrefill, triedDecode []uint64
 	for attempt := 0; ; attempt++ {
-		pre, err := s.prefillHop(ctx, j)
+		pre, err := s.prefillHop(ctx, j, &triedPrefill)
 		if err != nil {
 			if ctx.Err() != nil {
 				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
@@ -122,7 +124,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 			s.dm.fallbacks.WithLabelValues("aggregated").Inc()
 			return false
 		}
-		if !s.decodeHop(w, r, j, &pre, &triedDecode, attempt >= s.cfg.Retries) {
+		if !s.decodeHop(w, r, j, &pre, &triedDecode, &triedPrefill, attempt >= s.cfg.Retries) {
 			return true
 		}
 		s.m.retries.Inc()
@@ -130,17 +132,16 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 	}
 }
 
-// prefillHop runs j's prefill on a prefill worker, trying others when one
-// fails.
-func (s *Server) prefillHop(ctx context.Context, j *job) (prefilled, error) {
+// prefillHop runs j's prefill on a prefill worker, trying others (not in
+// *tried, which it extends) when one fails.
+func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefilled, error) {
 	pid := j.id + "/prefill"
 	body, err := prefillBody(j.body)
 	if err != nil {
 		return prefilled{}, err
 	}
-	var tried []uint64
 	for attempt := 0; ; attempt++ {
-		d, err := s.routeHop(ctx, j, pid, router.HopPrefill, tried)
+		d, err := s.routeHop(ctx, j, pid, router.HopPrefill, *tried)
 		if err != nil {
 			return prefilled{}, err
 		}
@@ -148,8 +149,12 @@ func (s *Server) prefillHop(ctx context.Context, j *job) (prefilled, error) {
 		wk, ok := s.worker(d.Worker.ID)
 		if !ok {
 			_ = s.rt.Fail(pid, time.Now())
-			tried = append(tried, d.Worker.ID)
+			*tried = append(*tried, d.Worker.ID)
 			continue
+		}
+		if wk.BootstrapPort > 0 {
+			// SGLang: sent together with the decode hop (sglang.go).
+			return prefilled{d: d, boot: wk}, nil
 		}
 		t0 := time.Now()
 		params, unreachable, err := s.postPrefill(ctx, wk, j, body)
@@ -173,7 +178,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job) (prefilled, error) {
 			return prefilled{}, err
 		}
 		s.dm.fallbacks.WithLabelValues("prefill_retry").Inc()
-		tried = append(tried, wk.ID)
+		*tried = append(*tried, wk.ID)
 	}
 }
 
@@ -215,16 +220,23 @@ func (s *Server) postPrefill(ctx context.Context, wk *Worker, j *job, body []byt
 // parameters. It returns true when the caller should retry with a fresh
 // prefill (the decode worker failed before answering; never when last),
 // false when the client got its answer or an error.
-func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *prefilled, tried *[]uint64, last bool) bool {
+func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *prefilled, tried, triedPrefill *[]uint64, last bool) bool {
 	ctx := r.Context()
 	dj := *j
 	var err error
-	if dj.body, err = setFields(j.body, map[string]json.RawMessage{"kv_transfer_params": pre.params}, nil); err != nil {
+	if pre.boot != nil {
+		dj.body, err = sglangBody(j.body, pre.boot, newRoom())
+	} else {
+		dj.body, err = setFields(j.body, map[string]json.RawMessage{"kv_transfer_params": pre.params}, nil)
+	}
+	if err != nil {
+		s.dropPrefill(j, pre)
 		s.fail(w, j.endpoint, oai.BadRequest("", err.Error()))
 		return false
 	}
 	d, err := s.routeHop(ctx, &dj, j.id, router.HopDecode, *tried)
 	if err != nil {
+		s.dropPrefill(j, pre)
 		if n := len(*tried); n > 0 && ctx.Err() == nil {
 			return s.failDecode(w, j, (*tried)[n-1], fmt.Errorf("no other decode worker left: %w", err))
 		}
@@ -234,17 +246,27 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	s.dm.hops.WithLabelValues("decode").Inc()
 	wk, ok := s.worker(d.Worker.ID)
 	if !ok {
+		s.dropPrefill(j, pre)
 		_ = s.rt.Fail(j.id, time.Now())
 		*tried = append(*tried, d.Worker.ID)
 		return !last || s.failDecode(w, j, d.Worker.ID, errors.New("removed"))
 	}
+	dctx, prefillFailed := ctx, func() bool { return false }
+	if pre.boot != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var stop func()
+		stop, prefillFailed = s.sglangPrefill(dctx, &dj, pre, cancel)
+		defer stop()
+	}
 	t0 := time.Now()
-	resp, err := s.forward(ctx, wk, &dj)
+	resp, err := s.forward(dctx, wk, &dj)
 	if err == nil && resp.StatusCode >= http.StatusInternalServerError {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPrefillAnswer))
 		resp.Body.Close()
 		err = fmt.Errorf("answered %s", resp.Status)
-	} else if err != nil && ctx.Err() == nil {
+	} else if err != nil && dctx.Err() == nil {
 		s.markDown(wk.ID)
 	}
 	if err != nil {
@@ -253,6 +275,12 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		if ctx.Err() != nil {
 			s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
 			return false
+		}
+		if dctx.Err() != nil && prefillFailed() {
+			// The SGLang prefill failed and cancelled this decode: the
+			// decode worker is fine; retry with another prefill worker.
+			*triedPrefill = append(*triedPrefill, pre.boot.ID)
+			return !last || s.failDecode(w, j, wk.ID, errors.New("its prefill failed"))
 		}
 		s.log.Warn("decode hop failed", "worker", wk.ID, "request_id", j.id, "err", err)
 		*tried = append(*tried, wk.ID)
@@ -271,6 +299,15 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		s.dm.phase.WithLabelValues("decode_first").Observe(fw.at.Sub(t0).Seconds())
 	}
 	return false
+}
+
+// dropPrefill releases an SGLang prefill hop's booking when its request
+// is never sent (vLLM's was released when its answer arrived).
+func (s *Server) dropPrefill(j *job, pre *prefilled) {
+	if pre.boot != nil {
+		_ = s.rt.Fail(j.id+"/prefill", time.Now())
+		s.kickRelease()
+	}
 }
 
 // failDecode answers the client when no decode worker could take the

@@ -24,7 +24,8 @@
 //
 // Disaggregated prefill and decode (disagg.go, DESIGN.md §10): with
 // workers of role prefill, a request the router disaggregates takes two
-// hops with vLLM's NIXL proxy protocol (kv_transfer_params); the response
+// hops with vLLM's NIXL proxy protocol (kv_transfer_params), or SGLang's
+// PD protocol for prefill workers with a bootstrap port (sglang.go); the response
 // then also carries x-kvrouter-prefill-worker and
 // x-kvrouter-prefill-overlap-blocks, and the kvrouter_disagg_* metrics
 // count plans, hops, TTFT phases, transferred blocks and fallbacks.

@@ -13,7 +13,7 @@ func (s *Server) Join(w discovery.Worker) error {
 	if err != nil {
 		return err
 	}
-	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, Info: router.WorkerInfo{
+	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, BootstrapPort: w.BootstrapPort, Info: router.WorkerInfo{
 		DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, TotalKVBlocks: w.TotalKVBlocks,
 		BlockSize: w.BlockSize, Labels: w.Labels, Role: role,
 	}})

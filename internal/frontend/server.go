@@ -32,6 +32,10 @@ type Worker struct {
 	URL string
 	// Info describes the worker to the router (ID is overwritten by ID).
 	Info router.WorkerInfo
+	// BootstrapPort, on a prefill worker, is its SGLang bootstrap server's
+	// port: its disaggregated requests use SGLang's PD protocol
+	// (sglang.go). 0: vLLM's (disagg.go).
+	BootstrapPort int
 
 	down bool // unreachable: out of the router until it answers again
 }
