@@ -118,6 +118,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Float64Var(&rc.Disagg.LoadThreshold, "disagg-load-threshold", rc.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog, in engine steps")
 	f.Float64Var(&rc.Disagg.TransferWeight, "disagg-transfer-weight", rc.Disagg.TransferWeight, "decode hop: cost of receiving a prompt block by KV transfer relative to computing it")
 	f.DurationVar(&fc.PrefillTimeout, "prefill-timeout", fc.PrefillTimeout, "disaggregated requests: longest prefill hop before another prefill worker is tried")
+	f.Int64Var(&fc.KVBytesPerToken, "kv-bytes-per-token", fc.KVBytesPerToken, "the model's KV cache bytes per token (kvrouter_disagg_transfer_bytes_total)")
 	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,role=prefill|decode|both,zmq=tcp://...,replay=tcp://...,bs=N] (repeatable)")
 	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")
 	f.StringArrayVar(&fc.APIKeys, "api-key", fc.APIKeys, "accepted client API key (repeatable; none = open; secret)")

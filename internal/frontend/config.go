@@ -88,6 +88,11 @@ type Config struct {
 	// PrefillTimeout bounds a disaggregated request's prefill hop
 	// (disagg.go); past it another prefill worker is tried. Default 60 s.
 	PrefillTimeout time.Duration `yaml:"prefill_timeout"`
+	// KVBytesPerToken is the served model's KV cache size per token, which
+	// turns transferred blocks into kvrouter_disagg_transfer_bytes_total.
+	// Default 131072 (a Llama-3-8B-like fp16 KV, the mocker's); 0 means
+	// the default.
+	KVBytesPerToken int64 `yaml:"kv_bytes_per_token"`
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`
@@ -124,6 +129,7 @@ func DefaultConfig() Config {
 		DrainTimeout:     30 * time.Second,
 		TimingFit:        true,
 		PrefillTimeout:   60 * time.Second,
+		KVBytesPerToken:  131072,
 	}
 }
 
@@ -167,6 +173,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PrefillTimeout <= 0 {
 		c.PrefillTimeout = d.PrefillTimeout
+	}
+	if c.KVBytesPerToken <= 0 {
+		c.KVBytesPerToken = d.KVBytesPerToken
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

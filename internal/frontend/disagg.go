@@ -65,6 +65,7 @@ type disaggMetrics struct {
 	hops      *prometheus.CounterVec   // hop
 	phase     *prometheus.HistogramVec // phase
 	transfer  prometheus.Counter
+	bytes     prometheus.Counter
 	fallbacks *prometheus.CounterVec // kind
 }
 
@@ -78,11 +79,13 @@ func newDisaggMetrics(reg *prometheus.Registry) *disaggMetrics {
 			Help:    "Time to first token of disaggregated requests split by phase: prefill (the prefill hop's round trip) and decode_first (decode dispatch to first streamed token: KV transfer and first decode pass).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"phase"}),
 		transfer: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_transfer_blocks_total",
-			Help: "Prompt blocks decode workers receive by KV transfer (full blocks they did not hold; bytes = blocks * block_size * KV bytes per token)."}),
+			Help: "Prompt blocks decode workers receive by KV transfer (full blocks they did not hold)."}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_transfer_bytes_total",
+			Help: "KV bytes decode workers receive by transfer: transferred blocks * block size * Config.KVBytesPerToken."}),
 		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_disagg_fallbacks_total",
 			Help: "Disaggregation faults: prefill_retry (another prefill worker), aggregated (prefill pool failed: served aggregated), decode_retry (another decode worker with a fresh prefill)."}, []string{"kind"}),
 	}
-	reg.MustRegister(m.plans, m.hops, m.phase, m.transfer, m.fallbacks)
+	reg.MustRegister(m.plans, m.hops, m.phase, m.transfer, m.bytes, m.fallbacks)
 	return m
 }
 
@@ -290,6 +293,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		return true
 	}
 	s.dm.transfer.Add(float64(d.TransferBlocks))
+	s.dm.bytes.Add(float64(int64(d.TransferBlocks) * int64(s.cfg.Router.BlockSize) * s.cfg.KVBytesPerToken))
 	h := w.Header()
 	h.Set(HeaderPrefillWorker, strconv.FormatUint(pre.d.Worker.ID, 10))
 	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))

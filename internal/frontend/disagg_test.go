@@ -157,6 +157,13 @@ func TestDisaggTwoHops(t *testing.T) {
 		}
 		checkIdle(t, s)
 	}
+	// The metrics count both requests' prefill hops and the transfer (0
+	// bytes here: the prompt is shorter than one 64-token block).
+	rec := do(t, s.Handler(), "GET", "/metrics", "")
+	if !strings.Contains(rec.Body.String(), `kvrouter_disagg_hop_decisions_total{hop="prefill"} 2`) ||
+		!strings.Contains(rec.Body.String(), "kvrouter_disagg_transfer_bytes_total") {
+		t.Fatalf("metrics:\n%s", rec.Body.String())
+	}
 }
 
 // TestDisaggPrefillRetry: a failing prefill worker is replaced by the other.
