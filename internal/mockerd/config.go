@@ -110,4 +110,8 @@ type Load struct {
 	PromptTokensCached  uint64  `json:"prompt_tokens_cached"`
 	PromptTokensTotal   uint64  `json:"prompt_tokens_total"`
 	EventsPublished     uint64  `json:"events_published"`
+	// Disaggregation (disagg.go): finished prefills holding their blocks,
+	// and releases of pulled blocks that failed on the prefill worker.
+	HeldRequests    int    `json:"held_requests"`
+	KVReleaseErrors uint64 `json:"kv_release_errors"`
 }

@@ -130,6 +130,8 @@ func (s *Server) LoadReport() Load {
 		PromptTokensCached:  st.PromptTokensCached,
 		PromptTokensTotal:   st.PromptTokensCached + st.PromptTokensComputed,
 		EventsPublished:     s.pubs.Load(),
+		HeldRequests:        st.Held,
+		KVReleaseErrors:     s.releaseErr.Load(),
 	}
 }
 
