@@ -298,6 +298,9 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 // HopAggregated: the whole request).
 func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop, tried []uint64) (router.Decision, error) {
 	req := router.Request{ID: id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j), Hop: hop}
+	if hop == router.HopPrefill {
+		req.Session = "" // a session binds to the worker that decodes (and caches) it
+	}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
