@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,11 @@ flags and --seed always give the same figures.`,
 			}
 			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("workers") {
 				cfg.Workers = cfg.Disagg.Prefill + cfg.Disagg.Decode
+			}
+			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("policies") {
+				// Disaggregation is the router's: leave out the
+				// simulator-only cache-aware baseline.
+				cfg.Policies = slices.DeleteFunc(cfg.Policies, func(p sim.Policy) bool { return p == sim.PolicyCacheAware })
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/kvrouter/kvrouter/mocker"
@@ -359,4 +361,25 @@ func (f *fleet) finishDisagg() {
 	ds.rep.Transfer = quantiles(ds.transferMS)
 	ds.rep.TransferredBlocks = f.transferred
 	f.rep.Disagg = &ds.rep
+}
+
+// writeDisagg writes the disaggregated rows' split (nothing without any).
+func (r *Report) writeDisagg(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, p := range r.Policies {
+		d := p.Disagg
+		if d == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "policy\tdisaggregated\taggregated\tprefill hop p50\tp99\ttransfer p50\tp99\tdecode hop p50\tp99\ttransferred blocks\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", p.Policy, d.Disaggregated, d.Aggregated,
+			ms(d.PrefillHop.P50), ms(d.PrefillHop.P99), ms(d.Transfer.P50), ms(d.Transfer.P99),
+			ms(d.DecodeHop.P50), ms(d.DecodeHop.P99), d.TransferredBlocks)
+	}
+	return tw.Flush()
 }

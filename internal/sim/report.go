@@ -158,7 +158,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			float64(p.ComputedTokens)/1e6, float64(p.CachedTokens)/1e6, p.RequestsPerS, p.OutputTokPS,
 			p.ImbalanceRequests, p.ImbalancePrefill, p.Preemptions, p.Rejected)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.writeDisagg(w)
 }
 
 // ms formats milliseconds compactly (latencies span 1 ms to minutes).
