@@ -91,6 +91,20 @@ func (h Hop) String() string {
 	return fmt.Sprintf("hop(%d)", h)
 }
 
+// ParseHop parses "aggregated" (or ""), "prefill" or "decode".
+func ParseHop(s string) (Hop, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return HopAggregated, nil
+	}
+	for i, n := range hopNames {
+		if n == s {
+			return Hop(i), nil
+		}
+	}
+	return 0, fmt.Errorf("router: unknown hop %q (want aggregated, prefill or decode)", s)
+}
+
 // Serves reports whether a worker of role r may take hop h.
 func (r Role) Serves(h Hop) bool {
 	switch r {

@@ -408,11 +408,9 @@ func parseRole(t *testing.T, s string) Role {
 
 func parseHop(t *testing.T, s string) Hop {
 	t.Helper()
-	for i, n := range hopNames {
-		if n == s {
-			return Hop(i)
-		}
+	h, err := ParseHop(s)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("unknown hop %q", s)
-	return 0
+	return h
 }

@@ -35,6 +35,10 @@ type RouteRequest struct {
 	// gateways that proxy themselves). Default false: the decision is
 	// computed and released at once.
 	Track bool `json:"track,omitempty"`
+	// Hop places one hop of a disaggregated request (DESIGN.md §10):
+	// "prefill" (the prefill pool), "decode" (the decode pool, blocks it
+	// lacks priced as a transfer) or "" / "aggregated" (the default).
+	Hop string `json:"hop,omitempty"`
 }
 
 // Candidate is one worker's cost breakdown in a RouteResponse.
@@ -55,19 +59,23 @@ type Candidate struct {
 
 // RouteResponse is the answer of POST /route.
 type RouteResponse struct {
-	RequestID     string      `json:"request_id"`
-	Worker        uint64      `json:"worker_id"`
-	DPRank        uint32      `json:"dp_rank"`
-	URL           string      `json:"url,omitempty"`
-	OverlapBlocks [3]int      `json:"overlap_blocks"`
-	Blocks        int         `json:"prompt_blocks"`
-	PromptTokens  int         `json:"prompt_tokens"`
-	CachedTokens  int         `json:"cached_tokens"`
-	PrefillTokens int         `json:"prefill_tokens"`
-	Cost          float64     `json:"cost"`
-	Affinity      bool        `json:"affinity"`
-	Tracked       bool        `json:"tracked"`
-	Candidates    []Candidate `json:"candidates"`
+	RequestID     string  `json:"request_id"`
+	Worker        uint64  `json:"worker_id"`
+	DPRank        uint32  `json:"dp_rank"`
+	URL           string  `json:"url,omitempty"`
+	OverlapBlocks [3]int  `json:"overlap_blocks"`
+	Blocks        int     `json:"prompt_blocks"`
+	PromptTokens  int     `json:"prompt_tokens"`
+	CachedTokens  int     `json:"cached_tokens"`
+	PrefillTokens int     `json:"prefill_tokens"`
+	Cost          float64 `json:"cost"`
+	Affinity      bool    `json:"affinity"`
+	Tracked       bool    `json:"tracked"`
+	// Hop echoes the request's; TransferBlocks (decode hop) are the full
+	// prompt blocks the worker lacks and receives by KV transfer.
+	Hop            string      `json:"hop,omitempty"`
+	TransferBlocks int         `json:"transfer_blocks,omitempty"`
+	Candidates     []Candidate `json:"candidates"`
 }
 
 func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +117,12 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	if rr.Priority != 0 {
 		j.priority = rr.Priority
 	}
-	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace)
+	hop, err := router.ParseHop(rr.Hop)
+	if err != nil {
+		s.fail(w, ep, oai.BadRequest("hop", err.Error()))
+		return
+	}
+	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace, hop)
 	if err != nil {
 		s.fail(w, ep, routeError(err))
 		return
@@ -120,7 +133,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	out := RouteResponse{
 		RequestID: j.id, Worker: d.Worker.ID, DPRank: d.Worker.Rank,
 		Blocks: d.Blocks, PromptTokens: d.ISL, CachedTokens: d.CachedTokens, PrefillTokens: d.PrefillTokens,
-		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track,
+		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track, TransferBlocks: d.TransferBlocks,
+	}
+	if hop != router.HopAggregated {
+		out.Hop = hop.String()
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
 	if wk, ok := s.worker(d.Worker.ID); ok {
@@ -147,11 +163,11 @@ func (s *Server) candidate(c selector.Breakdown) Candidate {
 }
 
 // routeSalted routes j for /route (no retries, no proxying).
-func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string) (router.Decision, error) {
+func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop router.Hop) (router.Decision, error) {
 	if lora == "" && ns == "" {
-		return s.route(r.Context(), j, nil)
+		return s.routeHop(r.Context(), j, j.id, hop, nil)
 	}
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session, Hop: hop}
 	d, err := s.rt.Route(r.Context(), req, time.Now())
 	if err == nil && d.Queued {
 		_ = s.rt.Free(j.id, time.Now())

@@ -239,3 +239,24 @@ func TestDisaggConditional(t *testing.T) {
 	}
 	checkIdle(t, s)
 }
+
+// TestRouteHop: POST /route places one hop for gateways that proxy
+// themselves: "prefill" over the prefill pool, "decode" over the decode
+// pool (with its transfer), an unknown hop is a 400.
+func TestRouteHop(t *testing.T) {
+	s, _ := newPDFleet(t, nil)
+	for hop, want := range map[string][]string{"prefill": {"1", "2"}, "decode": {"3", "4"}, "": {"3", "4"}} {
+		rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"route me somewhere nice","hop":"`+hop+`"}`)
+		var out RouteResponse
+		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
+			t.Fatalf("hop %q: %d %s", hop, rec.Code, rec.Body.String())
+		}
+		if w := strconv.FormatUint(out.Worker, 10); w != want[0] && w != want[1] || out.Hop != hop {
+			t.Fatalf("hop %q: worker %d hop %q, want one of %v", hop, out.Worker, out.Hop, want)
+		}
+	}
+	if rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"x","hop":"sideways"}`); rec.Code != 400 {
+		t.Fatalf("unknown hop: %d %s", rec.Code, rec.Body.String())
+	}
+	checkIdle(t, s)
+}
