@@ -60,6 +60,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.Float64Var(&e.KVTransfer.Bandwidth, "kv-transfer-bandwidth", e.KVTransfer.Bandwidth, "disaggregated decode: bytes/s pulling a prefill worker's KV blocks")
 	f.DurationVar(&e.KVTransfer.Latency, "kv-transfer-latency", e.KVTransfer.Latency, "disaggregated decode: latency per KV pull")
 	f.DurationVar(&e.HoldTimeout, "hold-timeout", e.HoldTimeout, "disaggregated prefill: how long finished blocks wait for a decode worker's pull")
+	bindEngineTierFlags(f, &c.Tiers, e)
 	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
 	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")
 	bindNATSAuthFlags(f, &c.NATS)

@@ -27,6 +27,7 @@ type Worker struct {
 	EventEndpoint    string            `json:"event_endpoint,omitempty" yaml:"event_endpoint,omitempty"`   // ZMQ PUB ("" = NATS stream)
 	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
 	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Pod              string            `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
 	// Role is the worker's part in disaggregated serving (DESIGN.md §10):
 	// "prefill", "decode", or "both" ("" = both).
 	Role string `json:"role,omitempty" yaml:"role,omitempty"`
@@ -75,7 +76,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 //	URL[,key=value...]
 //
-// keys: id, model, zmq (event endpoint), replay, block-size (or bs),
+// keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
+// pod, see Worker.Pod), block-size (or bs),
 // kv-blocks, max-batched-tokens, dp-size, role (prefill, decode or both),
 // bootstrap-port (an SGLang prefill worker's), label.NAME=VALUE. Example:
 //
@@ -100,6 +102,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.EventEndpoint = v
 		case "replay":
 			w.ReplayEndpoint = v
+		case "pod":
+			w.Pod = v
 		case "block-size", "bs":
 			w.BlockSize, err = strconv.Atoi(v)
 		case "kv-blocks":

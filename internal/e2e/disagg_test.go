@@ -60,7 +60,7 @@ func TestUpDisagg(t *testing.T) {
 		} else {
 			body["prompt"] = doc
 		}
-		resp, text := postJSON(t, r.URL()+tc.path, body)
+		resp, text := postDisagg(t, r.URL()+tc.path, body)
 		pw, dw := resp.Header.Get(headerPrefillWorker), resp.Header.Get(HeaderWorker)
 		name := fmt.Sprintf("%s stream=%t", tc.path, tc.stream)
 		if resp.StatusCode != http.StatusOK {
@@ -100,7 +100,7 @@ func TestUpDisagg(t *testing.T) {
 	}
 }
 
-func postJSON(t *testing.T, url string, v any) (*http.Response, string) {
+func postDisagg(t *testing.T, url string, v any) (*http.Response, string) {
 	t.Helper()
 	b, _ := json.Marshal(v)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

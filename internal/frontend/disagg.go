@@ -105,7 +105,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 		return false
 	}
 	ctx := r.Context()
-	req := router.Request{ID: j.id, Tokens: j.tokens}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora}
 	pl, err := s.rt.Disaggregate(&req, time.Now())
 	if err != nil {
 		return false // the aggregated path reports the bad request
@@ -264,7 +264,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		defer stop()
 	}
 	t0 := time.Now()
-	resp, err := s.forward(dctx, wk, &dj)
+	resp, err := s.forward(dctx, wk, &dj, d.Worker.Rank)
 	if err == nil && resp.StatusCode >= http.StatusInternalServerError {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPrefillAnswer))
 		resp.Body.Close()
