@@ -252,6 +252,7 @@ func (s *Server) AddWorker(w Worker) error {
 // RemoveWorker removes a worker from routing, its index entries and loads.
 func (s *Server) RemoveWorker(id uint64) {
 	released := s.rt.RemoveWorker(id)
+	s.eng.forget(id)
 	s.mu.Lock()
 	if _, ok := s.workers[id]; ok {
 		delete(s.workers, id)
