@@ -214,7 +214,7 @@ func (f *Flash) store(ev *kvevents.Event) error {
 	if err := checkSelfParent(ev); err != nil {
 		return err
 	}
-	cur, err := f.anchor(ev, table)
+	cur, err := f.anchor(ev, table, slot)
 	if err != nil {
 		return err
 	}

@@ -310,7 +310,7 @@ func (r *Radix) store(ev *kvevents.Event) error {
 	if err := checkSelfParent(ev); err != nil {
 		return err
 	}
-	cur, err := r.anchor(ev, table)
+	cur, err := r.anchor(ev, table, slot)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
@@ -70,17 +71,62 @@ func validBind(ep string) error {
 	return nil
 }
 
-// joinKick is a Membership that kicks the bind subscriber after each
-// join, so the held events of the new worker's pod are applied at once.
+// podCache memoizes resolvePod per topic pod and model (every bind-mode
+// message asks; the membership changes rarely); any join or leave empties
+// it.
+type podCache struct {
+	mu sync.Mutex
+	m  map[[2]string]podAnswer
+}
+
+type podAnswer struct {
+	id  uint64
+	err error
+}
+
+func (c *podCache) resolve(pod, model string, slow func() (uint64, error)) (uint64, error) {
+	k := [2]string{pod, model}
+	c.mu.Lock()
+	a, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return a.id, a.err
+	}
+	id, err := slow()
+	c.mu.Lock()
+	if c.m == nil || len(c.m) > 4096 { // bounded: topics are chosen by whoever connects
+		c.m = map[[2]string]podAnswer{}
+	}
+	c.m[k] = podAnswer{id, err}
+	c.mu.Unlock()
+	return id, err
+}
+
+func (c *podCache) reset() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
+
+// joinKick is a Membership that calls changed after each join or leave,
+// and kick after each join, so the events held for the new worker
+// (bind-mode ZMQ, NATS gate) are applied at once.
 type joinKick struct {
 	discovery.Membership
-	kick func()
+	changed func()
+	kick    func(id uint64)
 }
 
 func (j joinKick) Join(w discovery.Worker) error {
 	err := j.Membership.Join(w)
+	j.changed()
 	if err == nil {
-		j.kick()
+		j.kick(w.ID)
 	}
 	return err
+}
+
+func (j joinKick) Leave(id uint64) {
+	j.Membership.Leave(id)
+	j.changed()
 }

@@ -33,6 +33,10 @@ type RegistryConfig struct {
 	TTL time.Duration
 	// Heartbeat is the refresh interval; default TTL/3.
 	Heartbeat time.Duration
+	// OnSynced, when set, is called each time Watch has delivered the
+	// bucket's current entries (at start and after a restart of the
+	// watch): from then on, a worker not joined is not registered.
+	OnSynced func()
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -272,8 +276,11 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 					if !ok {
 						return false, errors.New("discovery: watch closed")
 					}
-					if e == nil {
-						continue // initial values delivered
+					if e == nil { // initial values delivered
+						if r.cfg.OnSynced != nil {
+							r.cfg.OnSynced()
+						}
+						continue
 					}
 					idStr, ok := strings.CutPrefix(e.Key(), "w.")
 					if !ok {

@@ -51,6 +51,12 @@ type Candidate struct {
 	Requests float64 `json:"requests_term"`
 	Cost     float64 `json:"cost"`
 	Prob     float64 `json:"probability"`
+	// TierOverlap is the overlap per tier name (tiers.go); TierCredit the
+	// credit each tier earned (adding up to Credit); OnboardMS the time
+	// cost's load time of the lower-tier blocks (selector.Onboard).
+	TierOverlap map[string]int     `json:"tier_overlap"`
+	TierCredit  map[string]float64 `json:"tier_credit,omitempty"`
+	OnboardMS   float64            `json:"onboard_ms,omitempty"`
 }
 
 // RouteResponse is the answer of POST /route.
@@ -68,6 +74,9 @@ type RouteResponse struct {
 	Affinity      bool        `json:"affinity"`
 	Tracked       bool        `json:"tracked"`
 	Candidates    []Candidate `json:"candidates"`
+
+	// TierOverlap is the chosen worker's overlap per tier name (tiers.go).
+	TierOverlap map[string]int `json:"tier_overlap"`
 }
 
 func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
@@ -124,6 +133,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track,
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
+	out.TierOverlap = tierInts(&d.Overlap)
 	if wk, ok := s.worker(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
@@ -141,6 +151,8 @@ func (s *Server) candidate(c selector.Breakdown) Candidate {
 		out.Out = c.Out.String()
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
+	rc := s.rt.Config()
+	tierCandidate(&out, &c, &rc)
 	if wk, ok := s.worker(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}
@@ -187,6 +199,10 @@ type IndexSummary struct {
 	Down   bool           `json:"down,omitempty"`
 	Blocks map[string]int `json:"blocks"` // per tier name
 	Total  int            `json:"total_blocks"`
+	// Reachable counts, per lower tier, the blocks the router reads as
+	// held in that tier or a faster one (Router.Config.TierChains: the
+	// derived indexes the credit looks up); absent without the view.
+	Reachable map[string]int `json:"reachable_blocks,omitempty"`
 	// Timing is the worker's fitted timing model (Config.TimingFit), on
 	// its rank-0 line; absent before its first observation.
 	Timing *TimingSummary `json:"timing,omitempty"`
@@ -234,18 +250,30 @@ func (s *Server) IndexSummaries() IndexReport {
 		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 	}
 	var recs []dumpRecord
+	chains := s.rt.Config().TierChains
 	for t := range kvevents.NumTiers {
 		ix := s.rt.Index(kvevents.Tier(t))
 		if ix == nil {
 			continue
 		}
 		rep.Tiers[kvevents.Tier(t).String()] = ix.Stats()
-		for _, ev := range ix.Dump() {
-			x := get(ev.Worker())
-			x.Blocks[kvevents.Tier(t).String()] += len(ev.Blocks)
-			x.Total += len(ev.Blocks)
-			recs = appendRecords(recs, kvevents.Tier(t), &ev)
+		if chains && t != int(kvevents.TierDevice) {
+			// Derived index (router.DumpTiers): what the credit reads.
+			for _, ev := range ix.Dump() {
+				x := get(ev.Worker())
+				if x.Reachable == nil {
+					x.Reachable = map[string]int{}
+				}
+				x.Reachable[kvevents.Tier(t).String()] += len(ev.Blocks)
+			}
 		}
+	}
+	// The blocks each tier holds (with the cross-tier view, its raw record).
+	for _, ev := range s.rt.DumpTiers() {
+		x := get(ev.Worker())
+		x.Blocks[ev.Tier.String()] += len(ev.Blocks)
+		x.Total += len(ev.Blocks)
+		recs = appendRecords(recs, ev.Tier, &ev)
 	}
 	rep.DumpHash = hashRecords(recs)
 	for _, id := range s.ingest.workers() {

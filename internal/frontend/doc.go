@@ -13,7 +13,7 @@
 //	GET  /v1/models
 //	POST /route                 decision + every candidate's cost, no proxying
 //	POST /route/{id}/prefill_done, /route/{id}/free   lifecycle for tracked /route decisions
-//	GET  /debug/index           per worker: blocks per tier (admin)
+//	GET  /debug/index           per worker: blocks per tier, ingestion counts by reason (admin)
 //	GET  /debug/router          the router's state as text (admin)
 //	GET  /metrics, /healthz, /readyz
 //

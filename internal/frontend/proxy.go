@@ -394,6 +394,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	}
 	h.Set(HeaderWorker, strconv.FormatUint(wid, 10))
 	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
+	h.Set(HeaderTierOverlap, tierOverlapHeader(&d.Overlap))
 	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
 	h.Set(HeaderReqID, j.id)
 	if agg == nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -72,8 +73,12 @@ func (s *Subscriber) listen(ctx context.Context) ([]zmq4.Socket, error) {
 func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 	in := make(chan bindMsg, 256)
 	done := make(chan struct{})
+	var readers sync.WaitGroup
+	defer readers.Wait()
 	for i, sub := range socks {
+		readers.Add(1)
 		go func() {
+			defer readers.Done()
 			defer sub.Close()
 			for {
 				msg, err := sub.Recv()
@@ -110,9 +115,8 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 			if !ok {
 				continue
 			}
-			if len(hold) > 0 {
-				hold = s.retryHeld(ctx, hold, time.Now())
-			}
+			// A topic with messages held stays behind them (its pod's
+			// registration kicks them, in order); others go straight on.
 			if len(hold) > 0 && s.isHeld(hold, topic) {
 				s.st.unknownPod.Add(1)
 				s.count(0, ordering.RejectUnknownPod, 1)
