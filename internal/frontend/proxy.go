@@ -405,6 +405,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	outcome := "ok"
 	tokens := 0          // streamed output, for the output-length average
 	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
+	reportedPrompt := 0  // the engine's usage prompt_tokens
 	defer func() {
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
@@ -417,7 +418,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				s.observeOutput(j, tokens)
 			}
 			if reportedCached >= 0 {
-				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedCached)
+				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedPrompt, reportedCached)
 			}
 		}
 		if s.cfg.Events.OnFree != nil {
@@ -441,8 +442,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				return
 			}
 			_ = s.rt.PrefillDone(j.id, time.Now())
-			if _, cached, ok := s.m.observeUsage(body); ok {
-				reportedCached = cached
+			if prompt, cached, ok := s.m.observeUsage(body); ok {
+				reportedPrompt, reportedCached = prompt, cached
 			}
 			return
 		}
@@ -490,8 +491,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 					lastTouch = now
 				}
 				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					if _, cached, ok := s.m.observeUsage(ev.Data); ok {
-						reportedCached = cached
+					if prompt, cached, ok := s.m.observeUsage(ev.Data); ok {
+						reportedPrompt, reportedCached = prompt, cached
 					}
 				}
 			}

@@ -218,6 +218,8 @@ func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
 	if err != nil {
 		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
+	} else if ev.Kind == kvevents.KindStored {
+		s.preds.sawStored(ev.WorkerID)
 	}
 	if s.cfg.Events.OnEvent != nil {
 		s.cfg.Events.OnEvent(ev.WorkerID, err)
