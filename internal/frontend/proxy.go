@@ -366,8 +366,8 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 	}
 	req.Header.Set(HeaderReqID, j.id)
 	if wk.Info.DPSize > 1 {
-		// vLLM (external data-parallel load balancing) and SGLang pin
-		// the request to this rank.
+		// vLLM reads it to pin the request to this data-parallel
+		// rank (its _get_data_parallel_rank).
 		req.Header.Set(HeaderDPRank, strconv.FormatUint(uint64(rank), 10))
 	}
 	return s.client.Do(req)
