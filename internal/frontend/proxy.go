@@ -378,8 +378,8 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 	}
 	req.Header.Set(HeaderReqID, j.id)
 	if wk.Info.DPSize > 1 {
-		// vLLM (external data-parallel load balancing) and SGLang pin
-		// the request to this rank.
+		// vLLM reads it to pin the request to this data-parallel
+		// rank (its _get_data_parallel_rank).
 		req.Header.Set(HeaderDPRank, strconv.FormatUint(uint64(rank), 10))
 	}
 	return s.client.Do(req)
@@ -417,6 +417,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	outcome := "ok"
 	tokens := 0          // streamed output, for the output-length average
 	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
+	reportedPrompt := 0  // the engine's usage prompt_tokens
 	defer func() {
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
@@ -429,7 +430,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				s.observeOutput(j, tokens)
 			}
 			if reportedCached >= 0 {
-				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedCached)
+				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedPrompt, reportedCached)
 			}
 		}
 		if s.cfg.Events.OnFree != nil {
@@ -453,8 +454,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				return
 			}
 			_ = s.rt.PrefillDone(j.id, time.Now())
-			if _, cached, ok := s.m.observeUsage(body); ok {
-				reportedCached = cached
+			if prompt, cached, ok := s.m.observeUsage(body); ok {
+				reportedPrompt, reportedCached = prompt, cached
 			}
 			return
 		}
@@ -502,8 +503,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 					lastTouch = now
 				}
 				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					if _, cached, ok := s.m.observeUsage(ev.Data); ok {
-						reportedCached = cached
+					if prompt, cached, ok := s.m.observeUsage(ev.Data); ok {
+						reportedPrompt, reportedCached = prompt, cached
 					}
 				}
 			}

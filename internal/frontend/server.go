@@ -224,6 +224,8 @@ func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
 	if err != nil {
 		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
+	} else if ev.Kind == kvevents.KindStored {
+		s.preds.sawStored(ev.WorkerID)
 	}
 	if s.cfg.Events.OnEvent != nil {
 		s.cfg.Events.OnEvent(ev.WorkerID, err)
@@ -258,6 +260,7 @@ func (s *Server) AddWorker(w Worker) error {
 // RemoveWorker removes a worker from routing, its index entries and loads.
 func (s *Server) RemoveWorker(id uint64) {
 	released := s.rt.RemoveWorker(id)
+	s.eng.forget(id)
 	s.mu.Lock()
 	if _, ok := s.workers[id]; ok {
 		delete(s.workers, id)
