@@ -79,6 +79,10 @@ type ServeConfig struct {
 
 	// StaticWorkers are added to Workers as they are.
 	StaticWorkers []discovery.Worker `yaml:"-"`
+	// SharedStores are event sources that are not workers: the G4 stores
+	// of a fleet (DESIGN.md §7), whose events the member gate accepts
+	// without a registration (kvrouter up sets its store's id).
+	SharedStores []uint64 `yaml:"-"`
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener `yaml:"-"`
 	// Logger overrides LogLevel's stderr logger.

@@ -253,6 +253,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	sc.Frontend = f.cfg.Frontend
 	sc.Listener, sc.Logger, sc.TokenizerImpl = f.feLn, f.log.With("component", "frontend"), f.cfg.Tokenizer
 	sc.NATS.URL = natsURL
+	if st := f.cfg.Engine.Tiers.Shared; st != nil {
+		sc.SharedStores = []uint64{st.Worker().ID} // not a worker: no registration
+	}
 	mocks := make([]*app.Mocker, len(f.workers))
 	for i, w := range f.workers {
 		mc := app.DefaultMockerConfig()
