@@ -34,6 +34,12 @@ type Engine struct {
 	written      []wtItem // this pass's newly cached blocks (write-through)
 	passStart    time.Duration
 
+	// Disaggregation (disagg.go): finished requests holding their blocks
+	// for a pull, in finish order; when the KV link is free again.
+	held     []held
+	pullFree time.Duration
+	pulled   []uint64 // pulls landed since the last Step reported them
+
 	// Per-step scratch, reused.
 	sched  []item
 	hits   []int32
@@ -92,6 +98,12 @@ type item struct {
 func New(cfg Config) *Engine {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
+	}
+	if cfg.KVTransfer.Bandwidth == 0 {
+		cfg.KVTransfer = DefaultKVTransfer
+	}
+	if cfg.HoldTimeout == 0 {
+		cfg.HoldTimeout = DefaultHoldTimeout
 	}
 	seed := cfg.HashSeed
 	if seed == 0 {
@@ -205,6 +217,7 @@ func (e *Engine) Stats() Stats {
 	st.Waiting = e.waiting.len()
 	st.Running = len(e.running)
 	st.ActivePrefillTokens = e.pending
+	st.Held = len(e.held)
 	st.Events = e.eventID
 	return st
 }
@@ -225,10 +238,11 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	origin := start
 	e.clock = start
 	r := &e.res
-	*r = StepResult{Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0]}
+	*r = StepResult{Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0], Pulled: r.Pulled[:0]}
 	e.events = nil
 	e.written = e.written[:0]
 	e.advance(start)
+	e.ExpireHolds(start)
 	e.finishLoads(start)
 	e.passStart = start
 	e.schedule()
@@ -250,6 +264,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	if len(e.sched) == 0 {
 		r.Idle = true
 		e.offerWritten(start)
+		r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
 		r.Events = e.events
 		e.maybeCheck()
 		return *r
@@ -304,7 +319,11 @@ func (e *Engine) Step(now time.Duration) StepResult {
 			o.Finished = true
 			s.done = true
 			finished = true
-			e.freeBlocks(s)
+			if s.req.Hold {
+				e.hold(s, end)
+			} else {
+				e.freeBlocks(s)
+			}
 			delete(e.byID, s.req.ID)
 			s.res.Finish = end
 			s.res.OutputTokens = s.outputs
@@ -322,6 +341,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 		clear(e.running[len(kept):])
 		e.running = kept
 	}
+	r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
 	r.Events = e.events
 	e.maybeCheck()
 	return *r
@@ -407,6 +427,8 @@ func (e *Engine) admit(s *seq, budget int) (int, bool) {
 			}
 			s.onboard = append(s.onboard, onboardBlock{hash: s.hashes[j], li: li})
 		}
+		// The prefix continues on the remote prefill worker: pull it.
+		e.remoteBlocks(s, j, maxHit)
 	}
 	e.hits = hits
 	hitTokens := len(hits) * B
@@ -476,6 +498,10 @@ func (e *Engine) admitted(s *seq, hitTokens, device int) {
 			n := min(B, s.res.CachedTokens-dev-k*B)
 			if n <= 0 {
 				break
+			}
+			if o.li == remoteLevel {
+				s.res.TransferredTokens += n
+				continue
 			}
 			t := e.levels[o.li].st.tier
 			s.res.TierCachedTokens[t] += n

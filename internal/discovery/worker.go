@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvrouter/kvrouter/router"
 )
 
 // Worker is what a worker tells the router about itself.
@@ -26,6 +28,13 @@ type Worker struct {
 	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
 	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
 	Pod              string            `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
+	// Role is the worker's part in disaggregated serving (DESIGN.md §10):
+	// "prefill", "decode", or "both" ("" = both).
+	Role string `json:"role,omitempty" yaml:"role,omitempty"`
+	// BootstrapPort, on an SGLang prefill worker, is its bootstrap
+	// server's port: the router then speaks SGLang's PD protocol to it.
+	// 0: vLLM's (kv_transfer_params).
+	BootstrapPort int `json:"bootstrap_port,omitempty" yaml:"bootstrap_port,omitempty"`
 }
 
 // Validate reports every problem of w.
@@ -36,8 +45,11 @@ func (w Worker) Validate() error {
 	} else if u, err := url.Parse(w.URL); err != nil || u.Host == "" {
 		errs = append(errs, fmt.Errorf("discovery: worker %d: bad url %q", w.ID, w.URL))
 	}
-	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 {
+	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 || w.BootstrapPort < 0 || w.BootstrapPort > 65535 {
 		errs = append(errs, fmt.Errorf("discovery: worker %d: negative size", w.ID))
+	}
+	if _, err := router.ParseRole(w.Role); err != nil {
+		errs = append(errs, fmt.Errorf("discovery: worker %d: %w", w.ID, err))
 	}
 	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
 		if ep != "" && !strings.HasPrefix(ep, "tcp://") {
@@ -66,7 +78,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 // keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
 // pod, see Worker.Pod), block-size (or bs),
-// kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
+// kv-blocks, max-batched-tokens, dp-size, role (prefill, decode or both),
+// bootstrap-port (an SGLang prefill worker's), label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
 //
@@ -99,6 +112,10 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.MaxBatchedTokens, err = strconv.Atoi(v)
 		case "dp-size":
 			w.DPSize, err = strconv.Atoi(v)
+		case "role":
+			w.Role = v
+		case "bootstrap-port":
+			w.BootstrapPort, err = strconv.Atoi(v)
 		default:
 			name, ok := strings.CutPrefix(k, "label.")
 			if !ok {

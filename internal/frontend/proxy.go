@@ -258,6 +258,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	defer s.m.inflight.Dec()
 	s.prepareUnstream(j)
 	j.lora = s.adapters.lora(j.model)
+	if s.disagg(w, r, j) {
+		return // served in two hops (disagg.go)
+	}
 	var tried []uint64
 	for attempt := 0; ; attempt++ {
 		d, err := s.route(ctx, j, tried)
@@ -300,7 +303,16 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 // round-robin and random included), excluding tried workers; a queued
 // request waits for its release.
 func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j)}
+	return s.routeHop(ctx, j, j.id, router.HopAggregated, tried)
+}
+
+// routeHop routes one hop of j under request id id (DESIGN.md §10;
+// HopAggregated: the whole request).
+func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop, tried []uint64) (router.Decision, error) {
+	req := router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j), Hop: hop}
+	if hop == router.HopPrefill {
+		req.Session = "" // a session binds to the worker that decodes (and caches) it
+	}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
@@ -312,11 +324,11 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 	if s.cfg.Router.Queue.Threshold > 0 {
 		wait = make(chan router.Released, 1)
 		s.waitMu.Lock()
-		s.waiters[j.id] = wait
+		s.waiters[id] = wait
 		s.waitMu.Unlock()
 		defer func() {
 			s.waitMu.Lock()
-			delete(s.waiters, j.id)
+			delete(s.waiters, id)
 			s.waitMu.Unlock()
 		}()
 	}
@@ -328,7 +340,7 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 	case rel := <-wait:
 		return rel.Decision, rel.Err
 	case <-ctx.Done():
-		_ = s.rt.Free(j.id, time.Now())
+		_ = s.rt.Free(id, time.Now())
 		return router.Decision{}, ctx.Err()
 	}
 }

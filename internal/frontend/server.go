@@ -32,6 +32,10 @@ type Worker struct {
 	URL string
 	// Info describes the worker to the router (ID is overwritten by ID).
 	Info router.WorkerInfo
+	// BootstrapPort, on a prefill worker, is its SGLang bootstrap server's
+	// port: its disaggregated requests use SGLang's PD protocol
+	// (sglang.go). 0: vLLM's (disagg.go).
+	BootstrapPort int
 
 	down bool // unreachable: out of the router until it answers again
 }
@@ -43,6 +47,7 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	dm     *disaggMetrics        // disagg.go
 	ingest ingest                // per-worker ingestion outcomes (ingest.go)
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
@@ -94,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		adapters: newAdapterSet(cfg.LoRAAdapters),
 	}
 	s.m = newMetrics(cfg.Registry, s)
+	s.dm = newDisaggMetrics(cfg.Registry)
 	// Every index gets Router.Index (flash stride, approx TTL, writers,
 	// capacity hint): the router builds the approximate one from it, and
 	// the event-fed ones are built here, one per tier, each behind
