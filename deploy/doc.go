@@ -6,11 +6,11 @@
 // (prometheus/). It has no Go API.
 //
 // The tests decode every manifest strictly (unknown fields fail) into
-// the official Kubernetes API types (k8s.io/api); the InferencePool
-// (inference.networking.k8s.io/v1) and HTTPRoute (gateway.networking.k8s.io/v1)
-// are decoded into local mirrors of their documented schemas, because the
-// projects' Go modules would pull controller-runtime and the Gateway API
-// module into this module's graph for two types. The chart is rendered
+// the official API types: k8s.io/api for the core kinds, the Gateway API
+// Inference Extension's api/v1 for the InferencePool
+// (inference.networking.k8s.io/v1) and the Gateway API's apis/v1 for the
+// HTTPRoute (gateway.networking.k8s.io/v1). Only these tests import the
+// two projects' modules, so they stay out of the kvrouter binary. The chart is rendered
 // with Go's text/template and the few Helm functions it uses (no helm
 // binary is needed), then checked like the plain manifests.
 package deploy

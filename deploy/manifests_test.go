@@ -17,6 +17,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	inferencev1 "sigs.k8s.io/gateway-api-inference-extension/api/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,12 +29,14 @@ type objects struct {
 	accounts    []*corev1.ServiceAccount
 	roles       []*rbacv1.Role
 	bindings    []*rbacv1.RoleBinding
-	pools       []*inferencePool
-	routes      []*httpRoute
+	pools       []*inferencev1.InferencePool
+	routes      []*gwv1.HTTPRoute
 }
 
 // decode splits a multi-document YAML stream and decodes each document
-// strictly (unknown or duplicate fields fail) into its kind's type.
+// strictly (unknown or duplicate fields fail: sigs.k8s.io/yaml converts
+// to JSON and decodes with unknown fields disallowed) into its kind's
+// official API type.
 func decode(t *testing.T, name string, data []byte, into *objects) {
 	t.Helper()
 	for i, doc := range bytes.Split(data, []byte("\n---")) {
@@ -61,10 +65,10 @@ func decode(t *testing.T, name string, data []byte, into *objects) {
 			o := &rbacv1.RoleBinding{}
 			into.bindings, obj = append(into.bindings, o), o
 		case "inference.networking.k8s.io/v1 InferencePool":
-			o := &inferencePool{}
+			o := &inferencev1.InferencePool{}
 			into.pools, obj = append(into.pools, o), o
 		case "gateway.networking.k8s.io/v1 HTTPRoute":
-			o := &httpRoute{}
+			o := &gwv1.HTTPRoute{}
 			into.routes, obj = append(into.routes, o), o
 		default:
 			t.Fatalf("%s doc %d: unexpected %s %s", name, i, tm.APIVersion, tm.Kind)
@@ -108,13 +112,22 @@ func TestStrictDecodeAll(t *testing.T) {
 func TestStrictDecodeRejectsUnknown(t *testing.T) {
 	for _, doc := range []string{
 		"apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 1}\n",
+		// v1alpha2's field names, rejected by v1.
 		"apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nmetadata: {name: x}\nspec: {targetPortNumber: 8000}\n",
+		"apiVersion: inference.networking.k8s.io/v1\nkind: InferencePool\nmetadata: {name: x}\nspec: {endpointPickerRef: {name: e, portNumber: 9002}}\n",
+		"apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: x}\nspec: {rules: [{backendRef: {name: p}}]}\n",
 	} {
 		var tm metav1.TypeMeta
 		_ = yaml.Unmarshal([]byte(doc), &tm)
 		var obj any = &appsv1.Deployment{}
-		if tm.Kind == "InferencePool" {
-			obj = &inferencePool{}
+		switch tm.Kind {
+		case "InferencePool":
+			obj = &inferencev1.InferencePool{}
+		case "HTTPRoute":
+			obj = &gwv1.HTTPRoute{}
+		}
+		if err := yaml.Unmarshal([]byte(doc), obj); err != nil {
+			t.Fatalf("lenient decode failed, the test proves nothing: %v", err)
 		}
 		if err := yaml.UnmarshalStrict([]byte(doc), obj); err == nil {
 			t.Fatalf("strict decode accepted an unknown field:\n%s", doc)
@@ -189,18 +202,25 @@ func checkWiring(t *testing.T, o objects, epp string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sel.Matches(labels.Set(pool.Spec.Selector.MatchLabels)) || sel.String() != labels.SelectorFromSet(pool.Spec.Selector.MatchLabels).String() {
+	poolLabels := labels.Set{}
+	for k, v := range pool.Spec.Selector.MatchLabels {
+		poolLabels[string(k)] = string(v)
+	}
+	if !sel.Matches(poolLabels) || sel.String() != labels.SelectorFromSet(poolLabels).String() {
 		t.Fatalf("--pool-selector %q, pool selector %v", args["pool-selector"], pool.Spec.Selector.MatchLabels)
 	}
 	if len(pool.Spec.TargetPorts) != 1 || strconv.Itoa(int(pool.Spec.TargetPorts[0].Number)) != args["pool-target-port"] {
 		t.Fatalf("pool target ports %v, --pool-target-port %s", pool.Spec.TargetPorts, args["pool-target-port"])
 	}
 	ref := pool.Spec.EndpointPickerRef
-	if ref.Name != epp || ref.Kind != "Service" || ref.PortNumber == nil || *ref.PortNumber != port("grpc") {
+	if string(ref.Name) != epp || ref.Kind != "Service" || ref.Port == nil || int32(ref.Port.Number) != port("grpc") {
 		t.Fatalf("endpointPickerRef %+v, want service %s port %d", ref, epp, port("grpc"))
 	}
-	if len(o.routes) != 1 || o.routes[0].Spec.Rules[0].BackendRefs[0].Kind != "InferencePool" ||
-		o.routes[0].Spec.Rules[0].BackendRefs[0].Name != pool.Name {
+	if len(o.routes) != 1 || len(o.routes[0].Spec.Rules) == 0 || len(o.routes[0].Spec.Rules[0].BackendRefs) == 0 {
+		t.Fatalf("want one HTTPRoute with a backend")
+	}
+	if b := o.routes[0].Spec.Rules[0].BackendRefs[0]; b.Kind == nil || *b.Kind != "InferencePool" ||
+		b.Group == nil || *b.Group != gwv1.Group(inferencev1.GroupVersion.Group) || string(b.Name) != pool.Name {
 		t.Fatalf("the HTTPRoute does not send to InferencePool %s", pool.Name)
 	}
 	for _, d := range o.deployments {
