@@ -4,7 +4,10 @@
 // Two topologies:
 //   - connect (vLLM's default): one SUB per engine (and per data-parallel
 //     rank: rank r listens on the PUB port + r) dials the engine's bound
-//     PUB endpoint. The Source names the worker id.
+//     PUB endpoint. The Source names the worker id. Sources are fixed
+//     (Config.Sources) or come and go at run time (Add, Remove: pods a
+//     discovery finds; removing one closes its sockets and drops its seq
+//     state, so the same worker at a new address starts afresh).
 //   - bind (centralized): one SUB per Config.Binds endpoint, many engine
 //     PUBs connect to it; the topic "kv@<pod>@<model>" tells workers apart
 //     (Config.Resolve maps pod and model to a worker id, default a stable
@@ -29,5 +32,6 @@
 // message, a message holds several events), starting after Config.StartID
 // (so a restarted bridge continues where the stream stopped).
 //
-// Subscriber is safe for concurrent use of Stats; Run owns all sockets.
+// Subscriber is safe for concurrent use of Stats, Add, Remove and Sources;
+// Run owns all sockets.
 package zmqsub

@@ -62,6 +62,9 @@ type Config struct {
 	BlockSize int
 	// Sources to dial (connect topology).
 	Sources []Source
+	// Dynamic: sources come and go at run time (Subscriber.Add, Remove),
+	// so Run needs no static source or bind. Default false.
+	Dynamic bool
 	// Binds are endpoints (tcp://host:port) where one SUB each is bound
 	// for engines that connect their PUB to the router (bind topology).
 	// Default none.
@@ -132,6 +135,8 @@ type Subscriber struct {
 
 	kick chan struct{}
 
+	dyn dynamic // sources added at run time
+
 	st struct {
 		messages, events, blocks, gaps, replayed, resyncs, restarts, decErr, bsErr, sinkErr,
 		unknownPod, holdDropped, mismatch atomic.Uint64
@@ -177,7 +182,7 @@ func (c Config) Validate() error {
 	if c.BlockSize <= 0 {
 		errs = append(errs, errors.New("zmqsub: block size required"))
 	}
-	if len(c.Sources) == 0 && len(c.Binds) == 0 {
+	if len(c.Sources) == 0 && len(c.Binds) == 0 && !c.Dynamic {
 		errs = append(errs, errors.New("zmqsub: no source endpoint and no bind endpoint"))
 	}
 	for _, b := range c.Binds {
@@ -225,6 +230,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.bindLoop(ctx, socks) }()
 	}
+	s.startDynamic(ctx)
 	for i := range s.cfg.Sources {
 		src := s.cfg.Sources[i]
 		for r := 0; r < max(src.DPSize, 1); r++ {
@@ -244,6 +250,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
+	s.stopDynamic()
 	wg.Wait()
 	select {
 	case err := <-errc:
