@@ -13,6 +13,12 @@
 // id: the subscriber resolves the topic's pod address to the worker whose
 // URL host it is (internal/app).
 //
+// Connect topology: with PoolConfig.ZMQPort (or a pod's annotation
+// kvrouter.io/zmq-endpoint, "tcp://$(POD_IP):5557"), the pool dials each
+// member pod's KV-event PUB through SetSources' zmqsub.Subscriber from
+// the moment it joins, and stops before it leaves (unready, new IP,
+// deleted).
+//
 // Optional annotations kvrouter.io/block-size and kvrouter.io/dp-size
 // describe the engine (a block size other than the router's is refused).
 //

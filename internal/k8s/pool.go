@@ -47,6 +47,12 @@ type PoolConfig struct {
 	// Resync re-delivers every pod this often (a safety net). Default 0 =
 	// never.
 	Resync time.Duration `yaml:"resync"`
+	// ZMQPort is the port of each pod's KV-event PUB (vLLM's
+	// kv-events-config endpoint tcp://*:PORT): the router dials
+	// tcp://<pod-ip>:PORT while the pod is a member (connect topology;
+	// SetSources). Default 0 = no dialling (pods publish to the bound SUB
+	// or through NATS), unless a pod names AnnotationZMQEndpoint.
+	ZMQPort int `yaml:"zmq_port"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -70,6 +76,9 @@ func (c PoolConfig) Validate() error {
 	if c.Enabled() && (c.TargetPort <= 0 || c.TargetPort > 65535) {
 		errs = append(errs, fmt.Errorf("k8s: target port %d out of range", c.TargetPort))
 	}
+	if c.ZMQPort < 0 || c.ZMQPort > 65535 {
+		errs = append(errs, fmt.Errorf("k8s: zmq port %d out of range", c.ZMQPort))
+	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("k8s: resync %v < 0", c.Resync))
 	}
@@ -80,6 +89,7 @@ func (c PoolConfig) Validate() error {
 type member struct {
 	id  uint64
 	url string
+	zmq string // KV-event PUB endpoint dialled, or ""
 }
 
 // Pool watches the pods of one InferencePool. Build with NewPool, then Run.
@@ -89,6 +99,8 @@ type Pool struct {
 	client kubernetes.Interface
 	log    *slog.Logger
 	synced atomic.Bool
+
+	sources Sources // nil: no pod is dialled
 
 	mu      sync.Mutex
 	members map[string]member // by namespace/name
@@ -181,19 +193,26 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	}
 	key := pod.Namespace + "/" + pod.Name
 	w, ready := p.worker(pod)
+	ep := ""
+	if p.sources != nil {
+		ep = p.zmqEndpoint(pod)
+	}
 	if deleted || !p.sel.Matches(labels.Set(pod.Labels)) {
 		ready = false
 	}
 	p.mu.Lock()
 	old, had := p.members[key]
 	p.mu.Unlock()
-	if had && ready && old.id == w.ID && old.url == w.URL {
+	if had && ready && old.id == w.ID && old.url == w.URL && old.zmq == ep {
 		return // nothing changed for the router
 	}
 	if had {
 		p.mu.Lock()
 		delete(p.members, key)
 		p.mu.Unlock()
+		if old.zmq != "" {
+			p.sources.Remove(old.id) // stop ingesting before the worker goes
+		}
 		m.Leave(old.id)
 		p.log.Info("pool pod left", "pod", key, "worker", old.id, "url", old.url)
 	}
@@ -204,10 +223,15 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 		p.log.Warn("pool pod refused", "pod", key, "worker", w.ID, "err", err)
 		return
 	}
+	if ep != "" {
+		if err := p.sources.Add(zmqsub.Source{WorkerID: w.ID, Endpoint: ep, DPSize: max(w.DPSize, 1)}); err != nil {
+			p.log.Warn("pool pod: KV events not dialled", "pod", key, "worker", w.ID, "endpoint", ep, "err", err)
+		}
+	}
 	p.mu.Lock()
-	p.members[key] = member{id: w.ID, url: w.URL}
+	p.members[key] = member{id: w.ID, url: w.URL, zmq: ep}
 	p.mu.Unlock()
-	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL)
+	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL, "zmq", ep)
 }
 
 // worker describes pod as a worker; ready is false while the pod has no
