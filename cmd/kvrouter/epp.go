@@ -31,7 +31,8 @@ envoy.service.ext_proc.v3.ExternalProcessor.
 Workers: --pool-selector watches the InferencePool's ready pods (in-cluster, or
 --kubeconfig), else the static list (--worker) and the NATS registry as in serve. KV events:
 a bound ZMQ SUB the vLLM pods publish to (--zmq-bind, topic kv@<pod-ip>@<model>), each
-static worker's ZMQ PUB (zmq=...), or NATS. The HTTP side (--addr) serves /metrics,
+static worker's ZMQ PUB (zmq=...), each ready pod's ZMQ PUB dialled at
+tcp://<pod-ip>:--pool-zmq-port (or its kvrouter.io/zmq-endpoint annotation), or NATS. The HTTP side (--addr) serves /metrics,
 /readyz, /debug/* and the OpenAI API as serve does.
 
 Every flag is also read from the environment (KVROUTER_<FLAG>) and from --config FILE,
@@ -79,4 +80,5 @@ func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
 	f.IntVar(&c.Pool.TargetPort, "pool-target-port", c.Pool.TargetPort, "the model servers' port (InferencePool targetPorts)")
 	f.StringVar(&c.Pool.Kubeconfig, "kubeconfig", c.Pool.Kubeconfig, "kubeconfig file (default: in-cluster service account)")
 	f.DurationVar(&c.Pool.Resync, "pool-resync", c.Pool.Resync, "re-deliver every pod this often (0 = never)")
+	f.IntVar(&c.Pool.ZMQPort, "pool-zmq-port", c.Pool.ZMQPort, "dial each ready pod's KV-event PUB at tcp://POD_IP:PORT (vLLM endpoint tcp://*:PORT); 0 = only pods annotated kvrouter.io/zmq-endpoint")
 }

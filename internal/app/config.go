@@ -83,6 +83,10 @@ type ServeConfig struct {
 	// of a fleet (DESIGN.md §7), whose events the member gate accepts
 	// without a registration (kvrouter up sets its store's id).
 	SharedStores []uint64 `yaml:"-"`
+	// ZMQDynamic runs the ZMQ subscriber even with no static ZMQ worker
+	// and no ZMQBind, for sources a discovery adds (ZMQ().Add; the
+	// endpoint picker's pool). Default false.
+	ZMQDynamic bool `yaml:"-"`
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener `yaml:"-"`
 	// Logger overrides LogLevel's stderr logger.
@@ -186,6 +190,10 @@ type MockerConfig struct {
 
 	// Programmatic use; not configuration.
 
+	// ZMQDynamic runs the ZMQ subscriber even with no static ZMQ worker
+	// and no ZMQBind, for sources a discovery adds (ZMQ().Add; the
+	// endpoint picker's pool). Default false.
+	ZMQDynamic bool `yaml:"-"`
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener `yaml:"-"`
 	// Logger overrides LogLevel's stderr logger.

@@ -281,9 +281,10 @@ func (s *Serve) Run(ctx context.Context) error {
 				Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
 		}
 	}
-	if len(sources) > 0 || len(s.cfg.ZMQBind) > 0 {
+	if len(sources) > 0 || len(s.cfg.ZMQBind) > 0 || s.cfg.ZMQDynamic {
 		model := s.cfg.Frontend.Model
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
+			Dynamic: s.cfg.ZMQDynamic,
 			OnBatch: fe.ObservePublished, Binds: s.cfg.ZMQBind, OnIngest: fe.CountIngest,
 			Resolve: func(pod, topicModel string) (uint64, error) {
 				return s.pods.resolve(pod, topicModel, func() (uint64, error) {

@@ -92,6 +92,9 @@ func Run(ctx context.Context, cfg Config) error {
 		if sc.NATS.URL == "" {
 			sc.NoNATS = true
 		}
+		// Pods may be dialled (connect topology): a ZMQ port, or a pod's
+		// endpoint annotation.
+		sc.ZMQDynamic = true
 		var err error
 		if pool, err = k8s.NewPool(cfg.Pool, cfg.KubeClient); err != nil {
 			return err
@@ -137,7 +140,21 @@ func RunWith(ctx context.Context, s *app.Serve, cfg Config, pool *k8s.Pool) erro
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.Run(gctx) })
 	if pool != nil {
-		g.Go(func() error { return pool.Run(gctx, s.Members()) })
+		g.Go(func() error {
+			if s.Config().ZMQDynamic {
+				// The subscriber exists once serve is ready; the pool
+				// dials its pods through it.
+				select {
+				case <-s.Ready():
+				case <-gctx.Done():
+					return nil
+				}
+				if z := s.ZMQ(); z != nil {
+					pool.SetSources(z)
+				}
+			}
+			return pool.Run(gctx, s.Members())
+		})
 	}
 	g.Go(func() error {
 		iv := cmpDur(cfg.HealthInterval, time.Second)
