@@ -76,4 +76,3 @@ func TestOutputTokensNearIntMax(t *testing.T) {
 		t.Errorf("load after free: %+v", l)
 	}
 }
-
