@@ -88,6 +88,9 @@ type Config struct {
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`
+	// Hardening holds the bounds on what clients may cost the router
+	// (limits.go). Default DefaultHardening().
+	Hardening Hardening `yaml:"hardening"`
 }
 
 // Events are optional callbacks, called on request goroutines.
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		SweepInterval:    10 * time.Second,
 		DrainTimeout:     30 * time.Second,
 		TimingFit:        true,
+		Hardening:        DefaultHardening(),
 	}
 }
 
@@ -136,6 +140,9 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("frontend: negative body limit, prompt limit or retries"))
 	}
 	if err := c.Router.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Hardening.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -161,6 +168,7 @@ func (c *Config) setDefaults() {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = d.DrainTimeout
 	}
+	c.Hardening.setDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -163,7 +163,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if e := s.checkPrompt(len(j.tokens)); e != nil {
+	if e := s.checkLimits(len(j.tokens), j.maxTokens); e != nil {
 		s.fail(w, ep, e)
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, tokenizeError(err))
 		return
 	}
-	if e := s.checkPrompt(len(j.tokens)); e != nil {
+	if e := s.checkLimits(len(j.tokens), j.maxTokens); e != nil {
 		s.fail(w, ep, e)
 		return
 	}

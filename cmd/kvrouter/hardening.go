@@ -1,0 +1,21 @@
+package main
+
+import (
+	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/spf13/pflag"
+)
+
+// bindHardeningFlags binds the frontend's client bounds (frontend.Hardening).
+func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
+	f.IntVar(&h.MaxModelLen, "max-model-len", h.MaxModelLen, "the model's context in tokens: prompt + max_tokens beyond it is a 400 context_length_exceeded (0 = unknown: max_tokens bounded by 2^24)")
+	f.DurationVar(&h.BodyTimeout, "body-timeout", h.BodyTimeout, "a request's headers and body must arrive within this (negative = no bound)")
+	f.DurationVar(&h.IdleTimeout, "idle-timeout", h.IdleTimeout, "close keep-alive connections idle this long (negative = never)")
+	f.IntVar(&h.MaxBodies, "max-bodies", h.MaxBodies, "request bodies read at once; beyond, 503 (negative = no bound)")
+	f.IntVar(&h.PromptBytesPerToken, "prompt-bytes-per-token", h.PromptBytesPerToken, "with --max-prompt-tokens: refuse text longer than this many bytes per allowed token before tokenizing (negative = no byte check)")
+	f.IntVar(&h.Tokenizers, "tokenizers", h.Tokenizers, "concurrent tokenizations (0 = GOMAXPROCS, negative = no bound)")
+	f.IntVar(&h.TokenizeQueue, "tokenize-queue", h.TokenizeQueue, "tokenizations waiting for a slot; beyond, 529")
+	f.DurationVar(&h.BookingTTL, "booking-ttl", h.BookingTTL, "release a tracked /route booking not freed within this (negative = the stale limit only)")
+	f.IntVar(&h.MaxTrackedPerKey, "max-tracked-per-key", h.MaxTrackedPerKey, "tracked /route bookings one API key (or client address) may hold; beyond, 429 (negative = no bound)")
+	f.BoolVar(&h.MetricsAuth, "metrics-auth", h.MetricsAuth, "put /metrics behind the admin key")
+	f.BoolVar(&h.Pprof, "pprof", h.Pprof, "serve /debug/pprof/ behind the admin key")
+}

@@ -1,0 +1,138 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+)
+
+// MaxOutputCeiling bounds max_tokens when the model's context is not
+// configured (Hardening.MaxModelLen 0): above every model's context, far
+// below where output arithmetic could overflow.
+const MaxOutputCeiling = 1 << 24
+
+// Hardening bounds what one client can cost the router: output limits,
+// slow or idle connections, bodies and tokenizations in flight, tracked
+// bookings. Every bound answers with an OpenAI-style error.
+type Hardening struct {
+	// MaxModelLen is the model's context in tokens: a request whose
+	// prompt plus max_tokens exceeds it is refused with 400
+	// context_length_exceeded (vLLM's answer, before any worker is
+	// asked). Default 0 = unknown: max_tokens is bounded by
+	// MaxOutputCeiling only.
+	MaxModelLen int `yaml:"max_model_len"`
+	// BodyTimeout is how long a request (headers and body) may take to
+	// arrive (http.Server.ReadTimeout). Default 30s; negative = no bound.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long. Default
+	// 120s; negative = never.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxBodies bounds request bodies being read at once; beyond, 503
+	// with Retry-After. Default 512; negative = no bound.
+	MaxBodies int `yaml:"max_bodies"`
+	// PromptBytesPerToken derives a byte budget for text prompts from
+	// MaxPromptTokens: a text longer than MaxPromptTokens times this is
+	// refused before it is encoded (no tokenizer emits tokens that long
+	// on average). Default 32; negative = no byte check. No effect
+	// while MaxPromptTokens is 0.
+	PromptBytesPerToken int `yaml:"prompt_bytes_per_token"`
+	// Tokenizers bounds concurrent tokenizations; TokenizeQueue more may
+	// wait for one; beyond, 529 overloaded. Default GOMAXPROCS and 64;
+	// negative Tokenizers = no bound.
+	Tokenizers    int `yaml:"tokenizers"`
+	TokenizeQueue int `yaml:"tokenize_queue"`
+	// BookingTTL releases a tracked /route booking (track:true) not freed
+	// within this time. Default 30s; negative = the router's stale limit
+	// only.
+	BookingTTL time.Duration `yaml:"booking_ttl"`
+	// MaxTrackedPerKey bounds the tracked /route bookings one API key
+	// (one client address when the API is open) holds at once; beyond,
+	// 429. Default 64; negative = no bound.
+	MaxTrackedPerKey int `yaml:"max_tracked_per_key"`
+	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
+	MetricsAuth bool `yaml:"metrics_auth"`
+	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
+	// keys. Default false.
+	Pprof bool `yaml:"pprof"`
+}
+
+// DefaultHardening returns the defaults.
+func DefaultHardening() Hardening {
+	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
+		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64}
+}
+
+// Validate reports every problem.
+func (h Hardening) Validate() error {
+	var errs []error
+	if h.MaxModelLen < 0 {
+		errs = append(errs, fmt.Errorf("frontend: max model len %d < 0", h.MaxModelLen))
+	}
+	if h.TokenizeQueue < 0 {
+		errs = append(errs, fmt.Errorf("frontend: tokenize queue %d < 0", h.TokenizeQueue))
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Hardening) setDefaults() {
+	d := DefaultHardening()
+	if h.BodyTimeout == 0 {
+		h.BodyTimeout = d.BodyTimeout
+	}
+	if h.IdleTimeout == 0 {
+		h.IdleTimeout = d.IdleTimeout
+	}
+	if h.MaxBodies == 0 {
+		h.MaxBodies = d.MaxBodies
+	}
+	if h.PromptBytesPerToken == 0 {
+		h.PromptBytesPerToken = d.PromptBytesPerToken
+	}
+	if h.Tokenizers == 0 {
+		h.Tokenizers = runtime.GOMAXPROCS(0)
+	}
+	if h.BookingTTL == 0 {
+		h.BookingTTL = d.BookingTTL
+	}
+	if h.MaxTrackedPerKey == 0 {
+		h.MaxTrackedPerKey = d.MaxTrackedPerKey
+	}
+}
+
+// positive maps the "negative = off" convention to 0.
+func positive[T int | time.Duration](v T) T { return max(v, 0) }
+
+// checkOutput refuses a max_tokens the model's context cannot hold. It
+// compares without summing (max_tokens may be near 2^63).
+func (s *Server) checkOutput(prompt, maxTokens int) *oai.Error {
+	limit := s.cfg.Hardening.MaxModelLen
+	if maxTokens <= 0 {
+		return nil // absent: the worker's default
+	}
+	if limit > 0 && maxTokens > limit-prompt {
+		s.m.limitRejects.WithLabelValues("max_tokens").Inc()
+		return &oai.Error{Status: http.StatusBadRequest, Type: oai.TypeInvalidRequest, Param: "max_tokens",
+			Code: "context_length_exceeded",
+			Message: fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the prompt, %d in the completion).",
+				limit, uint64(prompt)+uint64(maxTokens), prompt, maxTokens)}
+	}
+	if maxTokens > MaxOutputCeiling {
+		s.m.limitRejects.WithLabelValues("max_tokens").Inc()
+		return &oai.Error{Status: http.StatusBadRequest, Type: oai.TypeInvalidRequest, Param: "max_tokens",
+			Code:    "context_length_exceeded",
+			Message: fmt.Sprintf("max_tokens %d is above any model's context (%d)", maxTokens, MaxOutputCeiling)}
+	}
+	return nil
+}
+
+// checkLimits checks the prompt, then the output limit.
+func (s *Server) checkLimits(prompt, maxTokens int) *oai.Error {
+	if e := s.checkPrompt(prompt); e != nil {
+		return e
+	}
+	return s.checkOutput(prompt, maxTokens)
+}
