@@ -118,6 +118,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		return nil, err
 	}
 	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
+	s.members.OnRefused = s.fe.CountWorkerRefused
 	if err := s.members.AddStatic(static); err != nil {
 		return nil, err
 	}
