@@ -609,6 +609,11 @@ func (e *Engine) freeBlocks(s *seq) {
 	s.registered = 0
 }
 
+// Cleared returns an AllBlocksCleared event in the engine's event
+// sequence. An engine shell publishes it at start, as vLLM does after a
+// restart: whatever a router remembers of this worker is gone.
+func (e *Engine) Cleared() kvevents.Event { return e.nextEvent(kvevents.KindCleared) }
+
 func (e *Engine) nextEvent(kind kvevents.Kind) kvevents.Event {
 	ev := kvevents.Event{WorkerID: e.cfg.Worker.ID, DPRank: e.cfg.Worker.Rank, EventID: e.eventID, Kind: kind}
 	e.eventID++
