@@ -109,10 +109,24 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	if rr.Priority != 0 {
 		j.priority = rr.Priority
 	}
+	who := owner(r)
+	if rr.Track {
+		var e *oai.Error
+		if j.id, e = s.reserveBooking(who); e != nil {
+			s.fail(w, ep, e)
+			return
+		}
+	}
 	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace)
 	if err != nil {
+		if rr.Track {
+			s.unreserve(who)
+		}
 		s.fail(w, ep, routeError(err))
 		return
+	}
+	if rr.Track {
+		s.holdBooking(j.id, who)
 	}
 	if !rr.Track {
 		_ = s.rt.Free(j.id, time.Now())
@@ -158,24 +172,6 @@ func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string) (router.D
 		return d, fmt.Errorf("frontend: /route cannot wait in the queue: %w", selector.ErrAllOverloaded)
 	}
 	return d, err
-}
-
-func (s *Server) handleRouteLifecycle(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	now := time.Now()
-	var err error
-	if len(r.URL.Path) > 5 && r.URL.Path[len(r.URL.Path)-5:] == "/free" {
-		err = s.rt.Free(id, now)
-		s.kickRelease()
-	} else {
-		err = s.rt.PrefillDone(id, now)
-		s.kickRelease()
-	}
-	if err != nil {
-		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, err.Error()).Write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "ok"})
 }
 
 // IndexSummary is one worker+rank's line of GET /debug/index.

@@ -1,9 +1,15 @@
 package frontend
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/router"
@@ -45,6 +51,134 @@ func TestMaxTokensBounded(t *testing.T) {
 		rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":100}`)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), "[DONE]") {
 			t.Errorf("context %d: ordinary request %d %s", ctxLen, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// doKey is do with a bearer key.
+func doKey(t *testing.T, h http.Handler, key, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func trackRoute(t *testing.T, s *Server, key string) (string, int) {
+	t.Helper()
+	rec := doKey(t, s.Handler(), key, "POST", "/route", `{"prompt":"hello","track":true}`)
+	var rr RouteResponse
+	_ = json.Unmarshal(rec.Body.Bytes(), &rr)
+	return rr.RequestID, rec.Code
+}
+
+// TestBookingsBoundToCaller: tracked /route bookings have unguessable ids,
+// only their caller's key drives them, a proxied stream's booking is out
+// of reach of the lifecycle endpoints, each key holds at most
+// MaxTrackedPerKey, and an unfreed booking expires after BookingTTL.
+func TestBookingsBoundToCaller(t *testing.T) {
+	s := newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.APIKeys = []string{"k1", "k2"}
+		c.Hardening.MaxTrackedPerKey = 2
+		c.Hardening.BookingTTL = time.Hour
+	})
+	release := make(chan struct{})
+	var streaming atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		w.(http.Flusher).Flush()
+		streaming.Add(1)
+		<-release
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer slow.Close()
+	if err := s.AddWorker(Worker{ID: 1, URL: slow.URL}); err != nil {
+		t.Fatal(err)
+	}
+	a, code := trackRoute(t, s, "k1")
+	b, code2 := trackRoute(t, s, "k1")
+	if code != 200 || code2 != 200 || len(a) < 32 || a == b {
+		t.Fatalf("tracked ids %q %q (%d %d): want two distinct random ids", a, b, code, code2)
+	}
+	if _, code := trackRoute(t, s, "k1"); code != 429 {
+		t.Errorf("third tracked booking of k1: %d, want 429", code)
+	}
+	if _, code := trackRoute(t, s, "k2"); code != 200 {
+		t.Errorf("k2 locked out by k1's bookings: %d", code)
+	}
+	if rec := doKey(t, s.Handler(), "k2", "POST", "/route/"+a+"/free", ""); rec.Code != 404 {
+		t.Errorf("k2 freed k1's booking: %d", rec.Code)
+	}
+	if rec := doKey(t, s.Handler(), "k2", "POST", "/route/"+a+"/prefill_done", ""); rec.Code != 404 {
+		t.Errorf("k2 drove k1's booking: %d", rec.Code)
+	}
+	if st := s.Router().Stats(); st.Active != 3 {
+		t.Fatalf("active %d, want 3 tracked", st.Active)
+	}
+	// A live proxied stream: its (sequential) id cannot be released.
+	done := make(chan int)
+	go func() {
+		done <- doKey(t, s.Handler(), "k2", "POST", "/v1/completions", `{"prompt":"x","stream":true}`).Code
+	}()
+	waitFor(t, "the stream in flight", func() bool { return streaming.Load() == 1 })
+	for seq := 1; seq <= 8; seq++ {
+		id := s.prefix + "-" + strconv.Itoa(seq)
+		if rec := doKey(t, s.Handler(), "k2", "POST", "/route/"+id+"/free", ""); rec.Code != 404 {
+			t.Errorf("freed %s: %d", id, rec.Code)
+		}
+	}
+	if st := s.Router().Stats(); st.Active != 4 {
+		t.Errorf("active %d, want 3 tracked + the stream", st.Active)
+	}
+	close(release)
+	if c := <-done; c != 200 {
+		t.Errorf("stream: %d", c)
+	}
+	if rec := doKey(t, s.Handler(), "k1", "POST", "/route/"+a+"/free", ""); rec.Code != 200 {
+		t.Errorf("k1 free: %d %s", rec.Code, rec.Body)
+	}
+	if _, code := trackRoute(t, s, "k1"); code != 200 {
+		t.Errorf("k1 after a free: %d, want a slot back", code)
+	}
+	if !strings.Contains(strings.Join(metricLines(t, s), "\n"), `kvrouter_requests_total{code="404",endpoint="route_free"}`) {
+		t.Error("lifecycle calls not counted in kvrouter_requests_total")
+	}
+}
+
+// TestBookingTTL: a tracked booking nobody frees is released after
+// BookingTTL (the default is short: 30 s, not the stale limit's minutes).
+func TestBookingTTL(t *testing.T) {
+	if d := DefaultConfig().Hardening.BookingTTL; d != 30*time.Second {
+		t.Errorf("default booking TTL %v", d)
+	}
+	s := newServerWith(t, false, func(c *Config) { c.Hardening.BookingTTL = 20 * time.Millisecond })
+	if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, code := trackRoute(t, s, ""); code != 200 {
+			t.Fatal(code)
+		}
+	}
+	waitFor(t, "tracked bookings expire", func() bool { return s.Router().Stats().Active == 0 })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
 	}
 }

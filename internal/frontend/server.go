@@ -63,6 +63,7 @@ type Server struct {
 
 	draining atomic.Bool
 	handler  http.Handler
+	bk       bookings // tracked /route decisions (bookings.go)
 }
 
 // New validates cfg and builds a server. It starts nothing.
