@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
@@ -135,4 +137,48 @@ func (s *Server) checkLimits(prompt, maxTokens int) *oai.Error {
 		return e
 	}
 	return s.checkOutput(prompt, maxTokens)
+}
+
+// readAllPrealloc bounds readAll's first allocation (most bodies are
+// smaller: a 4k-token prompt as JSON ids is ~25 KB).
+const readAllPrealloc = 64 << 10
+
+// limiter bounds request bodies being read and tokenizations running or
+// waiting (Hardening.MaxBodies, Tokenizers, TokenizeQueue). Its channels
+// are made on first use.
+type limiter struct {
+	once     sync.Once
+	bodies   chan struct{} // nil = unbounded
+	tokens   chan struct{} // running tokenizations; nil = unbounded
+	admitted atomic.Int64  // tokenizations running or waiting
+}
+
+func (s *Server) limits() *limiter {
+	s.lim.once.Do(func() {
+		h := s.cfg.Hardening
+		if h.MaxBodies > 0 {
+			s.lim.bodies = make(chan struct{}, h.MaxBodies)
+		}
+		if h.Tokenizers > 0 {
+			s.lim.tokens = make(chan struct{}, h.Tokenizers)
+		}
+	})
+	return &s.lim
+}
+
+// acquireBody takes a body slot, or answers 503 when all are taken (slow
+// clients must not queue up unbounded memory).
+func (s *Server) acquireBody() (release func(), e *oai.Error) {
+	l := s.limits()
+	if l.bodies == nil {
+		return func() {}, nil
+	}
+	select {
+	case l.bodies <- struct{}{}:
+		return func() { <-l.bodies }, nil
+	default:
+		s.m.limitRejects.WithLabelValues("bodies").Inc()
+		return nil, &oai.Error{Status: http.StatusServiceUnavailable, Type: oai.TypeServer, Code: "too_many_bodies",
+			Message: "too many request bodies in flight; retry shortly"}
+	}
 }

@@ -51,6 +51,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
+	release, e := s.acquireBody()
+	if e != nil {
+		return nil, e
+	}
+	defer release()
 	b, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -68,12 +73,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.
 // Content-Length (when known and within limit), so a typical body costs
 // one allocation and no copies instead of io.ReadAll's doubling from 512
 // bytes (the frontend's largest allocation per request, bench frontend
-// --memprofile).
+// --memprofile). The first allocation is at most readAllPrealloc: a
+// larger claimed length is grown into as bytes arrive, so a slow client
+// announcing 8 MiB holds only what it sent.
 func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
 	if contentLength <= 0 || contentLength > limit {
 		return io.ReadAll(r)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, contentLength+bytes.MinRead))
+	buf := bytes.NewBuffer(make([]byte, 0, min(contentLength, readAllPrealloc)+bytes.MinRead))
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }

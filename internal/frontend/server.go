@@ -64,6 +64,7 @@ type Server struct {
 	draining atomic.Bool
 	handler  http.Handler
 	bk       bookings // tracked /route decisions (bookings.go)
+	lim      limiter  // bodies and tokenizations in flight (limits.go)
 }
 
 // New validates cfg and builds a server. It starts nothing.
@@ -299,7 +300,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBG()
 	bgDone := make(chan error, 1)
 	go func() { bgDone <- s.Run(bg) }()
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: positive(s.cfg.Hardening.BodyTimeout), IdleTimeout: positive(s.cfg.Hardening.IdleTimeout)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var err error
