@@ -88,9 +88,9 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	case rr.Prompt != nil && rr.Prompt.IsTokens:
 		j.tokens = rr.Prompt.Tokens
 	case rr.Prompt != nil:
-		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), rr.Prompt.Text)
+		j.tokens, err = s.encode(r.Context(), rr.Prompt.Text)
 	case len(rr.Messages) > 0:
-		j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(rr.Messages), true)
+		j.tokens, err = s.encodeChat(r.Context(), toMessages(rr.Messages))
 	default:
 		s.fail(w, ep, oai.BadRequest("prompt", "give one of prompt, messages or tokens"))
 		return

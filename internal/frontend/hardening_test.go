@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
 // TestMaxTokensBounded: max_tokens near 2^63 never reaches a worker (it
@@ -179,6 +181,67 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
 		case <-tick.C:
+		}
+	}
+}
+
+// gateTok wraps a tokenizer: counts calls and, while gate is open (non-nil),
+// blocks each encoding until gate is closed.
+type gateTok struct {
+	tokenizer.Tokenizer
+	calls  atomic.Int64
+	closed atomic.Bool // gate in use
+	gate   chan struct{}
+}
+
+func (g *gateTok) Encode(ctx context.Context, p string) ([]uint32, error) {
+	g.calls.Add(1)
+	if g.closed.Load() {
+		<-g.gate
+	}
+	return g.Tokenizer.Encode(ctx, p)
+}
+
+// TestTokenizationBounded: a text beyond the byte budget derived from
+// MaxPromptTokens is refused before the tokenizer runs; at most Tokenizers
+// encode at once, TokenizeQueue wait, the next is a 529.
+func TestTokenizationBounded(t *testing.T) {
+	var gt *gateTok
+	s := newServerWith(t, false, func(c *Config) {
+		gt = &gateTok{Tokenizer: c.Tokenizer, gate: make(chan struct{})}
+		c.Tokenizer = gt
+		c.Router.Policy = router.PolicyRoundRobin
+		c.MaxPromptTokens = 10
+		c.Hardening.Tokenizers, c.Hardening.TokenizeQueue = 1, 1
+	})
+	var hits atomic.Int64
+	wk := fakeWorker(t, 0, &hits)
+	if err := s.AddWorker(Worker{ID: 1, URL: wk.URL}); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"prompt":"` + strings.Repeat("a", 10*32+1) + `"}`
+	for _, path := range []string{"/v1/completions", "/route"} {
+		rec := do(t, s.Handler(), "POST", path, big)
+		if e, ok := oai.ParseError(rec.Code, rec.Body.Bytes()); rec.Code != 400 || !ok || e.Code != "context_length_exceeded" {
+			t.Errorf("%s: prompt over the byte budget: %d %s", path, rec.Code, rec.Body.String())
+		}
+	}
+	if n := gt.calls.Load(); n != 0 {
+		t.Errorf("the tokenizer ran %d times on prompts over the byte budget", n)
+	}
+	gt.closed.Store(true)
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() { codes <- do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true}`).Code }()
+	}
+	waitFor(t, "one tokenizing, one waiting", func() bool { return gt.calls.Load() == 1 && s.limits().admitted.Load() == 2 })
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`); rec.Code != 529 {
+		t.Errorf("third concurrent tokenization: %d, want 529", rec.Code)
+	}
+	close(gt.gate)
+	for range 2 {
+		if c := <-codes; c != 200 {
+			t.Errorf("queued tokenization: %d", c)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/selector"
+	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
 // MaxOutputCeiling bounds max_tokens when the model's context is not
@@ -181,4 +184,65 @@ func (s *Server) acquireBody() (release func(), e *oai.Error) {
 		return nil, &oai.Error{Status: http.StatusServiceUnavailable, Type: oai.TypeServer, Code: "too_many_bodies",
 			Message: "too many request bodies in flight; retry shortly"}
 	}
+}
+
+// encode tokenizes a text prompt within the bounds: the byte budget
+// first (no tokenizer spends CPU on a prompt that cannot fit), then a
+// tokenization slot (waiting in a bounded queue; 529 when it is full).
+func (s *Server) encode(ctx context.Context, text string) ([]uint32, error) {
+	if e := s.checkPromptBytes(len(text)); e != nil {
+		return nil, e
+	}
+	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.Encode(ctx, text) })
+}
+
+// encodeChat is encode for a chat (the budget counts the messages' text).
+func (s *Server) encodeChat(ctx context.Context, msgs []tokenizer.Message) ([]uint32, error) {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content) + len(m.Role) + len(m.Name)
+	}
+	if e := s.checkPromptBytes(n); e != nil {
+		return nil, e
+	}
+	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.EncodeChat(ctx, msgs, true) })
+}
+
+// checkPromptBytes refuses a text longer than MaxPromptTokens prompts can
+// be (Hardening.PromptBytesPerToken bytes per token).
+func (s *Server) checkPromptBytes(n int) *oai.Error {
+	h := s.cfg.Hardening
+	// n > MaxPromptTokens*PromptBytesPerToken, without the product.
+	if s.cfg.MaxPromptTokens <= 0 || h.PromptBytesPerToken <= 0 || n == 0 || (n-1)/h.PromptBytesPerToken < s.cfg.MaxPromptTokens {
+		return nil
+	}
+	s.m.limitRejects.WithLabelValues("prompt_bytes").Inc()
+	return &oai.Error{Status: http.StatusBadRequest, Type: oai.TypeInvalidRequest, Param: "prompt",
+		Code: "context_length_exceeded",
+		Message: fmt.Sprintf("the prompt has %d bytes, more than this router's limit of %d tokens can hold (%d bytes per token)",
+			n, s.cfg.MaxPromptTokens, h.PromptBytesPerToken)}
+}
+
+// tokenizeBounded runs fn in a tokenization slot: at most Tokenizers run,
+// TokenizeQueue more wait (until their client leaves), the rest are
+// refused with 529.
+func (s *Server) tokenizeBounded(ctx context.Context, fn func() ([]uint32, error)) ([]uint32, error) {
+	l := s.limits()
+	if l.tokens == nil {
+		return fn()
+	}
+	if n := l.admitted.Add(1); n > int64(cap(l.tokens)+s.cfg.Hardening.TokenizeQueue) {
+		l.admitted.Add(-1)
+		s.m.limitRejects.WithLabelValues("tokenize_queue").Inc()
+		return nil, &oai.Error{Status: selector.StatusOverloaded, Type: oai.TypeOverloaded, Code: "overloaded",
+			Message: "too many prompts being tokenized; retry later"}
+	}
+	defer l.admitted.Add(-1)
+	select {
+	case l.tokens <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.tokens }()
+	return fn()
 }

@@ -157,7 +157,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		j.tokens = req.Prompt.Tokens
 	} else {
 		t0 := time.Now()
-		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), req.Prompt.Text)
+		j.tokens, err = s.encode(r.Context(), req.Prompt.Text)
 		s.m.tokenize.Observe(time.Since(t0).Seconds())
 		if err != nil {
 			s.fail(w, ep, tokenizeError(err))
@@ -190,7 +190,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 	t0 := time.Now()
-	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), toMessages(req.Messages), true)
+	j.tokens, err = s.encodeChat(r.Context(), toMessages(req.Messages))
 	s.m.tokenize.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.fail(w, ep, tokenizeError(err))
@@ -220,6 +220,10 @@ func asOAI(err error) *oai.Error {
 }
 
 func tokenizeError(err error) *oai.Error {
+	var oe *oai.Error
+	if errors.As(err, &oe) { // a bound of limits.go
+		return oe
+	}
 	if errors.Is(err, tokenizer.ErrTemplate) || errors.Is(err, tokenizer.ErrNoChatTemplate) {
 		return oai.BadRequest("messages", err.Error())
 	}
