@@ -107,6 +107,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		j.session = rr.Session
 	}
 	if rr.Priority != 0 {
+		if rr.Priority < -MaxPriority || rr.Priority > MaxPriority {
+			s.fail(w, ep, oai.BadRequest("priority", fmt.Sprintf("priority must be in [-%g, %g]", MaxPriority, MaxPriority)))
+			return
+		}
 		j.priority = rr.Priority
 	}
 	who := owner(r)

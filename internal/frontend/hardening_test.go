@@ -245,3 +245,87 @@ func TestTokenizationBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallInputChecks: a wrong method on a known path is a 405 with
+// Allow; temperature of the wrong type, over-nested prompt lists and an
+// unbounded priority are 400s.
+func TestSmallInputChecks(t *testing.T) {
+	s := newServerWith(t, false, func(c *Config) { c.Router.Policy = router.PolicyRoundRobin })
+	var hits atomic.Int64
+	wk := fakeWorker(t, 0, &hits)
+	if err := s.AddWorker(Worker{ID: 1, URL: wk.URL}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"POST", "/v1/models", "GET, HEAD"},
+		{"GET", "/v1/completions", "POST"},
+		{"DELETE", "/route", "POST"},
+		{"PUT", "/metrics", "GET, HEAD"},
+	} {
+		rec := do(t, s.Handler(), tc.method, tc.path, "")
+		if rec.Code != 405 || rec.Header().Get("Allow") != tc.allow {
+			t.Errorf("%s %s: %d Allow %q, want 405 %q", tc.method, tc.path, rec.Code, rec.Header().Get("Allow"), tc.allow)
+		}
+	}
+	if rec := do(t, s.Handler(), "GET", "/nope", ""); rec.Code != 404 {
+		t.Errorf("unknown path: %d", rec.Code)
+	}
+	for _, body := range []string{
+		`{"prompt":"x","temperature":"hot"}`,
+		`{"prompt":"x","temperature":[1]}`,
+		`{"prompt":"x","temperature":-1}`,
+		`{"prompt":[[[1]]]}`,
+		`{"prompt":[["x"]]}`,
+		`{"prompt":` + strings.Repeat("[", 1<<20) + `}`,
+	} {
+		if rec := do(t, s.Handler(), "POST", "/v1/completions", body); rec.Code != 400 {
+			t.Errorf("%.60s: %d, want 400", body, rec.Code)
+		}
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"temperature":"0.5"}`); rec.Code != 400 {
+		t.Errorf("chat temperature string: %d", rec.Code)
+	}
+	for _, p := range []string{"1e300", "-1e7", "Inf", "NaN"} {
+		req := httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"prompt":"x"}`))
+		req.Header.Set(HeaderPriority, p)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		if rec.Code != 400 {
+			t.Errorf("priority %s: %d", p, rec.Code)
+		}
+	}
+	if rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"x","priority":1e300}`); rec.Code != 400 {
+		t.Errorf("/route priority 1e300: %d", rec.Code)
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"x","temperature":0.5,"stream":true}`); rec.Code != 200 {
+		t.Errorf("a good request: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestRuntimeMetricsAuthAndPprof: /metrics exports go_* and process_*;
+// with MetricsAuth it takes the admin key; pprof is off by default and
+// behind the admin key when on.
+func TestRuntimeMetricsAuthAndPprof(t *testing.T) {
+	open := newServerWith(t, false, nil)
+	body := do(t, open.Handler(), "GET", "/metrics", "").Body.String()
+	for _, name := range []string{"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes"} {
+		if !strings.Contains(body, "\n"+name+" ") {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if rec := do(t, open.Handler(), "GET", "/debug/pprof/", ""); rec.Code == 200 {
+		t.Error("pprof served without --pprof")
+	}
+	s := newServerWith(t, false, func(c *Config) {
+		c.AdminKeys = []string{"adm"}
+		c.Hardening.MetricsAuth, c.Hardening.Pprof = true, true
+	})
+	for _, path := range []string{"/metrics", "/debug/pprof/", "/debug/pprof/cmdline"} {
+		if rec := doKey(t, s.Handler(), "", "GET", path, ""); rec.Code != 401 {
+			t.Errorf("%s without a key: %d", path, rec.Code)
+		}
+		if rec := doKey(t, s.Handler(), "adm", "GET", path, ""); rec.Code != 200 {
+			t.Errorf("%s with the admin key: %d", path, rec.Code)
+		}
+	}
+}

@@ -246,3 +246,8 @@ func (s *Server) tokenizeBounded(ctx context.Context, fn func() ([]uint32, error
 	defer func() { <-l.tokens }()
 	return fn()
 }
+
+// MaxPriority bounds a request's priority (x-kvrouter-priority, /route's
+// priority): the queue orders by it, and an infinite or huge value would
+// let one client jump every queue forever.
+const MaxPriority = 1e6

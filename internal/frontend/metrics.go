@@ -113,6 +113,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			func() float64 { return float64(s.rt.Stats().Workers) }),
 		newIndexCollector(s),
 	)
+	registerRuntime(reg)
 	return m
 }
 

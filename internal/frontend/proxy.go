@@ -95,8 +95,8 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 	}
 	if p := r.Header.Get(HeaderPriority); p != "" {
 		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v != v {
-			return nil, oai.BadRequest(HeaderPriority, "priority header must be a number")
+		if err != nil || v != v || v < -MaxPriority || v > MaxPriority {
+			return nil, oai.BadRequest(HeaderPriority, fmt.Sprintf("priority header must be a number in [-%g, %g]", MaxPriority, MaxPriority))
 		}
 		j.priority = v
 	}

@@ -340,10 +340,20 @@ func (s *Server) routes() http.Handler {
 	for pattern, h := range s.cfg.AdminHandlers {
 		mux.Handle(pattern, admin(h))
 	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	metrics := http.Handler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	if s.cfg.Hardening.MetricsAuth {
+		metrics = admin(metrics)
+	}
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.handleReady)
+	s.routeExtras(mux, admin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			oai.Errorf(http.StatusMethodNotAllowed, oai.TypeInvalidRequest, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+allow+")").Write(w)
+			return
+		}
 		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, "no route for "+r.Method+" "+r.URL.Path).Write(w)
 	})
 	return mux
