@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -327,5 +328,32 @@ func TestRuntimeMetricsAuthAndPprof(t *testing.T) {
 		if rec := doKey(t, s.Handler(), "adm", "GET", path, ""); rec.Code != 200 {
 			t.Errorf("%s with the admin key: %d", path, rec.Code)
 		}
+	}
+}
+
+// TestEventsBeyondDPSizeIgnored: a registered worker's event for a rank
+// beyond its dp size is refused and counted; its ranks below are applied.
+func TestEventsBeyondDPSizeIgnored(t *testing.T) {
+	s := newServerWith(t, false, nil)
+	if err := s.AddWorker(Worker{ID: 4, URL: "http://127.0.0.1:1", Info: router.WorkerInfo{DPSize: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	for rank, want := range map[uint32]bool{0: true, 1: true, 2: false, 1 << 31: false} {
+		ev := kvevents.Event{WorkerID: 4, DPRank: rank, EventID: 1, Kind: kvevents.KindStored,
+			Blocks: []kvevents.Block{{Hash: uint64(100 + rank), Local: uint64(100 + rank)}}}
+		if err := s.Apply(&ev); (err == nil) != want {
+			t.Errorf("rank %d: %v", rank, err)
+		}
+	}
+	if err := s.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range s.IndexSummaries().Workers {
+		if x.DPRank >= 2 && x.Total > 0 {
+			t.Errorf("index holds rank %d of a dp-2 worker", x.DPRank)
+		}
+	}
+	if !strings.Contains(strings.Join(metricLines(t, s), "\n"), `kvrouter_events_rejected_total{reason="dp_rank"} 2`) {
+		t.Error("rank refusals not counted")
 	}
 }

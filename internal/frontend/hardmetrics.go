@@ -2,10 +2,12 @@ package frontend
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strings"
 
+	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -53,4 +55,20 @@ func registerRuntime(reg prometheus.Registerer) {
 			}
 		}
 	}
+}
+
+// ErrRank is returned by Apply for an event of a dp rank beyond its
+// registered worker's dp size: the router never routes to that rank, so
+// its blocks could only fill the index.
+var ErrRank = errors.New("frontend: dp rank beyond the worker's dp size")
+
+// checkRank refuses (and counts) an event of a registered worker's rank
+// beyond its dp size. Events of unregistered workers pass.
+func (s *Server) checkRank(ev *kvevents.Event) error {
+	w, ok := s.worker(ev.WorkerID)
+	if !ok || int64(ev.DPRank) < int64(max(w.Info.DPSize, 1)) {
+		return nil
+	}
+	s.m.eventRejects.WithLabelValues("dp_rank").Inc()
+	return fmt.Errorf("%w: worker %d rank %d, dp size %d", ErrRank, ev.WorkerID, ev.DPRank, max(w.Info.DPSize, 1))
 }

@@ -142,7 +142,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // is queued to its worker+rank's writer and applied by RunIndex's
 // goroutines (blocking while that writer's queue is full); Flush waits
 // for it. Its slices must not be modified afterwards.
-func (s *Server) Apply(ev *kvevents.Event) error { return s.rt.ApplyEvent(ev) }
+func (s *Server) Apply(ev *kvevents.Event) error {
+	if err := s.checkRank(ev); err != nil {
+		return err
+	}
+	return s.rt.ApplyEvent(ev)
+}
 
 // RunIndex runs the sticky writers of the event-fed indexes until ctx is
 // done (outside the kv policy there are none and it just waits). Events
