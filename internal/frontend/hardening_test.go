@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,6 +101,9 @@ func TestBookingsBoundToCaller(t *testing.T) {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer slow.Close()
+	var once sync.Once
+	rel := func() { once.Do(func() { close(release) }) }
+	defer rel() // before slow.Close: a failed test must not leave its handler blocked
 	if err := s.AddWorker(Worker{ID: 1, URL: slow.URL}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +142,7 @@ func TestBookingsBoundToCaller(t *testing.T) {
 	if st := s.Router().Stats(); st.Active != 4 {
 		t.Errorf("active %d, want 3 tracked + the stream", st.Active)
 	}
-	close(release)
+	rel()
 	if c := <-done; c != 200 {
 		t.Errorf("stream: %d", c)
 	}

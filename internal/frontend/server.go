@@ -65,6 +65,7 @@ type Server struct {
 	handler  http.Handler
 	bk       bookings // tracked /route decisions (bookings.go)
 	lim      limiter  // bodies and tokenizations in flight (limits.go)
+	drain    drainState
 }
 
 // New validates cfg and builds a server. It starts nothing.
@@ -305,7 +306,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBG()
 	bgDone := make(chan error, 1)
 	go func() { bgDone <- s.Run(bg) }()
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: s.drainGate(s.handler), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: positive(s.cfg.Hardening.BodyTimeout), IdleTimeout: positive(s.cfg.Hardening.IdleTimeout)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -314,6 +315,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		s.draining.Store(true)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
+		s.awaitIdle(sctx) // the listener stays open: /readyz answers 503 meanwhile
 		if e := srv.Shutdown(sctx); e != nil {
 			s.log.Warn("drain timed out; closing remaining streams", "err", e)
 			_ = srv.Close()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -148,4 +149,78 @@ func TestBodiesInFlightBounded(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, "slots released", func() bool { return len(s.limits().bodies) == 0 })
+}
+
+// TestReadyzAnswers503DuringDrain: while in-flight streams finish after
+// shutdown began, /readyz answers 503 (the listener used to close at once,
+// so probes got connection refused) and new requests are turned away;
+// after the drain the listener is closed.
+func TestReadyzAnswers503DuringDrain(t *testing.T) {
+	s := newServerWith(t, false, func(c *Config) { c.Router.Policy = router.PolicyRoundRobin })
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		w.(http.Flusher).Flush()
+		started <- struct{}{}
+		<-release
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer slow.Close()
+	var once sync.Once
+	rel := func() { once.Do(func() { close(release) }) }
+	defer rel() // before slow.Close: a failed test must not leave its handler blocked
+	if err := s.AddWorker(Worker{ID: 1, URL: slow.URL}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	stream := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","stream":true}`))
+		if err != nil {
+			stream <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		stream <- string(b)
+	}()
+	<-started
+	cancel()
+	waitFor(t, "draining", s.draining.Load)
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := probe.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz during the drain: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("/readyz during the drain: %d, want 503", resp.StatusCode)
+	}
+	resp, err = probe.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"late"}`))
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Errorf("new request during the drain: %d, want 503", resp.StatusCode)
+		}
+	}
+	rel()
+	if body := <-stream; !strings.Contains(body, "[DONE]") {
+		t.Errorf("in-flight stream cut: %q", body)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := probe.Get(base + "/readyz"); err == nil {
+		t.Error("listener open after the drain")
+	}
 }
