@@ -1,9 +1,20 @@
 package main
 
 import (
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/spf13/pflag"
 )
+
+// bindServeHardeningFlags binds serve's trust-boundary flags: the client
+// bounds and where the embedded NATS listens (beyond loopback only with
+// --nats-user/--nats-password, --nats-token or --nats-nkey).
+func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
+	bindHardeningFlags(f, &c.Frontend.Hardening)
+	f.StringVar(&c.NATS.Host, "embedded-nats-host", c.NATS.Host, "embedded NATS listen host; beyond loopback it requires credentials (--nats-user and --nats-password, --nats-token or --nats-nkey)")
+	f.StringVar(&c.NATS.EmbeddedTLSCert, "embedded-nats-tls-cert", c.NATS.EmbeddedTLSCert, "embedded NATS server certificate (PEM): clients must use TLS")
+	f.StringVar(&c.NATS.EmbeddedTLSKey, "embedded-nats-tls-key", c.NATS.EmbeddedTLSKey, "embedded NATS server key (PEM)")
+}
 
 // bindHardeningFlags binds the frontend's client bounds (frontend.Hardening).
 func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
