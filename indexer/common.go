@@ -197,22 +197,6 @@ func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []k
 	return dst
 }
 
-// validateStore checks a Stored event against the worker's held hashes
-// without mutating anything. held reports whether the worker holds a hash.
-func validateStore(ev *kvevents.Event, held func(uint64) bool) error {
-	if ev.HasParent {
-		for _, b := range ev.Blocks {
-			if b.Hash == ev.Parent {
-				return fmt.Errorf("parent %d is one of the event's blocks: %w", ev.Parent, ErrSelfParent)
-			}
-		}
-		if !held(ev.Parent) {
-			return fmt.Errorf("parent %d: %w", ev.Parent, ErrUnknownParent)
-		}
-	}
-	return nil
-}
-
 // mutator is the write side shared by Radix and Flash; applyEvent
 // dispatches one event to it. Called with the index's write lock held.
 type mutator interface {

@@ -12,19 +12,30 @@ import (
 var implementations = []struct {
 	name string
 	new  func() indexer.Index
+	// ref is the differential reference (default NewReference): a
+	// Sharded index applies the cross-worker parent rules within a shard.
+	ref func() *indexertest.Reference
 }{
-	{"radix", func() indexer.Index { return indexer.NewRadix(indexer.Config{}) }},
-	{"flash", func() indexer.Index { return indexer.NewFlash(indexer.Config{}) }},
-	{"flash-stride=1", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 1}) }},
-	{"flash-stride=2", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 2}) }},
-	{"flash-stride=3", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 3}) }},
+	{"radix", func() indexer.Index { return indexer.NewRadix(indexer.Config{}) }, nil},
+	{"flash", func() indexer.Index { return indexer.NewFlash(indexer.Config{}) }, nil},
+	{"flash-stride=1", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 1}) }, nil},
+	{"flash-stride=2", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 2}) }, nil},
+	{"flash-stride=3", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 3}) }, nil},
 	{"sharded-flash=3", func() indexer.Index {
 		return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 2}) })}
-	}},
+	}, shardedRef(3)},
 	{"sharded-radix=2", func() indexer.Index {
 		return exactNodes{indexer.NewSharded(2, func() indexer.Index { return indexer.NewRadix(indexer.Config{}) })}
-	}},
-	{"reference", func() indexer.Index { return indexertest.NewReference() }},
+	}, shardedRef(2)},
+	{"reference", func() indexer.Index { return indexertest.NewReference() }, nil},
+}
+
+// shardedRef is the reference of an n-shard Sharded index.
+func shardedRef(n int) func() *indexertest.Reference {
+	s := indexer.NewSharded(n, func() indexer.Index { return indexertest.NewReference() })
+	return func() *indexertest.Reference {
+		return indexertest.NewShardedReference(func(a, b uint64) bool { return s.ShardOf(a) == s.ShardOf(b) })
+	}
 }
 
 // ours are the implementations other than the reference.
@@ -58,6 +69,10 @@ func TestDifferential(t *testing.T) {
 		n = 150
 	}
 	for _, impl := range ours {
-		t.Run(impl.name, func(t *testing.T) { indexertest.RunDifferential(t, impl.new, n) })
+		ref := impl.ref
+		if ref == nil {
+			ref = indexertest.NewReference
+		}
+		t.Run(impl.name, func(t *testing.T) { indexertest.RunDifferentialWith(t, impl.new, ref, n) })
 	}
 }

@@ -28,9 +28,9 @@
 //
 // # Semantics (identical in every Index)
 //
-//   - Stored attaches its blocks, as a chain, under the block the worker's
-//     parent hash names (the root when there is no parent). An unknown parent
-//     rejects the whole event (ErrUnknownParent); a parent that is one of the
+//   - Stored attaches its blocks, as a chain, at a position fixed by the
+//     "Parents" rules below. A position that cannot be determined rejects
+//     the whole event (ErrUnknownParent); a parent that is one of the
 //     event's own block hashes rejects it (ErrSelfParent). A block whose
 //     engine hash the worker already holds is skipped and the chain continues
 //     under the block the worker holds under that hash; a block the worker
@@ -43,6 +43,23 @@
 //     Stats.UnknownRemove and skipped. The hashes of one event are applied
 //     deepest first, so evicting a whole chain in one event counts nothing
 //     as unknown.
+//   - Parents. An engine's block hash is a sequence hash: it names the
+//     block's whole prefix, whichever worker holds it, and the event's
+//     parent is a hint. The chain starts at the root when the event has no
+//     parent or parent 0 (some publishers send 0 for none); else under the
+//     parent when the worker holds it; else where the event's first block
+//     is, when every worker holding its hash holds it at one position (same
+//     local hash) and the worker holds the block before it (the parent was
+//     stale, e.g. an interior block evicted and stored again naming a later
+//     block); else under the parent's position, when every holder of the
+//     parent's hash agrees on it and the worker holds that block under a
+//     hash of its own; else nowhere: ErrUnknownParent (counted). The
+//     worker's blocks stay a prefix-closed set (below): a chain under a
+//     block it lacks could never count for its lookups. A refused event
+//     does not poison later ones: each is placed on its own. A Sharded
+//     index looks at the workers of the event's shard only. (Scripts:
+//     parent-zero, parent-unknown, parent-interior-restore,
+//     parent-interior-remove, parent-cross-worker.)
 //   - Cleared drops everything of that worker+rank; RemoveWorker drops every
 //     rank of a worker.
 //   - A rejected event changes nothing (events are validated before any

@@ -211,7 +211,11 @@ func (f *Flash) store(ev *kvevents.Event) error {
 	if ok {
 		table = f.tables[slot]
 	}
-	if err := validateStore(ev, func(h uint64) bool { return table.slot(h) >= 0 }); err != nil {
+	if err := checkSelfParent(ev); err != nil {
+		return err
+	}
+	cur, err := f.anchor(ev, table, slot)
+	if err != nil {
 		return err
 	}
 	if len(ev.Blocks) == 0 {
@@ -225,10 +229,6 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		table = newHtable(max(len(ev.Blocks), f.hint))
 		f.tables[slot] = table
 		f.reserve(len(f.slots.ids) * f.hint)
-	}
-	cur := noEntry
-	if ev.HasParent {
-		cur, _ = table.get(ev.Parent)
 	}
 	seq, chained := uint64(0), cur != noEntry
 	if chained {

@@ -307,7 +307,11 @@ func (r *Radix) store(ev *kvevents.Event) error {
 	if ok {
 		table = r.tables[slot]
 	}
-	if err := validateStore(ev, func(h uint64) bool { return table.slot(h) >= 0 }); err != nil {
+	if err := checkSelfParent(ev); err != nil {
+		return err
+	}
+	cur, err := r.anchor(ev, table, slot)
+	if err != nil {
 		return err
 	}
 	if len(ev.Blocks) == 0 {
@@ -320,10 +324,6 @@ func (r *Radix) store(ev *kvevents.Event) error {
 		}
 		table = newHtable(r.hint)
 		r.tables[slot] = table
-	}
-	cur := rootNode
-	if ev.HasParent {
-		cur, _ = table.get(ev.Parent)
 	}
 	for _, b := range ev.Blocks {
 		if n, ok := table.get(b.Hash); ok {

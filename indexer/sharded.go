@@ -24,7 +24,11 @@ import (
 //
 // Semantics are those of the Index interface, exactly, except Stats.Nodes,
 // which is the sum of the shards' distinct blocks (a block held in two
-// shards counts twice) and Stats.Bytes, which includes that duplication.
+// shards counts twice) and Stats.Bytes, which includes that duplication,
+// and the parent rules that place a chain by other workers' blocks (package
+// doc, "Parents"), which see the workers of the event's shard only: a
+// writer holding its shard's lock must not wait for another shard's (two
+// writers would deadlock).
 type Sharded struct {
 	shards []Index
 }

@@ -90,9 +90,10 @@ type Config struct {
 	// accepted, and the host, disk and external indexes hold the blocks
 	// reachable in that tier or faster. Default false: each tier's index
 	// takes its events as they come (a store under a parent of another
-	// tier is rejected). Snapshots and replicas (DESIGN.md §9) dump the
-	// per-tier indexes and do not carry the view yet, so serve leaves it
-	// off; the simulator turns it on with lower tiers.
+	// tier is rejected). Snapshots (DESIGN.md §9) carry the view through
+	// DumpTiers. serve turns it on by default, the simulator with lower
+	// tiers; until a worker sends a lower-tier event it costs a map lookup
+	// per event.
 	TierChains bool `yaml:"tier_chains"`
 }
 

@@ -52,7 +52,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	outBlocks := r.outputBlocks(req)
-	cands := r.candidates(p, ov, outBlocks)
+	cands := r.candidates(p, ov, outBlocks, now)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
@@ -105,7 +105,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 
 // candidates builds one selector.Candidate per rank, in rank order, in
 // r.cands (valid until the next call).
-func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, outBlocks int) []selector.Candidate {
+func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps, outBlocks int, now time.Time) []selector.Candidate {
 	n := len(r.ranks)
 	cands := slices.Grow(r.cands[:0], n)[:n]
 	r.cands = cands
@@ -129,6 +129,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
 		c.Overlap = [kvevents.NumTiers]int{}
+		linkBacklog(ws, w.Rank, now, c)
 		switch {
 		case ws.hasMet[w.Rank]:
 			c.KVUsage = ws.metrics[w.Rank].KVUsage
@@ -226,6 +227,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
+	r.bookLoads(c, now)
 	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
 		r.approx.Insert(c.Worker, p.locals, now)
 	}

@@ -44,6 +44,7 @@ type workerState struct {
 	metrics []Metrics // per rank
 	hasMet  []bool
 	timing  *selector.Timing // SetWorkerTiming; nil: Config.Selector.Timing
+	links   []linkState      // per rank: booked onboarding loads (onboard.go)
 }
 
 // pending is one request being decided (and, when queued, waiting). It
@@ -257,6 +258,7 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 		copy(ws.metrics, old.metrics)
 		copy(ws.hasMet, old.hasMet)
 		ws.timing = old.timing
+		ws.links = old.links
 	}
 	r.workers[info.ID] = ws
 	r.rebuildRanks()
@@ -633,9 +635,14 @@ func (r *Router) lookupKV(p *pending) {
 	if len(p.locals) == 0 {
 		return
 	}
+	noViews := r.cfg.TierChains && r.tv.n.Load() == 0
 	for t := range kvevents.NumTiers {
 		if kvevents.Tier(t) == kvevents.TierExternal && r.cfg.Selector.SharedWeight == 0 {
 			continue // G4 earns no credit unless weighted (DESIGN.md §7)
+		}
+		if noViews && kvevents.Tier(t) != kvevents.TierDevice {
+			p.ov[t] = p.ov[t][:0] // no worker sent a lower-tier event: nothing derived
+			continue
 		}
 		if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)

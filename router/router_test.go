@@ -155,6 +155,8 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.Selector.DiskWeight = a.float(t, k)
 		case "shared-weight":
 			cfg.Selector.SharedWeight = a.float(t, k)
+		case "onboard":
+			cfg.Selector.Onboard = selector.DefaultOnboard()
 		case "busy-kv":
 			cfg.Selector.BusyKVUsage = a.float(t, k)
 		case "busy-prefill":

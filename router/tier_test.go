@@ -15,7 +15,9 @@ import (
 // overlaps equal the engine's truth for every prompt seen: device = the
 // leading blocks cached in G1, host_pinned = those held in G1 or G2, disk
 // = in G1, G2 or G3 (one chain across tiers), external = the shared
-// store's leading blocks.
+// store's leading blocks. Halfway a second router restored from the
+// first's DumpTiers (a replica's snapshot, DESIGN.md §9) joins and takes
+// the same events from then on: it must match the engines as well.
 func TestTierIndexesMatchEngine(t *testing.T) {
 	for _, wt := range []bool{false, true} {
 		for seed := uint64(1); seed <= 3; seed++ {
@@ -34,6 +36,7 @@ func runTierIndexes(t *testing.T, seed uint64, writeThrough bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	routers := []*Router{r}
 	shared := mocker.NewSharedStore(mocker.SharedConfig{Blocks: 30, Worker: kvevents.Worker{ID: 100}})
 	var engines []*mocker.Engine
 	for i := range 2 {
@@ -59,8 +62,10 @@ func runTierIndexes(t *testing.T, seed uint64, writeThrough bool) {
 			if evs[i].Tier != kvevents.TierDevice {
 				sawLower[evs[i].Worker()] = true
 			}
-			if err := r.ApplyEvent(&evs[i]); err != nil {
-				t.Fatalf("router rejects %s: %v", mocker.FormatEvent(&evs[i]), err)
+			for j, r := range routers {
+				if err := r.ApplyEvent(&evs[i]); err != nil {
+					t.Fatalf("router %d rejects %s: %v", j, mocker.FormatEvent(&evs[i]), err)
+				}
 			}
 		}
 	}
@@ -82,6 +87,19 @@ func runTierIndexes(t *testing.T, seed uint64, writeThrough bool) {
 	}
 	id := uint64(0)
 	for step := range 250 {
+		if step == 125 {
+			r2, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dump := r.DumpTiers()
+			for i := range dump {
+				if err := r2.ApplyEvent(&dump[i]); err != nil {
+					t.Fatalf("seed %d: restore rejects %s: %v", seed, mocker.FormatEvent(&dump[i]), err)
+				}
+			}
+			routers = append(routers, r2)
+		}
 		e := engines[0]
 		if engines[1].Now() < e.Now() {
 			e = engines[1]
@@ -116,15 +134,19 @@ func runTierIndexes(t *testing.T, seed uint64, writeThrough bool) {
 				if !sawLower[w] {
 					want[kvevents.TierHostPinned], want[kvevents.TierDisk] = 0, 0
 				}
-				for tr := range kvevents.TierExternal {
-					if got := r.Index(tr).FindMatches(locals).Get(w); got != want[tr] {
-						t.Fatalf("seed %d step %d: w%v %s overlap %d, engine holds %d leading blocks", seed, step, w, tr, got, want[tr])
+				for j, r := range routers {
+					for tr := range kvevents.TierExternal {
+						if got := r.Index(tr).FindMatches(locals).Get(w); got != want[tr] {
+							t.Fatalf("seed %d step %d: router %d: w%v %s overlap %d, engine holds %d leading blocks", seed, step, j, w, tr, got, want[tr])
+						}
 					}
 				}
 			}
 			wantG4 := lead(seq, held(engines[0], kvevents.TierExternal))
-			if got := r.Index(kvevents.TierExternal).FindMatches(locals).Get(shared.Worker()); got != wantG4 {
-				t.Fatalf("seed %d step %d: G4 overlap %d, store holds %d leading blocks", seed, step, got, wantG4)
+			for j, r := range routers {
+				if got := r.Index(kvevents.TierExternal).FindMatches(locals).Get(shared.Worker()); got != wantG4 {
+					t.Fatalf("seed %d step %d: router %d: G4 overlap %d, store holds %d leading blocks", seed, step, j, got, wantG4)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -61,6 +62,7 @@ type workerView struct {
 type tierView struct {
 	mu sync.Mutex
 	ws map[kvevents.Worker]*workerView
+	n  atomic.Int32 // len(ws): with none the derived indexes are empty
 }
 
 // get returns w's view, seeding a new one from the device index when
@@ -74,6 +76,9 @@ func (r *Router) view(w kvevents.Worker, create bool) *workerView {
 		return wv
 	}
 	wv = &workerView{blocks: map[uint64]*viewBlock{}, kids: map[uint64][]uint64{}}
+	// An asynchronous device index may still hold w's earlier events in
+	// its queue: they went by with no view to record them.
+	r.flushDevice()
 	for _, ev := range r.idx[kvevents.TierDevice].Dump() {
 		if ev.Worker() != w {
 			continue
@@ -86,6 +91,7 @@ func (r *Router) view(w kvevents.Worker, create bool) *workerView {
 		v.ws = map[kvevents.Worker]*workerView{}
 	}
 	v.ws[w] = wv
+	v.n.Store(int32(len(v.ws)))
 	v.mu.Unlock()
 	return wv
 }
@@ -107,7 +113,7 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 	}
 	switch ev.Kind {
 	case kvevents.KindStored:
-		if ev.HasParent {
+		if ev.HasParent && ev.Parent != 0 { // parent 0 reads as none (indexer package doc)
 			for _, b := range ev.Blocks {
 				if b.Hash == ev.Parent {
 					return indexer.ErrSelfParent
@@ -140,7 +146,7 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 // became reachable.
 func (r *Router) viewStore(wv *workerView, ev *kvevents.Event) {
 	bit := uint8(1) << ev.Tier
-	parent, hasParent := ev.Parent, ev.HasParent
+	parent, hasParent := ev.Parent, ev.HasParent && ev.Parent != 0
 	w := ev.Worker()
 	for _, b := range ev.Blocks {
 		vb := wv.blocks[b.Hash]
@@ -263,5 +269,6 @@ func (r *Router) dropView(id uint64) {
 			delete(r.tv.ws, w)
 		}
 	}
+	r.tv.n.Store(int32(len(r.tv.ws)))
 	r.tv.mu.Unlock()
 }

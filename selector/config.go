@@ -42,6 +42,11 @@ type Config struct {
 	// an idle worker (DESIGN.md §6), so onboarding saves about half of the
 	// recomputation: w ≈ 0.5.
 	SharedWeight float64 `yaml:"shared_weight"`
+	// Onboard is the transfer model of the lower tiers' loads (CostTime
+	// only; onboard.go): a lower-tier hit waits for its blocks to reach
+	// G1. Default zero = off (a hit is priced by its credit alone);
+	// DefaultOnboard is the mocker's default links.
+	Onboard Onboard `yaml:"onboard"`
 
 	// CreditDecay shrinks the device credit of a cache-rich worker with a
 	// prefill backlog: the device credit is multiplied by
@@ -137,6 +142,9 @@ func (c Config) Validate() error {
 	nonneg("DiskWeight", c.DiskWeight)
 	nonneg("SharedWeight", c.SharedWeight)
 	nonneg("CreditDecay", c.CreditDecay)
+	if err := c.Onboard.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("Temperature", c.Temperature)

@@ -68,6 +68,11 @@
 // CostTime: own goes negative and eats into the queue). See Config for
 // every knob.
 //
+// With an onboarding model (Config.Onboard, off by default; CostTime
+// only) the credited lower-tier blocks also cost their load time over
+// each tier's link, and the request's own prefill starts after the larger
+// of the queue ahead and that load (onboard.go).
+//
 // No candidate left after filtering yields ErrNoneEligible (HTTP 503) or,
 // when some candidate passed every hard constraint and was only dropped by a
 // busy threshold, ErrAllOverloaded (HTTP 529); HTTPStatus maps them.

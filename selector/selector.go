@@ -70,6 +70,9 @@ type Candidate struct {
 	// NewBlocks is the number of decode blocks this request would add here
 	// (its prompt blocks not yet active on the rank, plus any output blocks).
 	NewBlocks int
+	// LinkBacklog is, per lower tier, how long the onboarding loads already
+	// booked on the rank's link still take, in ms (Config.Onboard; 0 none).
+	LinkBacklog [kvevents.NumTiers]float64
 }
 
 // RankRange bounds data-parallel ranks, inclusive.
@@ -157,6 +160,10 @@ type Breakdown struct {
 	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
 	// the request's own prefill time times ImposedWeight/(1-U).
 	Imposed float64
+	// Onboard is CostTime's load time of the credited lower-tier blocks
+	// (Config.Onboard), in ms; the prefill waits for the larger of it and
+	// the queue ahead.
+	Onboard float64
 	// Requests is the active-request term (ActiveRequestWeight * requests).
 	Requests float64
 	// Cost = PrefillLoadScale*Prefill + Decode + Requests.
@@ -182,6 +189,9 @@ func (b Breakdown) String() string {
 	}
 	if b.Passes > 0 {
 		s += " queue=" + fmtf(b.Queue) + " passes=" + fmt.Sprint(b.Passes) + " usage=" + fmtf(b.Usage)
+	}
+	if b.Onboard != 0 {
+		s += " onboard=" + fmtf(b.Onboard)
 	}
 	s += " prefill=" + fmtf(b.Prefill)
 	if b.Imposed != 0 {
@@ -333,7 +343,8 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 		excess = max(0, excess)
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/reqBlocks)
 	}
-	credit := tierCredit(&c.Overlap, [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight})
+	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
+	credit := tierCredit(&c.Overlap, w)
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
@@ -345,10 +356,10 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 			tm = *c.Timing
 		}
 		tm = tm.orDefault()
-		costTimeInto(cfg, &tm, isl, b, credit, util, c, out)
+		costTimeInto(cfg, &tm, isl, b, credit, onboardTime(cfg, c, &w, b), util, c, out)
 		return
 	}
-	out.Queue, out.Passes, out.Usage, out.Imposed = 0, 0, 0, 0
+	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
 	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
 	if !cfg.Unclamped {
 		prefill = max(0, prefill)

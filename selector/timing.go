@@ -153,11 +153,12 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 //	own      = max(1, isl - credit*B)        uncached prompt tokens
 //	chunk    = max_batched_tokens - decoding requests (a decode takes one token of a pass)
 //	ahead    = PrefillSpan(active_prefill_tokens)  the queued prefill, in its own passes
-//	mine     = PrefillSpan(own)              its own prefill, in the passes after
+//	load     = onboarding time of its lower-tier blocks (onboard.go; 0 without a model)
+//	mine     = PrefillSpan(own)              its own prefill, after max(ahead, load)
 //	usage    = KV usage + new_blocks / total_kv_blocks
 //	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
 //	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
-//	cost     = PrefillLoadScale*(ahead + mine + imposed) + decode + ActiveRequestWeight*active_requests
+//	cost     = PrefillLoadScale*(max(ahead, load) + mine + imposed) + decode + ActiveRequestWeight*active_requests
 //
 // The queued prefill is mostly in the pass running now, which the
 // request cannot join: it waits for those passes to end, then its own
@@ -165,7 +166,7 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // engine may batch with it; exact for the pass in flight, the common case).
 // With Unclamped, a credit beyond the prompt (own < 1) shortens the queue
 // ahead instead.
-func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, util float64, c *Candidate, out *Breakdown) {
+func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float64, c *Candidate, out *Breakdown) {
 	own := float64(isl) - credit*float64(b)
 	ahead := float64(c.ActivePrefillTokens)
 	if own < 1 {
@@ -184,6 +185,9 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, util float64, c *
 	if ahead > 0 {
 		prefill, passes = tm.PrefillSpan(ahead, chunk)
 	}
+	// A load overlaps the queue ahead; its excess delays the request (the
+	// engine runs other requests meanwhile: no passes are added).
+	prefill = max(prefill, load)
 	mine, n := tm.PrefillSpan(own, chunk)
 	prefill += mine
 	passes += n
@@ -205,6 +209,7 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, util float64, c *
 	out.Passes = passes
 	out.Usage = usage
 	out.Imposed = imposed
+	out.Onboard = load
 	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
 }
 

@@ -56,6 +56,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.Float64Var(&e.Watermark, "watermark", e.Watermark, "fraction of blocks kept free at admission")
 	f.BoolVar(&e.EnablePrefixCaching, "enable-prefix-caching", e.EnablePrefixCaching, "cache blocks and emit KV events")
 	f.Float64Var(&e.SpeedupRatio, "speedup-ratio", e.SpeedupRatio, "divide modeled pass time by this (0 = no sleeping)")
+	bindEngineTierFlags(f, &c.Tiers, e)
 	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
 	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")
 	bindNATSAuthFlags(f, &c.NATS)

@@ -27,7 +27,15 @@ the longest cached prefix (minus its load), forwards it and streams the answer b
 
 Workers come from the NATS KV registry (workers started with 'kvrouter mocker --nats URL'
 or any engine that registers) and/or a static list (--worker, --workers-file). KV events
-come from the JetStream stream, or from each static worker's vLLM ZMQ endpoint (zmq=...).
+come from the JetStream stream, or over ZMQ from vLLM/SGLang engines in one of two topologies:
+  connect: the engine binds its PUB (vLLM "endpoint":"tcp://*:5557"); the router dials
+           each one, named per worker (--worker URL,zmq=tcp://HOST:5557[,replay=...]).
+  bind:    the router binds one SUB (--zmq-bind tcp://0.0.0.0:5557) and every engine
+           connects its PUB to it (vLLM "endpoint":"tcp://ROUTER:5557" with
+           "topic":"kv@<pod>@<model>"); <pod> names the worker: its pod= option, else
+           its URL's host:port, else its URL's host. Events of a pod no worker has are
+           held for 30s in case it registers, then dropped (counted); a topic model
+           other than the worker's is dropped (counted).
 With neither --nats nor --worker an embedded NATS server is started.
 
 Every flag is also read from the environment, KVROUTER_ and the flag name upper-cased
@@ -37,6 +45,7 @@ errors). Precedence: flag > environment > file > default. --print-config prints 
 effective config in the file's shape.`,
 		Example: `  kvrouter serve --nats nats://127.0.0.1:4222 --tokenizer ./Qwen3-8B/
   kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16
+  kvrouter serve --zmq-bind tcp://0.0.0.0:5557 --worker http://10.0.0.5:8000 --worker http://10.0.0.6:8000
   kvrouter serve --print-config > kvrouter.yaml; kvrouter serve --config kvrouter.yaml`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The preset replaces the default cost knobs; a file, the
@@ -91,6 +100,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Float64Var(&sc.PrefillLoadScale, "prefill-load-scale", sc.PrefillLoadScale, "weight of the prefill term")
 	f.Float64Var(&sc.HostWeight, "host-weight", sc.HostWeight, "credit per host-tier (G2) cached block beyond the device prefix")
 	f.Float64Var(&sc.DiskWeight, "disk-weight", sc.DiskWeight, "credit per disk-tier (G3) cached block beyond the device and host prefixes")
+	bindTierFlags(f, rc)
 	f.Float64Var(&sc.CreditDecay, "credit-decay", sc.CreditDecay, "shrink the device credit of workers with a prefill backlog (0 = off)")
 	f.Float64Var(&sc.ActiveRequestWeight, "active-request-weight", sc.ActiveRequestWeight, "cost in blocks per active request on a worker")
 	f.Float64Var(&sc.Temperature, "temperature", sc.Temperature, "softmax temperature (0 = argmin)")
@@ -113,15 +123,17 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.BoolVar(&rp.Sync.Enabled, "replica-sync", rp.Sync.Enabled, "with NATS: share bookings (load) and session bindings with the other replicas")
 	f.DurationVar(&rp.Sync.Heartbeat, "sync-heartbeat", rp.Sync.Heartbeat, "load-sync heartbeat interval")
 	f.DurationVar(&rp.Sync.Timeout, "sync-timeout", rp.Sync.Timeout, "a replica unheard this long has its bookings dropped")
-	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,zmq=tcp://...,replay=tcp://...,bs=N] (repeatable)")
+	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,zmq=tcp://...,replay=tcp://...,pod=P,bs=N] (repeatable)")
 	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")
+	f.StringArrayVar(&c.ZMQBind, "zmq-bind", c.ZMQBind, "bind a ZMQ SUB here for engines that connect their KV event PUB to the router, topic kv@<pod>@<model> (tcp://HOST:PORT, repeatable)")
 	f.StringArrayVar(&fc.APIKeys, "api-key", fc.APIKeys, "accepted client API key (repeatable; none = open; secret)")
 	f.StringArrayVar(&fc.AdminKeys, "admin-key", fc.AdminKeys, "admin API key for /debug/* (repeatable; none = client keys; secret)")
 	f.Int64Var(&fc.MaxBodyBytes, "max-body-bytes", fc.MaxBodyBytes, "largest request body accepted (413 beyond)")
 	f.IntVar(&fc.MaxPromptTokens, "max-prompt-tokens", fc.MaxPromptTokens, "longest prompt accepted in tokens (0 = no limit)")
 	f.IntVar(&fc.Retries, "retries", fc.Retries, "other workers to try when the chosen one is unreachable")
 	f.DurationVar(&fc.DrainTimeout, "drain-timeout", fc.DrainTimeout, "how long shutdown waits for in-flight streams")
-	f.DurationVar(&fc.LoadPollInterval, "load-poll", fc.LoadPollInterval, "how often workers' GET /load is polled (negative = never)")
+	f.DurationVar(&fc.LoadPollInterval, "load-poll", fc.LoadPollInterval, "how often workers' GET /metrics is polled (load, KV usage, block size; negative = never)")
+	f.StringArrayVar(&fc.LoRAAdapters, "lora-adapter", fc.LoRAAdapters, "model name that is a LoRA adapter, hashed with its name as salt (repeatable; engines' /v1/models adds more)")
 	f.Uint64Var(&fc.Seed, "seed", fc.Seed, "tie-break seed (0 = random; replicas must differ)")
 	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion prompts to workers as token ids")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")

@@ -21,6 +21,7 @@ func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	var (
 		tracePath, traceList, preset, tiers                string
+		onboardCost                                        bool
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
 		asJSON, quiet, findCap, full                       bool
 		speed, capScale                                    float64
@@ -85,6 +86,9 @@ flags and --seed always give the same figures.`,
 			}
 			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
 				return err
+			}
+			if onboardCost {
+				cfg.Router.Selector.Onboard = sim.OnboardModel(cfg.Engine.Tiers, cfg.BlockSize)
 			}
 			if cpuProfile != "" {
 				f, err := os.Create(cpuProfile)
@@ -192,6 +196,7 @@ flags and --seed always give the same figures.`,
 	f.Float64Var(&s.HostWeight, "host-weight", s.HostWeight, "router: credit per host-tier block (1 with --disk-weight 1: tier-blind; 0 ignores the tier)")
 	f.Float64Var(&s.DiskWeight, "disk-weight", s.DiskWeight, "router: credit per disk-tier block (0 ignores the tier)")
 	f.Float64Var(&s.SharedWeight, "shared-weight", s.SharedWeight, "router: credit per block of the fleet's shared G4 store (0: counts only after onboarding)")
+	f.BoolVar(&onboardCost, "onboard-cost", false, "router (time cost): charge the load time of lower-tier hits over the engines' links (selector.Onboard)")
 	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
 	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, "router: let overlap credit push the prefill term below zero")

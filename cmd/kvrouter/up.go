@@ -16,6 +16,7 @@ func newUpCmd() *cobra.Command {
 		port      int
 		host, tok string
 		logLevel  string
+		tiers     string
 	)
 	// The router and the workers take serve's and mocker's defaults.
 	sc := app.DefaultServeConfig()
@@ -40,7 +41,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 				return err
 			}
 			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
-				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log})
+				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers})
 			if err != nil {
 				return err
 			}
@@ -68,6 +69,11 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "tokens per KV block")
 	fl.IntVar(&eng.NumBlocks, "num-blocks", eng.NumBlocks, "KV capacity per worker, in blocks")
 	fl.Float64Var(&eng.SpeedupRatio, "speedup-ratio", eng.SpeedupRatio, "workers run this much faster than the modeled GPU (0 = no sleeping)")
+	bindEngineTierFlags(fl, &tiers, &eng)
+	rsc := &sc.Frontend.Router.Selector
+	fl.Float64Var(&rsc.HostWeight, "host-weight", rsc.HostWeight, "router: credit per host-tier (G2) cached block beyond the device prefix")
+	fl.Float64Var(&rsc.DiskWeight, "disk-weight", rsc.DiskWeight, "router: credit per disk-tier (G3) cached block beyond the device and host prefixes")
+	bindTierFlags(fl, &sc.Frontend.Router)
 	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
 	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")

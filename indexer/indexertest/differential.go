@@ -15,8 +15,15 @@ import (
 // (blocks, nodes, workers, counters) or Dump.
 func RunDifferential(t *testing.T, newIndex func() indexer.Index, n int) {
 	t.Helper()
+	RunDifferentialWith(t, newIndex, NewReference, n)
+}
+
+// RunDifferentialWith is RunDifferential against the references newRef
+// returns (NewShardedReference for an indexer.Sharded index).
+func RunDifferentialWith(t *testing.T, newIndex func() indexer.Index, newRef func() *Reference, n int) {
+	t.Helper()
 	for seed := range uint64(n) {
-		if !runSequence(t, newIndex, seed) {
+		if !runSequence(t, newIndex, newRef, seed) {
 			return
 		}
 	}
@@ -129,10 +136,10 @@ func errClass(err error) string {
 	return "ok"
 }
 
-func runSequence(t *testing.T, newIndex func() indexer.Index, seed uint64) bool {
+func runSequence(t *testing.T, newIndex func() indexer.Index, newRef func() *Reference, seed uint64) bool {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	ref := NewReference()
+	ref := newRef()
 	g := &gen{rng: rng, ref: ref, hmax: 4 + rng.Uint64N(40), lmax: 2 + rng.Uint64N(6)}
 	idx := newIndex()
 	var log []kvevents.Event

@@ -17,6 +17,10 @@ import (
 type Reference struct {
 	workers                    map[kvevents.Worker]map[uint64]refBlock
 	applied, rejected, unknown uint64
+	// same reports whether two worker ids share an index shard (the
+	// parent rules look at other workers of the shard only); nil: one
+	// shard.
+	same func(a, b uint64) bool
 }
 
 type refBlock struct {
@@ -30,6 +34,14 @@ var _ indexer.Index = (*Reference)(nil)
 // NewReference returns an empty reference index.
 func NewReference() *Reference {
 	return &Reference{workers: map[kvevents.Worker]map[uint64]refBlock{}}
+}
+
+// NewShardedReference is the reference of an indexer.Sharded index whose
+// workers a and b share a shard when same(a, b).
+func NewShardedReference(same func(a, b uint64) bool) *Reference {
+	r := NewReference()
+	r.same = same
+	return r
 }
 
 // Apply implements indexer.Index.
@@ -48,15 +60,17 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 	held := r.workers[w]
 	switch ev.Kind {
 	case kvevents.KindStored:
-		if ev.HasParent {
+		hasParent := ev.HasParent && ev.Parent != 0 // parent 0 reads as none
+		if hasParent {
 			for _, b := range ev.Blocks {
 				if b.Hash == ev.Parent {
 					return indexer.ErrSelfParent
 				}
 			}
-			if _, ok := held[ev.Parent]; !ok {
-				return indexer.ErrUnknownParent
-			}
+		}
+		cur, hasCur, err := r.anchor(w, ev, hasParent)
+		if err != nil {
+			return err
 		}
 		if len(ev.Blocks) == 0 {
 			return nil
@@ -65,7 +79,6 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 			held = map[uint64]refBlock{}
 			r.workers[w] = held
 		}
-		cur, hasCur := ev.Parent, ev.HasParent
 	blocks:
 		for _, b := range ev.Blocks {
 			if _, ok := held[b.Hash]; ok {
@@ -115,6 +128,82 @@ func (r *Reference) apply(ev *kvevents.Event) error {
 		return indexer.ErrBadEvent
 	}
 	return nil
+}
+
+// anchor is where w's chain of a Stored event starts (the indexer package
+// doc's rules, stated on paths of local hashes): the root without a parent
+// (0 reads as none); the parent when w holds it; else the position of the
+// first block when every worker holding its hash holds it at one path
+// ending in the block's local, and w holds the path before it (or it is at
+// depth 1); else the parent's position when every holder agrees on it and
+// w holds that path.
+func (r *Reference) anchor(w kvevents.Worker, ev *kvevents.Event, hasParent bool) (uint64, bool, error) {
+	if !hasParent {
+		return 0, false, nil
+	}
+	if _, ok := r.workers[w][ev.Parent]; ok {
+		return ev.Parent, true, nil
+	}
+	if len(ev.Blocks) > 0 {
+		b := ev.Blocks[0]
+		if p, ok := r.position(w, b.Hash); ok && p[len(p)-1] == b.Local {
+			if len(p) == 1 {
+				return 0, false, nil
+			}
+			if h, ok := r.heldAt(w, p[:len(p)-1]); ok {
+				return h, true, nil
+			}
+		}
+	}
+	if p, ok := r.position(w, ev.Parent); ok {
+		if h, ok := r.heldAt(w, p); ok {
+			return h, true, nil
+		}
+	}
+	return 0, false, indexer.ErrUnknownParent
+}
+
+// path is the locals from the root to block h of held.
+func path(held map[uint64]refBlock, h uint64) []uint64 {
+	var p []uint64
+	for x, ok := held[h]; ok; x, ok = held[x.parent] {
+		p = append(p, x.local)
+		if !x.hasParent {
+			break
+		}
+	}
+	slices.Reverse(p)
+	return p
+}
+
+// position is the one path at which every worker of w's shard holding h
+// holds it.
+func (r *Reference) position(w kvevents.Worker, h uint64) ([]uint64, bool) {
+	var found []uint64
+	for o, held := range r.workers {
+		if r.same != nil && !r.same(w.ID, o.ID) {
+			continue
+		}
+		if _, ok := held[h]; !ok {
+			continue
+		}
+		p := path(held, h)
+		if found != nil && !slices.Equal(found, p) {
+			return nil, false
+		}
+		found = p
+	}
+	return found, found != nil
+}
+
+// heldAt returns the hash under which w holds the block at path p.
+func (r *Reference) heldAt(w kvevents.Worker, p []uint64) (uint64, bool) {
+	for h := range r.workers[w] {
+		if slices.Equal(path(r.workers[w], h), p) {
+			return h, true
+		}
+	}
+	return 0, false
 }
 
 // RemoveWorker implements indexer.Index.

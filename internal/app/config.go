@@ -12,6 +12,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
 	"github.com/kvrouter/kvrouter/internal/replica"
+	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -65,6 +66,12 @@ type ServeConfig struct {
 	Workers []string `yaml:"workers"`
 	// WorkersFile is a YAML file with more static workers. Default none.
 	WorkersFile string `yaml:"workers_file"`
+	// ZMQBind are endpoints (tcp://HOST:PORT) where serve binds one ZMQ
+	// SUB each for engines that connect their KV event PUB to the router
+	// (the bind topology: vLLM with a host endpoint, llm-d's centralized
+	// mode, llm-d-inference-sim). The topic kv@<pod>@<model> names the
+	// worker (its pod= option, URL host:port or host). Default none.
+	ZMQBind []string `yaml:"zmq_bind"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `yaml:"log_level"`
 
@@ -86,6 +93,10 @@ func DefaultServeConfig() ServeConfig {
 	fc := frontend.DefaultConfig()
 	fc.Model = DefaultModel
 	fc.Router.BlockSize = DefaultBlockSize
+	// One prefix chain across tiers (DESIGN.md §7): lower-tier stores under
+	// a device parent are what offloading engines publish; replica
+	// snapshots carry the view (router.DumpTiers).
+	fc.Router.TierChains = true
 	nc := eventplane.DefaultConfig()
 	nc.Port = DefaultEmbeddedNATSPort
 	return ServeConfig{
@@ -120,6 +131,9 @@ func (c ServeConfig) Validate() error {
 	if err := c.Replica.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	for _, ep := range c.ZMQBind {
+		errs = append(errs, validBind(ep))
+	}
 	return errors.Join(errs...)
 }
 
@@ -141,6 +155,13 @@ type MockerConfig struct {
 	// sit at the top level of the YAML form. Default mockerd.DefaultConfig()
 	// (engine defaults of DESIGN.md §6, model DefaultModel).
 	Mocker mockerd.Config `yaml:",inline"`
+	// Tiers are the engine's lower KV tiers (DESIGN.md §7), as sim
+	// --tiers: "host=4x,disk=16x[,shared=N]", capacities in multiples of
+	// the engine's blocks or in blocks; they set Engine.Tiers' capacities
+	// (its links and offload policy stay). A shared store here is this
+	// worker's alone (kvrouter up shares one across its workers). Default
+	// "" = G1 only (or whatever Engine.Tiers says).
+	Tiers string `yaml:"tiers"`
 	// NATS: with NATS.URL set, publish KV events to the JetStream stream
 	// and register in the worker bucket. Default "" = neither.
 	NATS eventplane.Config `yaml:"nats"`
@@ -195,6 +216,9 @@ func (c MockerConfig) Validate() error {
 	}
 	if err := mc.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := sim.ParseTiers(c.Tiers); err != nil {
+		errs = append(errs, fmt.Errorf("mocker: %w", err))
 	}
 	if c.ZMQReplay != "" && c.ZMQPub == "" {
 		errs = append(errs, errors.New("mocker: a ZMQ replay endpoint needs a ZMQ PUB endpoint"))

@@ -59,6 +59,7 @@ func NewMocker(cfg MockerConfig) (*Mocker, error) {
 	m.mc = cfg.Mocker
 	m.mc.Logger = log
 	m.mc.Engine.Worker = kvevents.Worker{ID: cfg.WorkerID}
+	engineTiers(&m.mc.Engine, cfg.Tiers)
 	if m.mc.Tokenizer = cfg.TokenizerImpl; m.mc.Tokenizer == nil {
 		tok, err := LoadTokenizer(cfg.Tokenizer, m.mc.Model, []string{m.url})
 		if err != nil {

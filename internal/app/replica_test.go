@@ -208,8 +208,11 @@ func TestServeReplicas(t *testing.T) {
 		return sa.LeaseHeld != sb.LeaseHeld && sa.Snapshots+sb.Snapshots > 0, sa.String() + " | " + sb.String()
 	})
 	// More events after the snapshot: a third replica restores it and
-	// replays the rest.
-	if err := pub.Publish(ctx, stored(3, 1, 5)); err != nil {
+	// replays the rest. (Events of a worker neither static nor registered
+	// would wait for its registration: new blocks of worker 2.)
+	more := stored(12, 2, 5)
+	more.WorkerID = 2
+	if err := pub.Publish(ctx, more); err != nil {
 		t.Fatal(err)
 	}
 	if err := pub.Flush(ctx); err != nil {

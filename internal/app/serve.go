@@ -46,7 +46,25 @@ type Serve struct {
 	// loadSync is set in Run (NATS on, sync on); the router's booking
 	// callback reads it on request goroutines.
 	loadSync atomic.Pointer[replica.LoadSync]
+	// zmq is the ZMQ subscriber (set in Run with static ZMQ workers or
+	// --zmq-bind); a join kicks its held bind-mode messages.
+	zmq atomic.Pointer[zmqsub.Subscriber]
+	// gate holds NATS events of workers neither static nor registered
+	// (gate.go).
+	gate *memberGate
+	pods podCache // bind-mode topic pods resolved to workers
 }
+
+// kickZMQ lets the bind subscriber apply events held for a new worker.
+func (s *Serve) kickZMQ() {
+	if z := s.zmq.Load(); z != nil {
+		z.Kick()
+	}
+}
+
+// ZMQ is the ZMQ subscriber (nil before Run, or with neither static ZMQ
+// workers nor --zmq-bind).
+func (s *Serve) ZMQ() *zmqsub.Subscriber { return s.zmq.Load() }
 
 // NewServe validates cfg, loads the tokenizer, builds the frontend and
 // binds the listener. It starts no goroutine; on error it closes what it
@@ -117,6 +135,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
+	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) }, s.fe.CountIngest)
 	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
 	s.members.OnRefused = s.fe.CountWorkerRefused
 	if err := s.members.AddStatic(static); err != nil {
@@ -247,8 +266,13 @@ func (s *Serve) Run(ctx context.Context) error {
 			_ = s.ln.Close()
 			return err
 		}
-		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log})
-		g.Go(func() error { return reg.Watch(gctx, s.members) })
+		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log, OnSynced: s.gate.Synced})
+		g.Go(func() error { return s.gate.Run(gctx) })
+		// Joins and leaves go through the fleet first, then release what
+		// waits for them (the fleet knows the worker by then).
+		watched := joinKick{Membership: s.members, changed: s.pods.reset,
+			kick: func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}
+		g.Go(func() error { return reg.Watch(gctx, watched) })
 	}
 	var sources []zmqsub.Source
 	for _, w := range s.static {
@@ -257,9 +281,16 @@ func (s *Serve) Run(ctx context.Context) error {
 				Replay: w.ReplayEndpoint, DPSize: max(w.DPSize, 1)})
 		}
 	}
-	if len(sources) > 0 {
+	if len(sources) > 0 || len(s.cfg.ZMQBind) > 0 {
+		model := s.cfg.Frontend.Model
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
-			OnBatch: fe.ObservePublished}, fe)
+			OnBatch: fe.ObservePublished, Binds: s.cfg.ZMQBind, OnIngest: fe.CountIngest,
+			Resolve: func(pod, topicModel string) (uint64, error) {
+				return s.pods.resolve(pod, topicModel, func() (uint64, error) {
+					return resolvePod(s.members.Workers(), pod, topicModel, model)
+				})
+			}}, fe)
+		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
 	g.Go(func() error { return s.signalReady(gctx, rep) })
@@ -292,8 +323,9 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	rc.Logger = s.log.With("component", "replica")
 	rc.Sync.Logger = rc.Logger
 	opts := replica.RouterOptions(s.fe.Router())
-	opts.Sink, opts.Flush = s.fe, s.fe.Flush
+	opts.Sink, opts.Flush = s.gate, s.fe.Flush              // events of unknown workers wait for their registration
 	opts.SubscriberEvents.OnMessage = s.fe.ObservePublished // kvrouter_event_lag_seconds
+	opts.SubscriberEvents.OnIngest = s.fe.CountIngest       // kvrouter_events_rejected_total, kvrouter_event_faults_total
 	rep, err := replica.New(conn, rc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

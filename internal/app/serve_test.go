@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/frontend"
@@ -78,6 +80,11 @@ func TestServeRuntime(t *testing.T) {
 	cfg := DefaultServeConfig()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.NATS.URL = nats.ClientURL()
+	// Events of workers neither static nor registered wait for their
+	// registration; these are static.
+	for w := uint64(1); w <= workers; w++ {
+		cfg.StaticWorkers = append(cfg.StaticWorkers, discovery.Worker{ID: w, URL: fmt.Sprintf("http://127.0.0.1:%d", w)})
+	}
 	cfg.Frontend.Router.Index.Stride = 8
 	cfg.Frontend.Router.Index.Writers = 3
 	cfg.Frontend.APIKeys = []string{"s3cret-key"}

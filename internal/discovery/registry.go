@@ -32,6 +32,10 @@ type RegistryConfig struct {
 	TTL time.Duration
 	// Heartbeat is the refresh interval; default TTL/3.
 	Heartbeat time.Duration
+	// OnSynced, when set, is called each time Watch has delivered the
+	// bucket's current entries (at start and after a restart of the
+	// watch): from then on, a worker not joined is not registered.
+	OnSynced func()
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -86,6 +90,26 @@ func (r *Registry) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// forget drops the cached bucket handle kv, so that the next use looks the
+// bucket up (and creates it) again.
+func (r *Registry) forget(kv jetstream.KeyValue) {
+	r.mu.Lock()
+	if r.kv == kv {
+		r.kv = nil
+	}
+	r.mu.Unlock()
+}
+
+// bucketIdentity is the creation time of the bucket's stream; "" when it
+// cannot be read (err says why; jetstream.ErrStreamNotFound: it is gone).
+func (r *Registry) bucketIdentity(ctx context.Context) (string, error) {
+	st, err := r.conn.JS.Stream(ctx, "KV_"+r.cfg.Bucket)
+	if err != nil {
+		return "", err
+	}
+	return st.CachedInfo().Created.UTC().Format(time.RFC3339Nano), nil
+}
+
 // Register writes w once (Keepalive keeps it alive).
 func (r *Registry) Register(ctx context.Context, w Worker) error {
 	if err := w.Validate(); err != nil {
@@ -100,6 +124,9 @@ func (r *Registry) Register(ctx context.Context, w Worker) error {
 		return err
 	}
 	if _, err := kv.Put(ctx, key(w.ID), b); err != nil {
+		// The bucket may be gone (a server restarted with a fresh store):
+		// the next Register creates it again.
+		r.forget(kv)
 		return fmt.Errorf("discovery: register worker %d: %w", w.ID, err)
 	}
 	return nil
@@ -178,10 +205,6 @@ func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 // cannot be read (no JetStream leader yet) keeps the worker until a later
 // sweep can tell. Only a missing or stale entry is a Leave.
 func (r *Registry) Watch(ctx context.Context, m Membership) error {
-	kv, err := r.bucket(ctx)
-	if err != nil {
-		return err
-	}
 	type seen struct {
 		at  time.Time
 		raw string
@@ -189,7 +212,19 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 	live := map[uint64]seen{}
 	sweep := time.NewTicker(max(r.cfg.TTL/4, 10*time.Millisecond))
 	defer sweep.Stop()
+	// NB: a NATS server restarted with a fresh store (or a deleted
+	// bucket) leaves the watch silent on a bucket that no longer exists;
+	// the workers' next heartbeats recreate it. The bucket's identity is
+	// checked every second and the watch restarted on the new bucket, so
+	// membership recovers within a heartbeat, not a TTL.
+	ident := time.NewTicker(min(time.Second, max(r.cfg.TTL/4, 10*time.Millisecond)))
+	defer ident.Stop()
 	for {
+		kv, err := r.bucket(ctx)
+		if err != nil {
+			return err
+		}
+		id, _ := r.bucketIdentity(ctx)
 		wch, err := kv.WatchAll(ctx)
 		if err != nil {
 			return fmt.Errorf("discovery: watch: %w", err)
@@ -200,6 +235,18 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 				select {
 				case <-ctx.Done():
 					return false, nil
+				case <-ident.C:
+					now, err := r.bucketIdentity(ctx)
+					switch {
+					case errors.Is(err, jetstream.ErrStreamNotFound):
+						r.cfg.Logger.Warn("worker registry bucket missing: recreating it and restarting the watch")
+						r.forget(kv)
+						return true, nil
+					case err == nil && now != id:
+						r.cfg.Logger.Warn("worker registry bucket recreated: restarting the watch")
+						r.forget(kv)
+						return true, nil
+					}
 				case now := <-sweep.C:
 					stalled := false
 					for id, s := range live {
@@ -228,8 +275,11 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 					if !ok {
 						return false, errors.New("discovery: watch closed")
 					}
-					if e == nil {
-						continue // initial values delivered
+					if e == nil { // initial values delivered
+						if r.cfg.OnSynced != nil {
+							r.cfg.OnSynced()
+						}
+						continue
 					}
 					id, err := KeyID(e.Key())
 					if err != nil {

@@ -32,6 +32,7 @@ type Worker struct {
 	// with an empty cache: the router drops what it remembered of it
 	// (DESIGN.md §9). "" = not announced (static workers).
 	Epoch string `json:"epoch,omitempty" yaml:"epoch,omitempty"`
+	Pod   string `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
 }
 
 // Bounds of a registration's fields: anything beyond is refused, since a
@@ -42,7 +43,7 @@ const (
 	MaxTotalKVBlocks    = 1 << 40
 	MaxBatchedTokens    = 1 << 30
 	MaxLabels           = 64
-	maxStringLen        = 1024 // model, label keys and values, epoch
+	maxStringLen        = 1024 // model, label keys and values, epoch, pod
 	maxURLLen           = 2048
 	maxRegistrationSize = 64 << 10
 )
@@ -85,8 +86,8 @@ func (w Worker) Validate() error {
 			bad("endpoint %q: want tcp://host:port", ep)
 		}
 	}
-	if len(w.Model) > maxStringLen || len(w.Epoch) > maxStringLen {
-		bad("model or epoch longer than %d bytes", maxStringLen)
+	if len(w.Model) > maxStringLen || len(w.Epoch) > maxStringLen || len(w.Pod) > maxStringLen {
+		bad("model, epoch or pod longer than %d bytes", maxStringLen)
 	}
 	if len(w.Labels) > MaxLabels {
 		bad("%d labels, at most %d", len(w.Labels), MaxLabels)
@@ -122,7 +123,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 //	URL[,key=value...]
 //
-// keys: id, model, zmq (event endpoint), replay, block-size (or bs),
+// keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
+// pod, see Worker.Pod), block-size (or bs),
 // kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
@@ -146,6 +148,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.EventEndpoint = v
 		case "replay":
 			w.ReplayEndpoint = v
+		case "pod":
+			w.Pod = v
 		case "block-size", "bs":
 			w.BlockSize, err = strconv.Atoi(v)
 		case "kv-blocks":

@@ -27,6 +27,7 @@ type Proc struct {
 	Name    string   // for messages: "mocker1", "router2", "n3"
 	Path    string   // binary
 	Args    []string // arguments, kept for Restart
+	Env     []string // extra environment (KEY=VALUE), kept for Restart
 	LogFile string   // stdout and stderr
 
 	t    testing.TB
@@ -49,17 +50,26 @@ var (
 // Start runs path with args. The log goes to <TempDir>/<name>.<n>.log.
 func Start(t testing.TB, name, path string, args ...string) *Proc {
 	t.Helper()
+	return StartEnv(t, name, path, nil, args...)
+}
+
+// StartEnv is Start with env (KEY=VALUE) added to the test's environment.
+func StartEnv(t testing.TB, name, path string, env []string, args ...string) *Proc {
+	t.Helper()
 	startsMu.Lock()
 	starts[t.Name()+"/"+name]++
 	n := starts[t.Name()+"/"+name]
 	startsMu.Unlock()
-	p := &Proc{Name: name, Path: path, Args: args, t: t, done: make(chan struct{}),
+	p := &Proc{Name: name, Path: path, Args: args, Env: env, t: t, done: make(chan struct{}),
 		LogFile: filepath.Join(t.TempDir(), name+"."+strconv.Itoa(n)+".log")}
 	f, err := os.Create(p.LogFile)
 	if err != nil {
 		t.Fatalf("e2e: %s: %v", name, err)
 	}
 	p.cmd = exec.Command(path, args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = f, f
 	// Own process group, so a signal meant for the test does not reach it
 	// and kill -9 hits exactly this process.
@@ -92,7 +102,7 @@ func (p *Proc) Restart(t testing.TB) *Proc {
 	if !p.Exited() {
 		t.Fatalf("e2e: restart %s while it runs", p.Name)
 	}
-	return Start(t, p.Name, p.Path, p.Args...)
+	return StartEnv(t, p.Name, p.Path, p.Env, p.Args...)
 }
 
 // Done is closed when the process has exited.

@@ -16,9 +16,12 @@
 // drops duplicates. Batches are bounded by size (MaxBatch) and time
 // (Linger, default 1ms), and sent at once when the pipeline is idle (no
 // message awaiting acknowledgement). Subscriber consumes the stream with
-// an ordered consumer from a start sequence (a snapshot's), dedups by
-// (worker, rank, event_id), reorders, and clears a worker+rank whose gap
-// the stream cannot fill (Order, a pure core). Checkpoint gives a consistent (index, Position)
+// an ordered consumer from a start sequence (a snapshot's), drops events
+// whose payload names another worker than the message's subject (the
+// subject is the publisher's identity), dedups by (worker, rank,
+// event_id), reorders, clears a worker+rank whose gap the stream cannot
+// fill or whose publisher started over (package ordering, a pure core),
+// and counts every refusal and fault (SubscriberEvents.OnIngest). Checkpoint gives a consistent (index, Position)
 // pair for snapshots.
 //
 // # Envelope

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/ordering"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,9 +44,16 @@ type SubscriberConfig struct {
 	// Start resumes after Start.StreamSeq with Start.LastIDs as the dedup
 	// baseline (from a snapshot). Zero: the whole stream.
 	Start Position
-	// MaxPending and GapTimeout tune the reorder buffer (see Order).
+	// MaxPending, GapTimeout and MaxJump tune the reorder buffer and
+	// restart detection (ordering.Config; zero: its defaults).
 	MaxPending int
 	GapTimeout time.Duration
+	MaxJump    uint64
+	// AcceptFirst takes the first event id seen of each worker+rank as its
+	// baseline whatever its value (ordering.Config.AcceptFirst): for a
+	// stream that started over while its publishers kept their ids.
+	// Default false.
+	AcceptFirst bool
 	// Events are optional callbacks.
 	Events SubscriberEvents
 	// Logger; default slog.Default().
@@ -57,6 +67,11 @@ type SubscriberEvents struct {
 	// OnResync is called when a worker+rank was cleared after a gap the
 	// stream could not fill.
 	OnResync func(w kvevents.Worker)
+	// OnIngest counts n refused events or stream faults of worker (0 when
+	// unknown) by reason (ordering.Reject*, ordering.Fault*): decode,
+	// worker_mismatch (payload worker not the subject's), gap, resync,
+	// restart.
+	OnIngest func(worker uint64, reason string, n uint64)
 	// OnMessage is called once per stream message, after the events it
 	// made ready were handed to the sink (visible in the index when the
 	// sink applies synchronously), with the time JetStream stored the
@@ -74,9 +89,10 @@ type SubscriberStats struct {
 	Events     uint64 // handed to the sink
 	Blocks     uint64 // blocks in those events
 	BadPayload uint64 // undecodable messages, skipped
+	Mismatch   uint64 // events whose payload worker is not the subject's, dropped
 	SinkErrors uint64 // events the sink refused
 	StreamSeq  uint64
-	Order      OrderStats
+	Order      ordering.Stats
 }
 
 // Subscriber consumes the KV events stream into a Sink: dedups
@@ -91,13 +107,13 @@ type Subscriber struct {
 	log  *slog.Logger
 
 	mu    sync.Mutex // held while a message is applied; Checkpoint takes it
-	order *Order
+	order *ordering.Order
 	pos   uint64
 
 	ready     chan struct{}
 	readyOnce sync.Once
 
-	messages, events, blocks, bad, sinkErr atomic.Uint64
+	messages, events, blocks, bad, sinkErr, mismatch atomic.Uint64
 }
 
 // NewSubscriber returns a Subscriber feeding sink. It starts nothing.
@@ -105,8 +121,22 @@ func NewSubscriber(conn *Conn, sink Sink, cfg SubscriberConfig) *Subscriber {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	o := NewOrder(cfg.Start.LastIDs)
-	o.MaxPending, o.GapTimeout, o.OnResync = cfg.MaxPending, cfg.GapTimeout, cfg.Events.OnResync
+	oc := ordering.Config{MaxPending: cfg.MaxPending, GapTimeout: cfg.GapTimeout, MaxJump: cfg.MaxJump,
+		AcceptFirst: cfg.AcceptFirst}
+	onResync, onIngest := cfg.Events.OnResync, cfg.Events.OnIngest
+	oc.OnClear = func(w kvevents.Worker, r ordering.Reason) {
+		if onResync != nil && r == ordering.ReasonGap {
+			onResync(w)
+		}
+		if onIngest != nil {
+			reason := ordering.FaultResync
+			if r == ordering.ReasonRestart {
+				reason = ordering.FaultRestart
+			}
+			onIngest(w.ID, reason, 1)
+		}
+	}
+	o := ordering.New(oc, cfg.Start.LastIDs)
 	return &Subscriber{conn: conn, sink: sink, cfg: cfg, log: cfg.Logger, order: o,
 		pos: cfg.Start.StreamSeq, ready: make(chan struct{})}
 }
@@ -123,7 +153,7 @@ func (s *Subscriber) Stats() SubscriberStats {
 	os, pos := s.order.Stats(), s.pos
 	s.mu.Unlock()
 	return SubscriberStats{Messages: s.messages.Load(), Events: s.events.Load(), Blocks: s.blocks.Load(),
-		BadPayload: s.bad.Load(), SinkErrors: s.sinkErr.Load(), StreamSeq: pos, Order: os}
+		BadPayload: s.bad.Load(), Mismatch: s.mismatch.Load(), SinkErrors: s.sinkErr.Load(), StreamSeq: pos, Order: os}
 }
 
 // Checkpoint runs fn between two messages, after flushing the sink (when
@@ -294,19 +324,38 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 		meta, err := msg.Metadata()
 		if err != nil {
 			s.bad.Add(1)
+			s.count(0, ordering.RejectDecode, 1)
 			continue
 		}
 		s.messages.Add(1)
+		subjWorker, subjOK := subjectWorker(msg.Subject())
 		evs, err = DecodeEnvelope(evs[:0], msg.Data())
 		if err != nil {
 			s.bad.Add(1)
+			s.count(subjWorker, ordering.RejectDecode, 1)
 			s.log.Warn("undecodable KV event message skipped", "subject", msg.Subject(), "seq", meta.Sequence.Stream, "err", err)
 		}
 		now := time.Now()
 		s.mu.Lock()
 		ready = ready[:0]
+		gaps := s.order.Stats().Gaps
 		for i := range evs {
+			// The subject is the publisher's identity (its NATS
+			// permissions can be scoped to it); an event naming another
+			// worker would let one publisher poison another's index.
+			if !subjOK || evs[i].WorkerID != subjWorker {
+				n := s.mismatch.Add(1)
+				s.count(subjWorker, ordering.RejectWorkerMismatch, 1)
+				if n&(n-1) == 0 { // log on powers of two
+					s.log.Warn("KV event of another worker than its subject's dropped", "subject", msg.Subject(),
+						"event_worker", evs[i].WorkerID, "dropped", n)
+				}
+				continue
+			}
 			ready = s.order.Offer(ready, &evs[i], now)
+		}
+		if g := s.order.Stats().Gaps - gaps; g > 0 {
+			s.count(subjWorker, ordering.FaultGap, g)
 		}
 		s.apply(ready)
 		s.pos = meta.Sequence.Stream
@@ -318,6 +367,22 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 			s.markReady()
 		}
 	}
+}
+
+func (s *Subscriber) count(worker uint64, reason string, n uint64) {
+	if s.cfg.Events.OnIngest != nil {
+		s.cfg.Events.OnIngest(worker, reason, n)
+	}
+}
+
+// subjectWorker is the worker id of a subject prefix.<model>.kv.<worker>.
+func subjectWorker(subject string) (uint64, bool) {
+	i := strings.LastIndexByte(subject, '.')
+	if i < 0 || !strings.HasSuffix(subject[:i], ".kv") {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(subject[i+1:], 10, 64)
+	return id, err == nil
 }
 
 // apply hands ready events to the sink; s.mu is held.

@@ -12,6 +12,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
+	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
@@ -43,6 +44,10 @@ type Config struct {
 	// NATS configures the embedded server (default: a free port on
 	// 127.0.0.1, temporary store).
 	NATS eventplane.Config
+	// Tiers are every worker's lower KV tiers, as sim --tiers
+	// ("host=4x,disk=16x[,shared=N]"; tiers.go): a shared store is one
+	// for the fleet. Default "" = G1 only.
+	Tiers string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -79,6 +84,7 @@ type Fleet struct {
 	mu    sync.Mutex
 	serve *app.Serve       // set in Run
 	conn  *eventplane.Conn // embedded NATS, set in Run
+	tiers *tierSetup       // lower tiers (tiers.go), set in New
 }
 
 // New validates cfg and binds every listener (router and workers on
@@ -89,6 +95,9 @@ func New(cfg Config) (f *Fleet, err error) {
 	}
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("fleet: %d workers", cfg.Workers)
+	}
+	if _, err := sim.ParseTiers(cfg.Tiers); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	if cfg.Engine.NumBlocks == 0 {
 		cfg.Engine = mocker.DefaultConfig()
@@ -126,6 +135,7 @@ func New(cfg Config) (f *Fleet, err error) {
 	cfg.Frontend.Router.BlockSize = cfg.Engine.BlockSize
 
 	f = &Fleet{cfg: cfg, log: cfg.Logger, ready: make(chan struct{})}
+	f.setupTiers()
 	defer func() {
 		if err != nil {
 			f.closeListeners()
@@ -210,10 +220,12 @@ func (f *Fleet) KillWorker(i int) {
 // stop, NATS stops, and Run returns.
 func (f *Fleet) Run(ctx context.Context) error {
 	natsURL := ""
+	var conn *eventplane.Conn
 	if !f.cfg.Direct {
 		nc := f.cfg.NATS
 		nc.Logger = f.log.With("component", "nats")
-		conn, err := eventplane.StartEmbedded(ctx, nc)
+		var err error
+		conn, err = eventplane.StartEmbedded(ctx, nc)
 		if err != nil {
 			f.closeListeners()
 			return fmt.Errorf("fleet: %w", err)
@@ -236,6 +248,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 		mc.Logger = f.log.With("component", "mocker")
 		mc.DrainTimeout = time.Millisecond // KillWorker cuts in-flight requests
 		mc.NATS.URL = natsURL
+		f.workerTiers(&mc.Mocker, conn)
 		if f.cfg.Direct {
 			// Into the router's index through the subscriber's entry point.
 			mc.Mocker.Sinks = []mockerd.EventSink{mockerd.EventSinkFunc(func(_ context.Context, ev kvevents.Event) error {
@@ -266,6 +279,13 @@ func (f *Fleet) Run(ctx context.Context) error {
 	defer stopBG()
 	errc := make(chan error, len(f.workers)+1)
 	var wg sync.WaitGroup
+	if pub := f.tiers.pub; pub != nil {
+		// The G4 store's publisher outlives the workers that feed it.
+		pctx, stopPub := context.WithCancel(context.WithoutCancel(ctx))
+		pubDone := make(chan struct{})
+		go func() { defer close(pubDone); _ = pub.Run(pctx) }()
+		defer func() { stopPub(); <-pubDone }()
+	}
 	for i, w := range f.workers {
 		wctx, cancel := context.WithCancel(bg)
 		w.mu.Lock()

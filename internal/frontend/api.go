@@ -51,6 +51,12 @@ type Candidate struct {
 	Requests float64 `json:"requests_term"`
 	Cost     float64 `json:"cost"`
 	Prob     float64 `json:"probability"`
+	// TierOverlap is the overlap per tier name (tiers.go); TierCredit the
+	// credit each tier earned (adding up to Credit); OnboardMS the time
+	// cost's load time of the lower-tier blocks (selector.Onboard).
+	TierOverlap map[string]int     `json:"tier_overlap"`
+	TierCredit  map[string]float64 `json:"tier_credit,omitempty"`
+	OnboardMS   float64            `json:"onboard_ms,omitempty"`
 }
 
 // RouteResponse is the answer of POST /route.
@@ -68,6 +74,9 @@ type RouteResponse struct {
 	Affinity      bool        `json:"affinity"`
 	Tracked       bool        `json:"tracked"`
 	Candidates    []Candidate `json:"candidates"`
+
+	// TierOverlap is the chosen worker's overlap per tier name (tiers.go).
+	TierOverlap map[string]int `json:"tier_overlap"`
 }
 
 func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +99,8 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	case rr.Prompt != nil:
 		j.tokens, err = s.encode(r.Context(), rr.Prompt.Text)
 	case len(rr.Messages) > 0:
-		j.tokens, err = s.encodeChat(r.Context(), toMessages(rr.Messages))
+		msgs, gen := routingMessages(rr.Messages)
+		j.tokens, err = s.encodeChat(r.Context(), msgs, gen)
 	default:
 		s.fail(w, ep, oai.BadRequest("prompt", "give one of prompt, messages or tokens"))
 		return
@@ -141,6 +151,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track,
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
+	out.TierOverlap = tierInts(&d.Overlap)
 	if wk, ok := s.worker(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
@@ -158,6 +169,8 @@ func (s *Server) candidate(c selector.Breakdown) Candidate {
 		out.Out = c.Out.String()
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
+	rc := s.rt.Config()
+	tierCandidate(&out, &c, &rc)
 	if wk, ok := s.worker(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}
@@ -186,9 +199,21 @@ type IndexSummary struct {
 	Down   bool           `json:"down,omitempty"`
 	Blocks map[string]int `json:"blocks"` // per tier name
 	Total  int            `json:"total_blocks"`
+	// Reachable counts, per lower tier, the blocks the router reads as
+	// held in that tier or a faster one (Router.Config.TierChains: the
+	// derived indexes the credit looks up); absent without the view.
+	Reachable map[string]int `json:"reachable_blocks,omitempty"`
 	// Timing is the worker's fitted timing model (Config.TimingFit), on
 	// its rank-0 line; absent before its first observation.
 	Timing *TimingSummary `json:"timing,omitempty"`
+	// Health is what the worker's /metrics said (refusal, poll failures,
+	// engine block size and capacity), Prediction its predicted vs
+	// reported cached tokens (predict.go); both on its rank-0 line.
+	Health     *EngineHealth `json:"health,omitempty"`
+	Prediction *Prediction   `json:"prediction,omitempty"`
+	// Ingest counts the worker's refused events and stream faults by
+	// reason (CountIngest), on its rank-0 line.
+	Ingest map[string]uint64 `json:"ingest,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -222,22 +247,38 @@ func (s *Server) IndexSummaries() IndexReport {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down = wk.URL, wk.down
 		x.Timing = s.fits.summary(wk.ID)
+		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 	}
 	var recs []dumpRecord
+	chains := s.rt.Config().TierChains
 	for t := range kvevents.NumTiers {
 		ix := s.rt.Index(kvevents.Tier(t))
 		if ix == nil {
 			continue
 		}
 		rep.Tiers[kvevents.Tier(t).String()] = ix.Stats()
-		for _, ev := range ix.Dump() {
-			x := get(ev.Worker())
-			x.Blocks[kvevents.Tier(t).String()] += len(ev.Blocks)
-			x.Total += len(ev.Blocks)
-			recs = appendRecords(recs, kvevents.Tier(t), &ev)
+		if chains && t != int(kvevents.TierDevice) {
+			// Derived index (router.DumpTiers): what the credit reads.
+			for _, ev := range ix.Dump() {
+				x := get(ev.Worker())
+				if x.Reachable == nil {
+					x.Reachable = map[string]int{}
+				}
+				x.Reachable[kvevents.Tier(t).String()] += len(ev.Blocks)
+			}
 		}
 	}
+	// The blocks each tier holds (with the cross-tier view, its raw record).
+	for _, ev := range s.rt.DumpTiers() {
+		x := get(ev.Worker())
+		x.Blocks[ev.Tier.String()] += len(ev.Blocks)
+		x.Total += len(ev.Blocks)
+		recs = appendRecords(recs, ev.Tier, &ev)
+	}
 	rep.DumpHash = hashRecords(recs)
+	for _, id := range s.ingest.workers() {
+		get(kvevents.Worker{ID: id}).Ingest = s.ingest.of(id)
+	}
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)
 	}

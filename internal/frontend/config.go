@@ -57,8 +57,11 @@ type Config struct {
 	// cannot be reached (connection refused, reset before the response).
 	// Default 2.
 	Retries int `yaml:"retries"`
-	// LoadPollInterval is how often each worker's GET /load is polled for
-	// KV usage (busy thresholds). Default 250ms; negative disables polling.
+	// LoadPollInterval is how often each worker's Prometheus GET /metrics
+	// is polled for its load and KV usage (busy thresholds) and cache
+	// config (block size check), and down workers are probed at GET
+	// /health (engine.go). Default 250ms; negative disables polling and
+	// probing (a worker marked down then stays down).
 	LoadPollInterval time.Duration `yaml:"load_poll_interval"`
 	// SweepInterval is how often stale requests are swept. Default 10 s.
 	SweepInterval time.Duration `yaml:"sweep_interval"`
@@ -85,6 +88,11 @@ type Config struct {
 	// prices every worker with Router.Selector.Timing. No effect with the
 	// blocks cost.
 	TimingFit bool `yaml:"timing_fit"`
+	// LoRAAdapters are model names that are LoRA adapters: requests for
+	// them are hashed with the name as salt, as the engines' events are.
+	// Adapters the engines list in GET /v1/models (with a parent model)
+	// are learnt as well. Default none.
+	LoRAAdapters []string `yaml:"lora_adapters"`
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`

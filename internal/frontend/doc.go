@@ -13,7 +13,7 @@
 //	GET  /v1/models
 //	POST /route                 decision + every candidate's cost, no proxying
 //	POST /route/{id}/prefill_done, /route/{id}/free   lifecycle for tracked /route decisions
-//	GET  /debug/index           per worker: blocks per tier (admin)
+//	GET  /debug/index           per worker: blocks per tier, ingestion counts by reason (admin)
 //	GET  /debug/router          the router's state as text (admin)
 //	GET  /metrics, /healthz, /readyz
 //
@@ -29,6 +29,16 @@
 // Concurrency), lookups run inline on the request goroutines. RunIndex
 // runs the writers; Flush waits until everything applied so far is
 // visible (readiness, /debug/index).
+//
+// Engines are read where every engine serves them (engine.go): load, KV
+// usage and cache config from Prometheus GET /metrics (vLLM and SGLang
+// names), liveness of a down worker from GET /health, LoRA adapters from
+// GET /v1/models (adapters.go). The chosen dp rank goes to the engine in
+// X-data-parallel-rank. A non-streaming request is streamed from the
+// engine and folded into one JSON body (unstream.go); every answer with
+// usage compares the predicted cached tokens with the engine's
+// (predict.go). A chat part that is not text ends the routed prompt
+// (multimodal.go).
 //
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and

@@ -197,7 +197,7 @@ func (s *Server) encode(ctx context.Context, text string) ([]uint32, error) {
 }
 
 // encodeChat is encode for a chat (the budget counts the messages' text).
-func (s *Server) encodeChat(ctx context.Context, msgs []tokenizer.Message) ([]uint32, error) {
+func (s *Server) encodeChat(ctx context.Context, msgs []tokenizer.Message, addGenerationPrompt bool) ([]uint32, error) {
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Content) + len(m.Role) + len(m.Name)
@@ -205,7 +205,7 @@ func (s *Server) encodeChat(ctx context.Context, msgs []tokenizer.Message) ([]ui
 	if e := s.checkPromptBytes(n); e != nil {
 		return nil, e
 	}
-	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.EncodeChat(ctx, msgs, true) })
+	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.EncodeChat(ctx, msgs, addGenerationPrompt) })
 }
 
 // checkPromptBytes refuses a text longer than MaxPromptTokens prompts can

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -32,6 +31,7 @@ type metrics struct {
 	eventLag      prometheus.Histogram
 	events        prometheus.Counter
 	eventRejects  *prometheus.CounterVec // reason
+	eventFaults   *prometheus.CounterVec // reason (ingest.go)
 	inflight      prometheus.Gauge
 	retries       prometheus.Counter
 	workerDown    prometheus.Counter
@@ -41,6 +41,7 @@ type metrics struct {
 	authFailures  prometheus.Counter
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
+	eng           *engineMetrics // engine health and predicted vs reported hits (predict.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -81,7 +82,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_applied_total",
 			Help: "KV events applied to the index."}),
 		eventRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_rejected_total",
-			Help: "KV events refused, by reason."}, []string{"reason"}),
+			Help: "KV events refused, by reason (decode, block_size, unknown_pod, unknown_pod_expired, model_mismatch, worker_mismatch, unregistered, unknown_parent, self_parent, bad_event)."}, []string{"reason"}),
+		eventFaults: newFaultsCounter(),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_inflight_requests",
 			Help: "Requests being proxied."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
@@ -103,7 +105,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
 		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
-		m.eventLag, m.events, m.eventRejects, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
+		m.eventLag, m.events, m.eventRejects, m.eventFaults, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
 		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),
@@ -114,6 +116,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		newIndexCollector(s),
 	)
 	registerRuntime(reg)
+	m.eng = newEngineMetrics(reg)
 	return m
 }
 
@@ -145,21 +148,12 @@ func (m *metrics) onEvent(ev *kvevents.Event, err error) {
 		m.events.Inc()
 		return
 	}
-	reason := "other"
-	switch {
-	case errors.Is(err, indexer.ErrUnknownParent):
-		reason = "unknown_parent"
-	case errors.Is(err, indexer.ErrSelfParent):
-		reason = "self_parent"
-	case errors.Is(err, indexer.ErrBadEvent):
-		reason = "bad_event"
-	case errors.Is(err, router.ErrBlockSize):
-		reason = "block_size"
-	}
-	m.eventRejects.WithLabelValues(reason).Inc()
+	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
-func (m *metrics) observeUsage(data []byte) {
+// observeUsage counts a worker's usage report and returns its prompt and
+// cached tokens (ok false: no usage in data).
+func (m *metrics) observeUsage(data []byte) (prompt, cached int, ok bool) {
 	var c struct {
 		Usage *struct {
 			PromptTokens        int `json:"prompt_tokens"`
@@ -169,12 +163,14 @@ func (m *metrics) observeUsage(data []byte) {
 		} `json:"usage"`
 	}
 	if json.Unmarshal(data, &c) != nil || c.Usage == nil {
-		return
+		return 0, 0, false
 	}
 	m.workerPrompt.Add(float64(c.Usage.PromptTokens))
 	if c.Usage.PromptTokensDetails != nil {
-		m.workerCached.Add(float64(c.Usage.PromptTokensDetails.CachedTokens))
+		cached = c.Usage.PromptTokensDetails.CachedTokens
+		m.workerCached.Add(float64(cached))
 	}
+	return c.Usage.PromptTokens, cached, true
 }
 
 // indexCollector reports index sizes per tier at scrape time.

@@ -26,6 +26,9 @@ const (
 	HeaderOverlap  = "X-Kvrouter-Overlap-Blocks"
 	HeaderCached   = "X-Kvrouter-Cached-Tokens"
 	HeaderReqID    = "X-Request-Id"
+	// HeaderDPRank carries the chosen data-parallel rank to the engine,
+	// the header vLLM reads for it (X-data-parallel-rank, case-insensitive).
+	HeaderDPRank = "X-Data-Parallel-Rank"
 )
 
 // job is one client request on its way to a worker.
@@ -42,6 +45,12 @@ type job struct {
 	endpoint  string
 	model     string
 	hint      int // HeaderExpectedOutput; -1 = none
+	// unstream: the client asked for one JSON body, the engine is asked
+	// to stream (unstream.go).
+	unstream bool
+	// lora is the LoRA adapter the request's model names ("" = base
+	// model): it salts the block hashes (adapters.go).
+	lora string
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -190,7 +199,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 	t0 := time.Now()
-	j.tokens, err = s.encodeChat(r.Context(), toMessages(req.Messages))
+	msgs, gen := routingMessages(req.Messages)
+	j.tokens, err = s.encodeChat(r.Context(), msgs, gen)
 	s.m.tokenize.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		s.fail(w, ep, tokenizeError(err))
@@ -257,6 +267,8 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	ctx := r.Context()
 	s.m.inflight.Inc()
 	defer s.m.inflight.Dec()
+	s.prepareUnstream(j)
+	j.lora = s.adapters.lora(j.model)
 	var tried []uint64
 	for attempt := 0; ; attempt++ {
 		d, err := s.route(ctx, j, tried)
@@ -271,7 +283,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			continue
 		}
 		obs := s.fits.begin(&d, time.Now())
-		resp, err := s.forward(ctx, wk, j)
+		resp, err := s.forward(ctx, wk, j, d.Worker.Rank)
 		if err != nil {
 			_ = s.rt.Fail(j.id, time.Now())
 			s.kickRelease()
@@ -299,7 +311,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 // round-robin and random included), excluding tried workers; a queued
 // request waits for its release.
 func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
-	req := router.Request{ID: j.id, Tokens: j.tokens, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j)}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j)}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
@@ -354,7 +366,7 @@ func (s *Server) candidateIDs(exclude []uint64) []uint64 {
 	return out
 }
 
-func (s *Server) forward(ctx context.Context, wk *Worker, j *job) (*http.Response, error) {
+func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(j.body))
 	if err != nil {
 		return nil, err
@@ -364,6 +376,11 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job) (*http.Respons
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	req.Header.Set(HeaderReqID, j.id)
+	if wk.Info.DPSize > 1 {
+		// vLLM (external data-parallel load balancing) and SGLang pin
+		// the request to this rank.
+		req.Header.Set(HeaderDPRank, strconv.FormatUint(uint64(rank), 10))
+	}
 	return s.client.Do(req)
 }
 
@@ -374,20 +391,31 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	defer resp.Body.Close()
 	wid := d.Worker.ID
 	h := w.Header()
-	for _, k := range []string{"Content-Type", "Cache-Control"} {
-		if v := resp.Header.Get(k); v != "" {
-			h.Set(k, v)
+	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
+	var agg *unstreamer // non-nil: fold the stream into one JSON body
+	if j.unstream && isSSE && resp.StatusCode == http.StatusOK {
+		agg = newUnstreamer(j.endpoint == "chat")
+		h.Set("Content-Type", "application/json")
+	} else {
+		for _, k := range []string{"Content-Type", "Cache-Control"} {
+			if v := resp.Header.Get(k); v != "" {
+				h.Set(k, v)
+			}
 		}
 	}
 	h.Set(HeaderWorker, strconv.FormatUint(wid, 10))
 	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
+	h.Set(HeaderTierOverlap, tierOverlapHeader(&d.Overlap))
 	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
 	h.Set(HeaderReqID, j.id)
-	w.WriteHeader(resp.StatusCode)
+	if agg == nil {
+		w.WriteHeader(resp.StatusCode)
+	}
 	status := strconv.Itoa(resp.StatusCode)
 
 	outcome := "ok"
-	tokens := 0 // streamed output, for the output-length average
+	tokens := 0          // streamed output, for the output-length average
+	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
 	defer func() {
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
@@ -399,16 +427,35 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			if tokens > 0 {
 				s.observeOutput(j, tokens)
 			}
+			if reportedCached >= 0 {
+				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedCached)
+			}
 		}
 		if s.cfg.Events.OnFree != nil {
 			s.cfg.Events.OnFree(j.id, wid)
 		}
 	}()
 	fl, _ := w.(http.Flusher)
-	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
 	if resp.StatusCode != http.StatusOK || !isSSE {
 		if resp.StatusCode != http.StatusOK {
 			outcome = "worker_error"
+		}
+		if resp.StatusCode == http.StatusOK {
+			// A non-streaming JSON answer (an engine that ignored
+			// stream=true, or a body that could not be rewritten).
+			body, err := io.ReadAll(resp.Body)
+			if _, werr := w.Write(body); werr != nil && err == nil {
+				err = werr
+			}
+			if err != nil {
+				outcome = s.copyOutcome(r)
+				return
+			}
+			_ = s.rt.PrefillDone(j.id, time.Now())
+			if _, cached, ok := s.m.observeUsage(body); ok {
+				reportedCached = cached
+			}
+			return
 		}
 		if _, err := io.Copy(w, resp.Body); err != nil {
 			outcome = s.copyOutcome(r)
@@ -422,14 +469,20 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	for {
 		ev, err := rd.Next()
 		if len(ev.Raw) > 0 {
-			if _, werr := w.Write(ev.Raw); werr != nil {
+			if agg != nil {
+				if len(ev.Data) > 0 && !ev.IsDone() {
+					if aerr := agg.add(ev.Data); aerr != nil && err == nil {
+						err = aerr
+					}
+				}
+			} else if _, werr := w.Write(ev.Raw); werr != nil {
 				outcome = "client_gone"
 				return
 			}
 			// Flush once per burst: more events already buffered will
 			// follow immediately (NB: never holds an event back waiting
 			// for the network).
-			if fl != nil && (err != nil || rd.Buffered() == 0) {
+			if agg == nil && fl != nil && (err != nil || rd.Buffered() == 0) {
 				fl.Flush()
 			}
 			if len(ev.Data) > 0 && !ev.IsDone() {
@@ -448,7 +501,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 					lastTouch = now
 				}
 				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					s.m.observeUsage(ev.Data)
+					if _, cached, ok := s.m.observeUsage(ev.Data); ok {
+						reportedCached = cached
+					}
 				}
 			}
 		}
@@ -456,9 +511,21 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			continue
 		}
 		if errors.Is(err, io.EOF) {
+			if agg != nil {
+				s.writeUnstreamed(w, agg, wid, &outcome, &status)
+			}
 			return
 		}
 		outcome = s.copyOutcome(r)
+		if agg != nil {
+			if outcome == "upstream_error" {
+				e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
+					Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}
+				status = strconv.Itoa(e.Status)
+				e.Write(w)
+			}
+			return
+		}
 		if outcome == "upstream_error" {
 			e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
 				Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -57,7 +58,7 @@ func newServerWith(t *testing.T, run bool, mod func(*Config)) *Server {
 
 // recWorker is a fake engine that records the last body per path and
 // answers completions with JSON (or SSE when asked to stream), and GET
-// /load with kvUsage while loadOK.
+// /metrics (vLLM's names, kvUsage) and GET /health while loadOK.
 type recWorker struct {
 	*httptest.Server
 	mu       sync.Mutex
@@ -72,13 +73,16 @@ func newRecWorker(t *testing.T, id uint64, kvUsage float64) *recWorker {
 	w := &recWorker{bodies: map[string][]byte{}}
 	w.loadOK.Store(true)
 	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/load" {
+		if r.URL.Path == "/metrics" || r.URL.Path == "/health" {
 			w.loadHits.Add(1)
 			if !w.loadOK.Load() {
 				http.Error(rw, "starting", http.StatusServiceUnavailable)
 				return
 			}
-			writeJSON(rw, 200, map[string]any{"worker_id": id, "kv_usage": kvUsage, "active_prefill_tokens": 7})
+			if r.URL.Path == "/metrics" {
+				fmt.Fprintf(rw, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} %g\n"+
+					"# TYPE kvrouter_mocker_active_prefill_tokens gauge\nkvrouter_mocker_active_prefill_tokens 7\n", kvUsage)
+			}
 			return
 		}
 		if w.broken.Load() {
@@ -156,8 +160,9 @@ func storeTokens(t *testing.T, s *Server, w uint64, toks []uint32) int {
 // TestResponseHeadersAndForwardedBody: the x-kvrouter-* response headers
 // carry the worker, the overlap the router found and its cached tokens;
 // a text completion prompt is forwarded as the token ids the router hashed
-// (the default), or as text with ForwardTokens off; chat bodies are
-// forwarded unchanged.
+// (the default), or as text with ForwardTokens off; streaming chat bodies
+// are forwarded unchanged, non-streaming ones streamed from the engine
+// (stream, stream_options.include_usage) and answered as one JSON body.
 func TestResponseHeadersAndForwardedBody(t *testing.T) {
 	s := newServerWith(t, false, nil)
 	w := newRecWorker(t, 1, 0)
@@ -195,12 +200,28 @@ func TestResponseHeadersAndForwardedBody(t *testing.T) {
 		t.Errorf("forwarded prompt %d ids (max_tokens %d), want the %d ids the router hashed", len(fwd.Prompt), fwd.MaxTokens, len(toks))
 	}
 
-	chat := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"custom_field":{"kept":true}}`
+	chat := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"custom_field":{"kept":true}}`
 	if rec := do(t, s.Handler(), "POST", "/v1/chat/completions", chat); rec.Code != 200 {
 		t.Fatalf("chat: %d %s", rec.Code, rec.Body)
 	}
 	if got := string(w.body("/v1/chat/completions")); got != chat {
 		t.Errorf("chat body forwarded as %s, want unchanged %s", got, chat)
+	}
+	// A non-streaming chat is streamed from the engine with usage, the
+	// rest of the body kept; the client gets one chat.completion object.
+	rec = do(t, s.Handler(), "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"custom_field":{"kept":true}}`)
+	var one struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct{ Role, Content string } `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &one); rec.Code != 200 || err != nil || one.Object != "chat.completion" ||
+		len(one.Choices) != 1 || one.Choices[0].Message.Content != "a" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("non-streaming chat answered %d %q %s (%v), want one chat.completion with content \"a\"", rec.Code, rec.Header().Get("Content-Type"), rec.Body, err)
+	}
+	if got, want := string(w.body("/v1/chat/completions")), `{"custom_field":{"kept":true},"messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`; got != want {
+		t.Errorf("non-streaming chat forwarded as %s, want %s", got, want)
 	}
 
 	st := newServerWith(t, false, func(c *Config) { c.ForwardTokens = false })
@@ -297,7 +318,7 @@ func hasMetric(lines []string, prefix string) bool {
 // TestMetricsREADME: GET /metrics exports the series the README lists:
 // decisions per worker, overlap and prompt blocks, cost, TTFT, queue
 // depth, event lag, index size per tier, rejected events by reason and
-// the KV usage each worker reports at GET /load.
+// the KV usage each worker reports at GET /metrics (vLLM's gauge).
 func TestMetricsREADME(t *testing.T) {
 	s := newServerWith(t, true, func(c *Config) { c.LoadPollInterval = 5 * time.Millisecond })
 	w := newRecWorker(t, 1, 0.25)
@@ -312,7 +333,7 @@ func TestMetricsREADME(t *testing.T) {
 	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true,"max_tokens":1}`); rec.Code != 200 {
 		t.Fatalf("completion: %d %s", rec.Code, rec.Body)
 	}
-	waitUntil(t, "worker KV usage polled from /load and the orphan event refused", func() bool {
+	waitUntil(t, "worker KV usage polled from /metrics and the orphan event refused", func() bool {
 		l := metricLines(t, s)
 		return hasMetric(l, `kvrouter_worker_kv_usage{worker="1"} 0.25`) && hasMetric(l, "kvrouter_events_rejected_total")
 	})
@@ -336,8 +357,8 @@ func TestMetricsREADME(t *testing.T) {
 }
 
 // TestUnreachableWorkerComesBack: a worker whose connection fails is taken
-// out of routing (index entries dropped), stays out while its GET /load
-// fails, and is back in routing once /load answers again.
+// out of routing (index entries dropped), stays out while its GET /health
+// probes fail, and is back in routing once /health answers again.
 func TestUnreachableWorkerComesBack(t *testing.T) {
 	s := newServerWith(t, true, func(c *Config) { c.LoadPollInterval = 5 * time.Millisecond })
 	w := newRecWorker(t, 1, 0)
@@ -353,19 +374,19 @@ func TestUnreachableWorkerComesBack(t *testing.T) {
 	if st := s.Router().Stats(); st.Workers != 0 {
 		t.Fatalf("unreachable worker still routed: %+v", st)
 	}
-	// Three more failed polls: still out.
+	// Three more failed probes: still out.
 	hits := w.loadHits.Load()
-	waitUntil(t, "three /load polls", func() bool { return w.loadHits.Load() >= hits+3 })
+	waitUntil(t, "three /health probes", func() bool { return w.loadHits.Load() >= hits+3 })
 	rep := s.IndexSummaries()
 	if st := s.Router().Stats(); st.Workers != 0 || len(rep.Workers) != 1 || !rep.Workers[0].Down || rep.Workers[0].Total != 0 {
-		t.Fatalf("worker with failing /load: stats %+v index %+v", st, rep.Workers)
+		t.Fatalf("worker with failing /health: stats %+v index %+v", st, rep.Workers)
 	}
 	w.broken.Store(false)
 	w.loadOK.Store(true)
 	waitUntil(t, "worker back in routing", func() bool { return s.Router().Stats().Workers == 1 })
 	rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`)
 	if rec.Code != 200 || rec.Header().Get(HeaderWorker) != "1" {
-		t.Fatalf("after /load answered: %d worker %q", rec.Code, rec.Header().Get(HeaderWorker))
+		t.Fatalf("after /health answered: %d worker %q", rec.Code, rec.Header().Get(HeaderWorker))
 	}
 }
 

@@ -43,8 +43,13 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	ingest ingest                // per-worker ingestion outcomes (ingest.go)
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
+
+	eng      *engineState       // per-worker health (engine.go)
+	preds    *predictionTracker // predicted vs reported hits (predict.go)
+	adapters *adapterSet        // LoRA adapter names (adapters.go)
 
 	// conc are the event-fed indexes of the tiers behind their sticky
 	// writers (nil outside the kv policy); RunIndex runs the writers.
@@ -86,6 +91,10 @@ func New(cfg Config) (*Server, error) {
 		prefix:  strconv.FormatUint(seed%100000, 36),
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
+
+		eng:      &engineState{w: map[uint64]*workerHealth{}},
+		preds:    newPredictionTracker(),
+		adapters: newAdapterSet(cfg.LoRAAdapters),
 	}
 	s.m = newMetrics(cfg.Registry, s)
 	// Every index gets Router.Index (flash stride, approx TTL, writers,
@@ -215,6 +224,9 @@ func (s *Server) ObservePublished(published time.Time, n int) {
 
 func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
+	if err != nil {
+		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
+	}
 	if s.cfg.Events.OnEvent != nil {
 		s.cfg.Events.OnEvent(ev.WorkerID, err)
 	}
@@ -367,9 +379,7 @@ func (s *Server) routes() http.Handler {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	s.mu.RLock()
-	n := len(s.workers)
-	s.mu.RUnlock()
+	n := s.upWorkers() // down or refused workers do not count
 	ok, detail := true, ""
 	if s.cfg.Readiness != nil {
 		ok, detail = s.cfg.Readiness()
@@ -381,7 +391,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		http.Error(w, "not ready"+detail, http.StatusServiceUnavailable)
 	case n == 0:
-		http.Error(w, "no workers"+detail, http.StatusServiceUnavailable)
+		http.Error(w, "no workers up"+detail, http.StatusServiceUnavailable)
 	default:
 		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers" + detail + "\n"))
 	}

@@ -21,7 +21,7 @@ import (
 // the differential reference run against every Index) but it is imported by
 // the core's tests and by other modules' gateways' tests, so it is held to
 // the same rules: it lives under indexer/ and is checked with it.
-var corePackages = []string{"kvhash", "kvevents", "indexer", "loads", "selector", "queue", "affinity", "router", "mocker", "trace", "tokenizer"}
+var corePackages = []string{"kvhash", "kvevents", "ordering", "indexer", "loads", "selector", "queue", "affinity", "router", "mocker", "trace", "tokenizer"}
 
 // directOnly may not be imported directly by core code but may be reached
 // transitively: fmt pulls in os, and msgpack and gonja pull in log, so a

@@ -11,16 +11,31 @@ import (
 // Stored event can be published vLLM-style with its token_ids. Only the
 // engine loop uses it. Engine hashes are the kvhash sequence chain (see
 // the mocker package doc), so they are recomputed here from the tokens.
+//
+// With lower tiers a block is stored again (on the host, on disk) after
+// the request that computed it finished: the map also holds a reference
+// per device, host and disk tier holding the block (track), and the
+// last blocks whose references all dropped stay findable for a while
+// (recent), which covers a write-back offload's G1 eviction -> host
+// store gap and the G4 store's stores (another engine may evict from G4,
+// so its events hold no reference).
 type blockTokens struct {
-	bs   int
-	seed uint64
-	m    map[uint64]*blockRef
+	bs     int
+	seed   uint64
+	m      map[uint64]*blockRef
+	recent map[uint64][]uint32
+	ring   []uint64 // recent's keys, oldest first at ringAt
+	ringAt int
 }
 
 type blockRef struct {
 	toks []uint32
 	refs int
+	held uint8 // tiers holding the block (bit per kvevents.Tier), one ref each
 }
+
+// recentBlocks bounds blockTokens.recent.
+const recentBlocks = 8192
 
 // reqBlocks is one live request's token history, owned by the loop.
 type reqBlocks struct {
@@ -32,7 +47,79 @@ func newBlockTokens(bs int, seed uint64) *blockTokens {
 	if seed == 0 {
 		seed = kvhash.DefaultSeed
 	}
-	return &blockTokens{bs: bs, seed: seed, m: make(map[uint64]*blockRef)}
+	return &blockTokens{bs: bs, seed: seed, m: make(map[uint64]*blockRef), recent: make(map[uint64][]uint32)}
+}
+
+// unref drops one reference of h; the last one moves it to recent.
+func (b *blockTokens) unref(h uint64) {
+	r := b.m[h]
+	if r == nil {
+		return
+	}
+	if r.refs--; r.refs > 0 {
+		return
+	}
+	delete(b.m, h)
+	if _, ok := b.recent[h]; ok {
+		b.recent[h] = r.toks
+		return
+	}
+	if len(b.ring) < recentBlocks {
+		b.ring = append(b.ring, h)
+	} else {
+		delete(b.recent, b.ring[b.ringAt])
+		b.ring[b.ringAt] = h
+		b.ringAt = (b.ringAt + 1) % recentBlocks
+	}
+	b.recent[h] = r.toks
+}
+
+// track follows which device, host and disk tiers hold each block, from
+// the engine's events (the G4 store's are not followed, see above).
+func (b *blockTokens) track(ev *kvevents.Event) {
+	if b == nil || ev.Tier == kvevents.TierExternal {
+		return
+	}
+	bit := uint8(1) << ev.Tier
+	switch ev.Kind {
+	case kvevents.KindStored:
+		for _, blk := range ev.Blocks {
+			r := b.m[blk.Hash]
+			if r == nil {
+				toks, ok := b.recent[blk.Hash]
+				if !ok {
+					continue
+				}
+				r = &blockRef{toks: toks}
+				b.m[blk.Hash] = r
+			}
+			if r.held&bit == 0 {
+				r.held |= bit
+				r.refs++
+			}
+		}
+	case kvevents.KindRemoved:
+		for _, h := range ev.Hashes {
+			b.release(h, bit)
+		}
+	case kvevents.KindCleared:
+		var hs []uint64
+		for h, r := range b.m {
+			if r.held&bit != 0 {
+				hs = append(hs, h)
+			}
+		}
+		for _, h := range hs {
+			b.release(h, bit)
+		}
+	}
+}
+
+func (b *blockTokens) release(h uint64, bit uint8) {
+	if r := b.m[h]; r != nil && r.held&bit != 0 {
+		r.held &^= bit
+		b.unref(h)
+	}
 }
 
 func (b *blockTokens) ref(h uint64, toks []uint32) {
@@ -73,11 +160,7 @@ func (b *blockTokens) output(rb *reqBlocks, o *mocker.Output) {
 // drop releases a finished request's blocks.
 func (b *blockTokens) drop(rb *reqBlocks) {
 	for _, h := range rb.hashes {
-		if r := b.m[h]; r != nil {
-			if r.refs--; r.refs <= 0 {
-				delete(b.m, h)
-			}
-		}
+		b.unref(h)
 	}
 	rb.hashes = nil
 }
@@ -89,6 +172,8 @@ func (b *blockTokens) tokens(ev *kvevents.Event) [][]uint32 {
 	for i, blk := range ev.Blocks {
 		if r := b.m[blk.Hash]; r != nil {
 			out[i] = r.toks
+		} else if toks, ok := b.recent[blk.Hash]; ok {
+			out[i] = toks
 		}
 	}
 	return out

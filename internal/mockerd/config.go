@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
@@ -40,6 +41,15 @@ type Config struct {
 	// ZMQ, when set, also publishes every event vLLM-style on a ZMQ PUB
 	// socket (with replay). Default nil.
 	ZMQ *ZMQPublisher `yaml:"-"`
+	// SharedLock, when the engine has a G4 store (Engine.Tiers.Shared)
+	// shared with other servers of this process, serializes every engine
+	// call that may touch it (tiers.go). Default nil: the store is this
+	// server's alone.
+	SharedLock sync.Locker `yaml:"-"`
+	// SharedSinks receive the G4 store's events (its own identity and
+	// event ids) instead of Sinks, published under SharedLock so they
+	// stay in id order across servers. Default none: they go to Sinks.
+	SharedSinks []EventSink `yaml:"-"`
 	// DefaultMaxTokens is the output length when a request gives none.
 	// Default 16 (OpenAI's completions default).
 	DefaultMaxTokens int `yaml:"default_max_tokens"`

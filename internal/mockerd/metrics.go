@@ -1,6 +1,8 @@
 package mockerd
 
 import (
+	"strconv"
+
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -56,6 +58,12 @@ func newMetrics(reg *prometheus.Registry, s *Server) metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvrouter_mocker_kv_event_errors_total",
 			Help: "KV event publish failures."}, func() float64 { return float64(s.pubErr.Load()) }),
 	)
+	// vLLM's cache config info gauge: the router checks the block size
+	// and learns the capacity from it.
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:cache_config_info",
+		Help: "Information of the KV cache config (vLLM's labels)."}, []string{"block_size", "num_gpu_blocks"})
+	info.WithLabelValues(strconv.Itoa(s.cfg.Engine.BlockSize), strconv.Itoa(s.cfg.Engine.NumBlocks)).Set(1)
+	reg.MustRegister(info)
 	return m
 }
 

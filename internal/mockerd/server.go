@@ -184,7 +184,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	defer func() {
 		for id, st := range live {
-			res, _ := s.eng.Cancel(id)
+			res := s.engCancel(id)
 			res.Cancelled = true
 			st.push(nil, &res)
 		}
@@ -202,7 +202,7 @@ func (s *Server) Run(ctx context.Context) error {
 			if bt != nil && st.rb != nil {
 				bt.drop(st.rb)
 			}
-			res, _ := s.eng.Cancel(o.cancel)
+			res := s.engCancel(o.cancel)
 			res.Cancelled = true
 			st.push(nil, &res)
 			snap := s.eng.Stats()
@@ -210,7 +210,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return
 		}
 		o.add.req.Arrival = time.Since(start)
-		err := s.eng.Add(o.add.req)
+		err := s.engAdd(o.add.req)
 		if err == nil {
 			live[o.add.req.ID] = o.add
 			if bt != nil {
@@ -221,12 +221,17 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	for {
 		if !s.eng.Busy() {
+			due, stop := s.idleWait(start)
 			select {
 			case <-ctx.Done():
+				stop()
 				return nil
 			case o := <-s.ops:
 				apply(o)
+			case <-due:
+				s.engAdvance(ctx, time.Since(start), bt)
 			}
+			stop()
 		}
 	drain:
 		for {
@@ -243,7 +248,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if !s.eng.Busy() {
 			continue
 		}
-		res := s.eng.Step(time.Since(start))
+		res := s.engStep(ctx, time.Since(start), bt)
 		if bt != nil {
 			for i := range res.Outputs {
 				if st := live[res.Outputs[i].ID]; st != nil && st.rb != nil {
@@ -252,7 +257,9 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		for i := range res.Events {
-			s.publish(ctx, &res.Events[i], bt)
+			if !s.storeEvent(&res.Events[i]) {
+				s.publish(ctx, &res.Events[i], bt)
+			}
 		}
 		if res.Sleep > 0 {
 			if d := time.Until(start.Add(res.End())); d > 0 {
@@ -299,16 +306,7 @@ func (s *Server) deliver(res *mocker.StepResult, live map[uint64]*stream, bt *bl
 }
 
 func (s *Server) publish(ctx context.Context, ev *kvevents.Event, bt *blockTokens) {
-	if s.cfg.ZMQ != nil {
-		var toks [][]uint32
-		if ev.Kind == kvevents.KindStored {
-			toks = bt.tokens(ev)
-		}
-		if err := s.cfg.ZMQ.Publish(ev, toks); err != nil {
-			s.pubErr.Add(1)
-			s.log.Warn("publish KV event on ZMQ", "event_id", ev.EventID, "err", err)
-		}
-	}
+	s.publishZMQ(ev, bt)
 	for _, sink := range s.cfg.Sinks {
 		if err := sink.Publish(ctx, *ev); err != nil {
 			s.pubErr.Add(1)
@@ -318,6 +316,21 @@ func (s *Server) publish(ctx context.Context, ev *kvevents.Event, bt *blockToken
 		}
 	}
 	s.pubs.Add(1)
+}
+
+func (s *Server) publishZMQ(ev *kvevents.Event, bt *blockTokens) {
+	if s.cfg.ZMQ == nil {
+		return
+	}
+	var toks [][]uint32
+	if ev.Kind == kvevents.KindStored {
+		toks = bt.tokens(ev)
+	}
+	bt.track(ev)
+	if err := s.cfg.ZMQ.Publish(ev, toks); err != nil {
+		s.pubErr.Add(1)
+		s.log.Warn("publish KV event on ZMQ", "event_id", ev.EventID, "err", err)
+	}
 }
 
 // submit hands a request to the loop and waits for its admission.

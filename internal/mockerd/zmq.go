@@ -110,13 +110,7 @@ func (z *ZMQPublisher) Publish(ev *kvevents.Event, toks [][]uint32) error {
 
 func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32) ([]byte, error) {
 	var e []any
-	medium := "GPU"
-	switch ev.Tier {
-	case kvevents.TierHostPinned:
-		medium = "CPU"
-	case kvevents.TierDisk:
-		medium = "DISK"
-	}
+	medium := Medium(ev.Tier)
 	switch ev.Kind {
 	case kvevents.KindStored:
 		hashes := make([]uint64, len(ev.Blocks))

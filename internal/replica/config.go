@@ -46,7 +46,7 @@ type Config struct {
 	// 1s; 0 means the default.
 	StatusInterval time.Duration `yaml:"status_interval"`
 	// GapTimeout is the subscriber's wait for a missing event id before it
-	// clears that worker+rank (eventplane.Order). Default 0: the
+	// clears that worker+rank (package ordering). Default 0: the
 	// subscriber's default.
 	GapTimeout time.Duration `yaml:"gap_timeout"`
 	// Sync configures load and affinity sync.

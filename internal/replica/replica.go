@@ -12,6 +12,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/snapshot"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/ordering"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 )
@@ -275,7 +276,10 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 			"snapshot_seq", pos.StreamSeq, "stream_first_seq", first)
 	}
 	sub := eventplane.NewSubscriber(r.conn, flushSink{r.opts.Sink, r.opts.Flush}, eventplane.SubscriberConfig{
-		Model: r.cfg.Model, Start: pos, GapTimeout: r.cfg.GapTimeout, Events: r.opts.SubscriberEvents, Logger: r.cfg.Logger})
+		Model: r.cfg.Model, Start: pos, GapTimeout: r.cfg.GapTimeout, Events: r.opts.SubscriberEvents, Logger: r.cfg.Logger,
+		// After a stream reset the publishers keep their event ids: their
+		// first id on the new stream is the baseline, not a gap.
+		AcceptFirst: fresh})
 	r.mu.Lock()
 	r.sub, r.streamID = sub, id
 	r.st.Ready, r.st.Applied, r.st.Restored, r.st.RestoredEvents = false, pos.StreamSeq, pos.StreamSeq, restored
@@ -401,6 +405,13 @@ func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscribe
 	pctx, cancel := context.WithTimeout(ctx, max(r.cfg.StatusInterval, time.Second))
 	defer cancel()
 	st, err := r.conn.JS.Stream(pctx, r.conn.Stream().Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		// The server lost it (restarted with a fresh store, or it was
+		// deleted): recreate it, or publishers and this replica wait on
+		// nothing forever. Its new identity resets this life below.
+		r.cfg.Logger.Warn("KV event stream missing: recreating it")
+		st, err = r.conn.EnsureStream(pctx)
+	}
 	if err != nil {
 		return nil // unreachable or being recreated: the next poll sees
 	}
@@ -420,6 +431,9 @@ func (r *Replica) poll(ctx context.Context, id string, sub *eventplane.Subscribe
 		r.mu.Unlock()
 		r.cfg.Logger.Warn("KV event stream restarted: clearing the index and rebuilding", "applied_seq", applied,
 			"stream_last_seq", info.State.LastSeq, "stream_created", info.Created)
+		if on := r.opts.SubscriberEvents.OnIngest; on != nil {
+			on(0, ordering.FaultStreamReset, 1)
+		}
 		return errStreamReset
 	}
 	r.observe(info, r.lastSeq(pctx, st))

@@ -100,20 +100,31 @@ func ParseTiers(s string) (Tiers, error) {
 	return t, errors.Join(errs...)
 }
 
-// sharedStoreID names the G4 store in KV events, apart from the workers'
-// ids (0..Workers-1).
-const sharedStoreID = 1 << 40
+// SharedStoreID names the G4 store in KV events, apart from the workers'
+// ids (the simulator's 0..Workers-1, a fleet's 1..N).
+const SharedStoreID = 1 << 40
+
+// Engine returns tc with t's host and disk capacities for an engine of
+// numBlocks device blocks (the shared store is the caller's: one per
+// fleet, SharedBlocks).
+func (t Tiers) Engine(tc mocker.TierConfig, numBlocks int) mocker.TierConfig {
+	tc.HostBlocks = t.Host.blocks(numBlocks)
+	tc.DiskBlocks = t.Disk.blocks(numBlocks)
+	return tc
+}
+
+// SharedBlocks is the G4 store's capacity for engines of numBlocks device
+// blocks; 0: no G4.
+func (t Tiers) SharedBlocks(numBlocks int) int { return t.Shared.blocks(numBlocks) }
 
 // engineTiers returns the engines' tier configuration for one fleet,
 // building the fleet's shared store when G4 is on.
 func engineTiers(c *Config) mocker.TierConfig {
-	tc := c.Engine.Tiers
 	n := c.Engine.NumBlocks
-	tc.HostBlocks = c.Tiers.Host.blocks(n)
-	tc.DiskBlocks = c.Tiers.Disk.blocks(n)
+	tc := c.Tiers.Engine(c.Engine.Tiers, n)
 	tc.Shared = nil
-	if b := c.Tiers.Shared.blocks(n); b > 0 {
-		tc.Shared = mocker.NewSharedStore(mocker.SharedConfig{Blocks: b, Worker: kvevents.Worker{ID: sharedStoreID}})
+	if b := c.Tiers.SharedBlocks(n); b > 0 {
+		tc.Shared = mocker.NewSharedStore(mocker.SharedConfig{Blocks: b, Worker: kvevents.Worker{ID: SharedStoreID}})
 	}
 	return tc
 }

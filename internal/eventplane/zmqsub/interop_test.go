@@ -37,6 +37,20 @@ func needPython(t *testing.T) {
 // endpoints; the script exits when the test ends (stdin closed).
 func startPublisher(t *testing.T, args ...string) (pub, replay string) {
 	t.Helper()
+	pub, replay, _ = startPub(t, args...)
+	return pub, replay
+}
+
+// startStoppable starts a publisher and returns a func that stops it (and
+// waits for its exit).
+func startStoppable(t *testing.T, args ...string) (stop func()) {
+	t.Helper()
+	_, _, stop = startPub(t, args...)
+	return stop
+}
+
+func startPub(t *testing.T, args ...string) (pub, replay string, stop func()) {
+	t.Helper()
 	cmd := exec.Command(python, append([]string{"testdata/vllm_pub.py"}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -50,7 +64,9 @@ func startPublisher(t *testing.T, args ...string) (pub, replay string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	var once sync.Once
+	stop = func() { once.Do(func() { _ = stdin.Close(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("publisher: %v", err)
@@ -60,7 +76,7 @@ func startPublisher(t *testing.T, args ...string) (pub, replay string) {
 	if _, err := fmt.Sscanf(line, "PUB %d REPLAY %d", &pp, &rp); err != nil {
 		t.Fatalf("publisher said %q: %v", line, err)
 	}
-	return fmt.Sprintf("tcp://127.0.0.1:%d", pp), fmt.Sprintf("tcp://127.0.0.1:%d", rp)
+	return fmt.Sprintf("tcp://127.0.0.1:%d", pp), fmt.Sprintf("tcp://127.0.0.1:%d", rp), stop
 }
 
 type result struct {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/ordering"
 	"github.com/zeebo/xxh3"
 )
 
@@ -49,8 +51,7 @@ type Source struct {
 	// DPSize is the number of data-parallel ranks; rank r publishes on the
 	// endpoint's port + r (and replays on the replay port + r). Default 1.
 	DPSize int
-	// Topic is the subscription prefix; "" (default) takes every topic. In
-	// the bind topology it is the topic that maps to WorkerID.
+	// Topic is the subscription prefix; "" (default) takes every topic.
 	Topic string
 }
 
@@ -61,11 +62,29 @@ type Config struct {
 	BlockSize int
 	// Sources to dial (connect topology).
 	Sources []Source
-	// Bind, when set, binds one SUB there for engines to connect to.
-	Bind string
-	// TopicWorker maps a bind-mode topic to a worker id. Default: a Source
-	// whose Topic equals the topic, else TopicHash of the pod address.
-	TopicWorker func(topic string) (uint64, bool)
+	// Binds are endpoints (tcp://host:port) where one SUB each is bound
+	// for engines that connect their PUB to the router (bind topology).
+	// Default none.
+	Binds []string
+	// Resolve maps a bind-mode topic "kv@<pod>@<model>" to its worker id;
+	// its error wraps ErrUnknownPod (the message is held, see HoldFor) or
+	// ErrModelMismatch (dropped). Default: TopicHash(pod), any model.
+	Resolve func(pod, model string) (uint64, error)
+	// HoldFor is how long messages of an unknown pod are held in case its
+	// worker registers (then they are applied in order, see Kick). Default
+	// 30s; zero means the default.
+	HoldFor time.Duration
+	// HoldMax bounds the held messages (all pods together); past it the
+	// oldest is dropped. Default 1024; zero means the default.
+	HoldMax int
+	// MaxJump: a seq more than this above the last is a publisher restart,
+	// not a gap (ordering.Seq). Default 0: ordering's default.
+	MaxJump uint64
+	// OnIngest, when set, counts ingestion outcomes: n events or messages
+	// of worker (0 when none is known) refused or faulted for reason (an
+	// ordering.Reject* or ordering.Fault* value). Called from Run's
+	// goroutines.
+	OnIngest func(worker uint64, reason string, n uint64)
 	// Decode decodes a payload. Default: a kvevents.VLLMDecoder per
 	// publisher.
 	Decode DecodeFunc
@@ -88,14 +107,16 @@ type Stats struct {
 	Messages    uint64 // ZMQ messages received
 	Events      uint64 // events handed to the sink
 	Blocks      uint64
-	Duplicates  uint64 // messages with a seq already seen
 	Gaps        uint64 // seq gaps detected
 	Replayed    uint64 // messages recovered through replay
 	Resyncs     uint64 // worker+ranks cleared: gap not coverable or engine restart
-	Restarts    uint64 // seq went backwards
+	Restarts    uint64 // publisher restarts (ordering.Seq): seq at or below the last, or far above
 	DecodeError uint64 // undecodable payloads or events
-	BlockSize   uint64 // events refused for a block-size mismatch
+	BlockSize   uint64 // payloads refused for a block-size mismatch
 	SinkErrors  uint64
+	UnknownPod  uint64 // bind-mode messages of a pod no worker has (held)
+	HoldDropped uint64 // held messages dropped (never resolved within HoldFor, or HoldMax)
+	Mismatch    uint64 // bind-mode messages whose topic model is not the worker's
 }
 
 // Subscriber ingests ZMQ KV events into a Sink.
@@ -107,23 +128,27 @@ type Subscriber struct {
 	bound atomic.Value // net.Addr
 
 	mu   sync.Mutex
-	pubs map[pubKey]*pubState // bind mode: per topic+rank; connect mode: per source+rank
+	pubs map[pubKey]*pubState // bind mode: per topic+socket; connect mode: per source+rank
+
+	kick chan struct{}
 
 	st struct {
-		messages, events, blocks, dups, gaps, replayed, resyncs, restarts, decErr, bsErr, sinkErr atomic.Uint64
+		messages, events, blocks, gaps, replayed, resyncs, restarts, decErr, bsErr, sinkErr,
+		unknownPod, holdDropped, mismatch atomic.Uint64
 	}
 }
 
 type pubKey struct {
 	topic  string
+	sock   int // bind mode: index in Binds
 	worker kvevents.Worker
 }
 
 type pubState struct {
-	seen    bool
-	lastSeq int64
+	seq     ordering.Seq
 	nextID  uint64
 	replay  string
+	ranks   map[uint32]bool // ranks this publisher's payloads named (cleared on a restart)
 	dec     *kvevents.VLLMDecoder
 	scratch []kvevents.Event
 }
@@ -136,7 +161,14 @@ func New(cfg Config, sink Sink) *Subscriber {
 	if cfg.ReplayTimeout <= 0 {
 		cfg.ReplayTimeout = 2 * time.Second
 	}
-	return &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState)}
+	if cfg.HoldFor <= 0 {
+		cfg.HoldFor = 30 * time.Second
+	}
+	if cfg.HoldMax <= 0 {
+		cfg.HoldMax = 1024
+	}
+	return &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState),
+		kick: make(chan struct{}, 1)}
 }
 
 // Validate reports every problem of the configuration.
@@ -145,8 +177,13 @@ func (c Config) Validate() error {
 	if c.BlockSize <= 0 {
 		errs = append(errs, errors.New("zmqsub: block size required"))
 	}
-	if len(c.Sources) == 0 && c.Bind == "" {
+	if len(c.Sources) == 0 && len(c.Binds) == 0 {
 		errs = append(errs, errors.New("zmqsub: no source endpoint and no bind endpoint"))
+	}
+	for _, b := range c.Binds {
+		if _, _, err := splitEndpoint(b); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range c.Sources {
 		if _, _, err := splitEndpoint(s.Endpoint); err != nil {
@@ -164,13 +201,14 @@ func (c Config) Validate() error {
 // Stats returns the counters.
 func (s *Subscriber) Stats() Stats {
 	return Stats{Messages: s.st.messages.Load(), Events: s.st.events.Load(), Blocks: s.st.blocks.Load(),
-		Duplicates: s.st.dups.Load(), Gaps: s.st.gaps.Load(), Replayed: s.st.replayed.Load(),
+		Gaps: s.st.gaps.Load(), Replayed: s.st.replayed.Load(),
 		Resyncs: s.st.resyncs.Load(), Restarts: s.st.restarts.Load(), DecodeError: s.st.decErr.Load(),
-		BlockSize: s.st.bsErr.Load(), SinkErrors: s.st.sinkErr.Load()}
+		BlockSize: s.st.bsErr.Load(), SinkErrors: s.st.sinkErr.Load(), UnknownPod: s.st.unknownPod.Load(),
+		HoldDropped: s.st.holdDropped.Load(), Mismatch: s.st.mismatch.Load()}
 }
 
-// Run dials every source rank (and binds Config.Bind) and ingests until ctx
-// is done; it returns nil then, or the first setup error.
+// Run dials every source rank (and binds Config.Binds) and ingests until
+// ctx is done; it returns nil then, or the first setup error.
 func (s *Subscriber) Run(ctx context.Context) error {
 	if err := s.cfg.Validate(); err != nil {
 		return err
@@ -179,16 +217,13 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, 1+len(s.cfg.Sources)*4)
-	if s.cfg.Bind != "" {
-		sub := newSub(ctx)
-		if err := sub.Listen(s.cfg.Bind); err != nil {
-			return fmt.Errorf("zmqsub: bind %s: %w", s.cfg.Bind, err)
-		}
-		if a := sub.Addr(); a != nil {
-			s.bound.Store(a)
+	if len(s.cfg.Binds) > 0 {
+		socks, err := s.listen(ctx)
+		if err != nil {
+			return err
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); s.loop(ctx, sub, nil, 0) }()
+		go func() { defer wg.Done(); s.bindLoop(ctx, socks) }()
 	}
 	for i := range s.cfg.Sources {
 		src := s.cfg.Sources[i]
@@ -218,10 +253,10 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	return nil
 }
 
-// BindAddr returns the address Config.Bind listens on once Run has bound
-// it (useful with port 0), or nil.
-func (s *Subscriber) BindAddr() net.Addr {
-	if a, ok := s.bound.Load().(net.Addr); ok {
+// BindAddrs returns the addresses Config.Binds listen on once Run has
+// bound them (useful with port 0), or nil.
+func (s *Subscriber) BindAddrs() []net.Addr {
+	if a, ok := s.bound.Load().([]net.Addr); ok {
 		return a
 	}
 	return nil
@@ -234,9 +269,14 @@ func newSub(ctx context.Context) zmq4.Socket {
 	return sub
 }
 
-// loop receives on one SUB socket. src is nil in bind mode.
+// loop receives on one dialed SUB socket (connect topology).
 func (s *Subscriber) loop(ctx context.Context, sub zmq4.Socket, src *Source, rank uint32) {
 	defer sub.Close()
+	key := pubKey{worker: kvevents.Worker{ID: src.WorkerID, Rank: rank}}
+	replay := ""
+	if src.Replay != "" {
+		replay, _ = RankEndpoint(src.Replay, int(rank))
+	}
 	for {
 		msg, err := sub.Recv()
 		if err != nil {
@@ -246,52 +286,29 @@ func (s *Subscriber) loop(ctx context.Context, sub zmq4.Socket, src *Source, ran
 			s.log.Debug("zmq recv", "err", err)
 			continue
 		}
-		s.st.messages.Add(1)
-		if len(msg.Frames) < 3 {
-			s.st.decErr.Add(1)
-			continue
+		_, seq, payload, ok := s.frames(msg, src.WorkerID)
+		if ok {
+			s.handle(ctx, key, replay, seq, payload)
 		}
-		topic := string(msg.Frames[0])
-		seqb, payload := msg.Frames[len(msg.Frames)-2], msg.Frames[len(msg.Frames)-1]
-		if len(seqb) != 8 {
-			s.st.decErr.Add(1)
-			continue
-		}
-		seq := int64(binary.BigEndian.Uint64(seqb))
-		key, replay, ok := s.route(topic, src, rank)
-		if !ok {
-			s.st.decErr.Add(1)
-			continue
-		}
-		s.handle(ctx, key, replay, seq, payload)
 	}
 }
 
-// route maps a message to its publisher key and replay endpoint.
-func (s *Subscriber) route(topic string, src *Source, rank uint32) (pubKey, string, bool) {
-	if src != nil {
-		replay := ""
-		if src.Replay != "" {
-			replay, _ = RankEndpoint(src.Replay, int(rank))
-		}
-		return pubKey{worker: kvevents.Worker{ID: src.WorkerID, Rank: rank}}, replay, true
+// frames splits [topic, seq, payload] (counting a malformed message).
+func (s *Subscriber) frames(msg zmq4.Msg, worker uint64) (topic string, seq int64, payload []byte, ok bool) {
+	s.st.messages.Add(1)
+	if len(msg.Frames) < 3 || len(msg.Frames[len(msg.Frames)-2]) != 8 {
+		s.st.decErr.Add(1)
+		s.count(worker, ordering.RejectDecode, 1)
+		return "", 0, nil, false
 	}
-	// Bind mode: the topic names the worker; the rank rides in the topic key
-	// too (ranks of one engine each publish their own seq).
-	for _, so := range s.cfg.Sources {
-		if so.Topic != "" && so.Topic == topic {
-			return pubKey{topic: topic, worker: kvevents.Worker{ID: so.WorkerID}}, so.Replay, true
-		}
+	seqb, payload := msg.Frames[len(msg.Frames)-2], msg.Frames[len(msg.Frames)-1]
+	return string(msg.Frames[0]), int64(binary.BigEndian.Uint64(seqb)), payload, true
+}
+
+func (s *Subscriber) count(worker uint64, reason string, n uint64) {
+	if s.cfg.OnIngest != nil {
+		s.cfg.OnIngest(worker, reason, n)
 	}
-	if s.cfg.TopicWorker != nil {
-		id, ok := s.cfg.TopicWorker(topic)
-		return pubKey{topic: topic, worker: kvevents.Worker{ID: id}}, "", ok
-	}
-	pod, _, ok := ParseTopic(topic)
-	if !ok {
-		return pubKey{}, "", false
-	}
-	return pubKey{topic: topic, worker: kvevents.Worker{ID: TopicHash(pod)}}, "", true
 }
 
 func (s *Subscriber) state(key pubKey, replay string) *pubState {
@@ -299,7 +316,7 @@ func (s *Subscriber) state(key pubKey, replay string) *pubState {
 	defer s.mu.Unlock()
 	ps := s.pubs[key]
 	if ps == nil {
-		ps = &pubState{replay: replay}
+		ps = &pubState{replay: replay, seq: ordering.Seq{MaxJump: s.cfg.MaxJump}}
 		if s.cfg.StartID != nil {
 			ps.nextID = s.cfg.StartID(key.worker)
 		}
@@ -308,40 +325,49 @@ func (s *Subscriber) state(key pubKey, replay string) *pubState {
 	return ps
 }
 
-// handle applies one message of publisher key, recovering gaps.
+// handle applies one message of publisher key, recovering gaps and
+// clearing the worker+rank on a restart (ordering.Seq's rules).
 func (s *Subscriber) handle(ctx context.Context, key pubKey, replay string, seq int64, payload []byte) {
 	ps := s.state(key, replay)
-	switch {
-	case !ps.seen:
-		ps.seen = true
-	case seq == ps.lastSeq+1:
-	case seq == ps.lastSeq:
-		s.st.dups.Add(1)
-		return
-	case seq < ps.lastSeq:
+	last, _ := ps.seq.Last()
+	switch ps.seq.Classify(seq) {
+	case ordering.SeqRestart:
 		s.st.restarts.Add(1)
-		s.log.Warn("engine restarted (seq went backwards): clearing worker", "worker", key.worker.String(), "seq", seq, "last_seq", ps.lastSeq)
+		s.count(key.worker.ID, ordering.FaultRestart, 1)
+		s.log.Warn("engine restarted (seq started over): clearing worker", "worker", key.worker.String(), "seq", seq, "last_seq", last)
 		s.clear(ps, key.worker)
-	default: // gap
+	case ordering.SeqGap:
 		s.st.gaps.Add(1)
-		if !s.replay(ctx, ps, key, ps.lastSeq+1, seq) {
-			s.log.Warn("KV event gap not recoverable: clearing worker", "worker", key.worker.String(), "from_seq", ps.lastSeq+1, "to_seq", seq-1)
+		s.count(key.worker.ID, ordering.FaultGap, 1)
+		if !s.replay(ctx, ps, key, last+1, seq) {
+			s.log.Warn("KV event gap not recoverable: clearing worker", "worker", key.worker.String(), "from_seq", last+1, "to_seq", seq-1)
+			s.count(key.worker.ID, ordering.FaultResync, 1)
 			s.clear(ps, key.worker)
 		}
 	}
 	s.apply(ps, key.worker, payload)
-	ps.lastSeq = seq
+	ps.seq.Replayed(seq) // the replay moved it; this message is the last
 }
 
-// clear emits a Cleared for w and counts a resync.
+// clear emits a Cleared for every rank of w the publisher named (at least
+// w's own) and counts a resync.
 func (s *Subscriber) clear(ps *pubState, w kvevents.Worker) {
 	s.st.resyncs.Add(1)
-	ps.nextID++
-	ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, EventID: ps.nextID, Kind: kvevents.KindCleared}
-	if err := s.sink.Apply(&ev); err != nil {
-		s.st.sinkErr.Add(1)
+	ranks := []uint32{w.Rank}
+	for r := range ps.ranks {
+		if r != w.Rank {
+			ranks = append(ranks, r)
+		}
 	}
-	s.st.events.Add(1)
+	slices.Sort(ranks)
+	for _, r := range ranks {
+		ps.nextID++
+		ev := kvevents.Event{WorkerID: w.ID, DPRank: r, EventID: ps.nextID, Kind: kvevents.KindCleared}
+		if err := s.sink.Apply(&ev); err != nil {
+			s.st.sinkErr.Add(1)
+		}
+		s.st.events.Add(1)
+	}
 }
 
 // apply decodes a payload and hands its events to the sink with fresh ids.
@@ -362,15 +388,23 @@ func (s *Subscriber) apply(ps *pubState, w kvevents.Worker, payload []byte) {
 		var bse *kvevents.BlockSizeError
 		if errors.As(err, &bse) {
 			s.st.bsErr.Add(1)
+			s.count(w.ID, ordering.RejectBlockSize, 1)
 			s.log.Error("KV event refused: block size mismatch", "worker", w.String(), "engine_block_size", bse.Got, "router_block_size", bse.Want)
 		} else {
 			s.st.decErr.Add(1)
+			s.count(w.ID, ordering.RejectDecode, 1)
 			s.log.Warn("undecodable KV event payload", "worker", w.String(), "err", err)
 		}
 	}
 	for i := range evs {
 		ev := &evs[i]
 		ev.WorkerID = w.ID
+		if ev.DPRank != w.Rank {
+			if ps.ranks == nil {
+				ps.ranks = map[uint32]bool{}
+			}
+			ps.ranks[ev.DPRank] = true
+		}
 		ps.nextID++
 		ev.EventID = ps.nextID
 		if err := s.sink.Apply(ev); err != nil {
@@ -479,18 +513,24 @@ func (s *Subscriber) replay(ctx context.Context, ps *pubState, key pubKey, from,
 		}
 		s.apply(ps, key.worker, payload)
 		s.st.replayed.Add(1)
-		ps.lastSeq = seq
+		ps.seq.Replayed(seq)
 		next = seq + 1
 	}
 }
 
-// ParseTopic splits "kv@<pod-address>@<model>" (vLLM's centralized topic).
+// ParseTopic splits "kv@<pod>@<model>" (the topic vLLM's kv_events_config
+// "topic" is set to in llm-d's centralized mode, and llm-d-inference-sim's;
+// <pod> is the pod's IP or host:port, <model> may itself contain '@'). A
+// topic "kv@<pod>" has an empty model.
 func ParseTopic(topic string) (pod, model string, ok bool) {
 	parts := strings.SplitN(topic, "@", 3)
-	if len(parts) != 3 || parts[1] == "" {
+	if len(parts) < 2 || parts[0] != "kv" || parts[1] == "" {
 		return "", "", false
 	}
-	return parts[1], parts[2], true
+	if len(parts) == 3 {
+		model = parts[2]
+	}
+	return parts[1], model, true
 }
 
 // TopicHash is the default worker id of a pod address: XXH3 of it, limited

@@ -3,6 +3,7 @@ package oai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -186,13 +187,21 @@ type CompletionRequest struct {
 }
 
 // ChatMessageInput is a chat message as sent by clients: content is a
-// string or a list of parts ({"type":"text","text":...}); only text parts
-// are understood.
+// string or a list of parts ({"type":"text","text":...}). Only text parts
+// are understood: the content keeps the text before the first other part
+// (image_url, input_audio, ...) and NonText is set.
 type ChatMessageInput struct {
 	Role    string `json:"role"`
 	Content MessageContent
 	Name    string `json:"name,omitempty"`
+	// NonText: the content had a non-text part; Content is the text
+	// before it.
+	NonText bool `json:"-"`
 }
+
+// ErrNonTextPart is returned by MessageContent.UnmarshalJSON for content
+// with a part other than text; the content holds the text before it.
+var ErrNonTextPart = errors.New("oai: non-text content part")
 
 // UnmarshalJSON decodes a message, flattening its content.
 func (m *ChatMessageInput) UnmarshalJSON(b []byte) error {
@@ -205,11 +214,15 @@ func (m *ChatMessageInput) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	m.Role, m.Name = w.Role, w.Name
-	m.Content = ""
+	m.Content, m.NonText = "", false
 	if len(w.Content) == 0 || string(w.Content) == "null" {
 		return nil
 	}
-	return m.Content.UnmarshalJSON(w.Content)
+	err := m.Content.UnmarshalJSON(w.Content)
+	if errors.Is(err, ErrNonTextPart) {
+		m.NonText, err = true, nil
+	}
+	return err
 }
 
 // MarshalJSON writes role, content (as a string) and name.
@@ -245,7 +258,8 @@ func (c *MessageContent) UnmarshalJSON(b []byte) error {
 	var sb strings.Builder
 	for i, p := range parts {
 		if p.Type != "text" {
-			return fmt.Errorf("content part %d: type %q is not supported (text only)", i, p.Type)
+			*c = MessageContent(sb.String())
+			return fmt.Errorf("%w: part %d has type %q", ErrNonTextPart, i, p.Type)
 		}
 		sb.WriteString(p.Text)
 	}

@@ -65,10 +65,14 @@ func TestParseChat(t *testing.T) {
 	if r.Limit() != 9 || !r.Stream || !r.IncludeUsage() {
 		t.Errorf("limit %d stream %v usage %v", r.Limit(), r.Stream, r.IncludeUsage())
 	}
+	// A non-text part ends the routed text (the request is still valid).
+	mm, err := ParseChat([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"look: "},{"type":"image_url"},{"type":"text","text":"more"}]}]}`))
+	if err != nil || mm.Messages[0].Content != "look: " || !mm.Messages[0].NonText {
+		t.Errorf("multimodal content: %v %+v", err, mm)
+	}
 	for body, want := range map[string]string{
 		`{"messages":[]}`:                "non-empty",
 		`{"messages":[{"content":"x"}]}`: "role is required",
-		`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`:        "not supported",
 		`{"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0}`: "at least 1",
 	} {
 		if _, err := ParseChat([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {

@@ -10,7 +10,10 @@ from 0. Even batches use vLLM's array events, odd ones the newer map form.
 --skip N leaves seq N out of the live stream (it stays in the replay
 buffer). Replay: a request [start seq, 8 bytes BE] is answered with
 (b"", seq, payload) per buffered batch from start, then (b"", -1, b"").
-It exits when stdin closes.
+It exits when stdin closes. --connect EP connects the PUB to a bound SUB
+instead (the bind topology; replay still binds). --offset K shifts batch
+contents (tokens and hashes) by K batches, so a restarted publisher
+(seq again from 0) stores other blocks.
 """
 import argparse
 import select
@@ -25,13 +28,19 @@ p.add_argument("--batches", type=int, default=6)
 p.add_argument("--block-size", type=int, default=4)
 p.add_argument("--skip", type=int, default=-1)
 p.add_argument("--topic", default="kv@10.0.0.7:8000@test-model")
+p.add_argument("--connect", default="")
+p.add_argument("--offset", type=int, default=0)
 a = p.parse_args()
 bs = a.block_size
 
 ctx = zmq.Context()
 pub = ctx.socket(zmq.XPUB)
 pub.setsockopt(zmq.SNDHWM, 0)
-pub_port = pub.bind_to_random_port("tcp://127.0.0.1")
+if a.connect:
+    pub.connect(a.connect)
+    pub_port = 0
+else:
+    pub_port = pub.bind_to_random_port("tcp://127.0.0.1")
 rep = ctx.socket(zmq.ROUTER)
 rep_port = rep.bind_to_random_port("tcp://127.0.0.1")
 print("PUB %d REPLAY %d" % (pub_port, rep_port), flush=True)
@@ -43,6 +52,7 @@ poller.register(rep, zmq.POLLIN)
 
 def tokens(i):
     # Two blocks of bs tokens per batch, distinct per batch.
+    i += a.offset
     return list(range(1000 + i * 2 * bs, 1000 + (i + 1) * 2 * bs))
 
 
@@ -50,10 +60,11 @@ def batch(i):
     # Engine hashes: batch i stores blocks 2i+1, 2i+2 (uint64 beyond int64
     # for odd batches) chained on the previous batch's last block.
     base = (1 << 63) if i % 2 else 0
-    hashes = [base + 2 * i + 1, base + 2 * i + 2]
+    k = i + a.offset
+    hashes = [base + 2 * k + 1, base + 2 * k + 2]
     parent = None
     if i > 0:
-        parent = ((1 << 63) if (i - 1) % 2 else 0) + 2 * i
+        parent = ((1 << 63) if (i - 1) % 2 else 0) + 2 * k
     if i % 2 == 0:
         events = [["BlockStored", hashes, parent, tokens(i), bs, None, "GPU"]]
     else:

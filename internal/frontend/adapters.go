@@ -1,0 +1,104 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// LoRA adapters (DESIGN.md §1 salts): a request whose model field names a
+// LoRA adapter is hashed with the adapter's name folded into the seed
+// (kvhash.Seed(lora, "")), the same salt the KV event decoder applies to
+// the engine's BlockStored events that carry lora_name. vLLM keys an
+// adapter's blocks by its lora_name (an extra key of the block hash), and
+// lora_name is the name the adapter is served under, i.e. the request's
+// model. The router learns which model names are adapters from
+// Config.LoRAAdapters and from the engines' GET /v1/models, where vLLM
+// lists each adapter with "parent" set to its base model.
+
+// adapterSet is the set of known adapter names. Safe for concurrent use.
+type adapterSet struct {
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+func newAdapterSet(configured []string) *adapterSet {
+	a := &adapterSet{names: map[string]bool{}}
+	for _, n := range configured {
+		a.names[n] = true
+	}
+	return a
+}
+
+// lora returns model when it names a known adapter, else "".
+func (a *adapterSet) lora(model string) string {
+	if model == "" {
+		return ""
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.names[model] {
+		return model
+	}
+	return ""
+}
+
+// learn adds the adapters of one /v1/models answer and returns the names
+// it had not seen.
+func (a *adapterSet) learn(models []engineModel) []string {
+	var added []string
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, m := range models {
+		if m.Parent != nil && *m.Parent != "" && *m.Parent != m.ID && !a.names[m.ID] {
+			a.names[m.ID] = true
+			added = append(added, m.ID)
+		}
+	}
+	return added
+}
+
+// engineModel is one entry of an engine's GET /v1/models.
+type engineModel struct {
+	ID     string  `json:"id"`
+	Root   string  `json:"root"`
+	Parent *string `json:"parent"`
+}
+
+// fetchModels asks base/v1/models.
+func (s *Server) fetchModels(ctx context.Context, base string) ([]engineModel, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil, fmt.Errorf("frontend: %s/v1/models: %s", base, resp.Status)
+	}
+	var list struct {
+		Data []engineModel `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
+		return nil, fmt.Errorf("frontend: %s/v1/models: %w", base, err)
+	}
+	return list.Data, nil
+}
+
+// learnAdapters reads a worker's /v1/models and logs new adapters.
+func (s *Server) learnAdapters(ctx context.Context, w *Worker) {
+	models, err := s.fetchModels(ctx, w.URL)
+	if err != nil {
+		return
+	}
+	for _, name := range s.adapters.learn(models) {
+		s.log.Info("LoRA adapter learnt: requests for it are hashed with its name as salt", "adapter", name, "worker", w.ID)
+	}
+}

@@ -1,0 +1,404 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Engine telemetry (DESIGN.md §4 busy thresholds): the router reads each
+// worker's load from the Prometheus /metrics every engine serves (vLLM,
+// SGLang, llm-d-inference-sim, the kvrouter mocker) and its liveness from
+// GET /health, so no kvrouter-specific endpoint is needed.
+//
+// Metric names read, the first present wins:
+//
+//	KV usage (0..1)   vllm:kv_cache_usage_perc, vllm:gpu_cache_usage_perc, sglang:token_usage
+//	running requests  vllm:num_requests_running, sglang:num_running_reqs
+//	waiting requests  vllm:num_requests_waiting, sglang:num_queue_reqs
+//	prefill tokens    kvrouter_mocker_active_prefill_tokens (the mocker only)
+//	cache config      vllm:cache_config_info{block_size, num_gpu_blocks}
+//
+// The dp rank of a sample is its "engine" label (vLLM: one engine index
+// per data-parallel rank) or "dp_rank" label (SGLang), else 0.
+var (
+	kvUsageNames  = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
+	runningNames  = []string{"vllm:num_requests_running", "sglang:num_running_reqs"}
+	waitingNames  = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}
+	prefillNames  = []string{"kvrouter_mocker_active_prefill_tokens"}
+	cacheInfoName = "vllm:cache_config_info"
+)
+
+// Down-worker handling.
+const (
+	// pollFailuresDown consecutive failed /metrics polls take a worker out
+	// of routing (one transient error does not).
+	pollFailuresDown = 3
+	// probeMaxBackoff caps the interval between /health probes of a down
+	// worker; probes start at the poll interval and double.
+	probeMaxBackoff = 5 * time.Second
+	// modelsRefresh is how often a worker's /v1/models is read for LoRA
+	// adapters loaded at run time.
+	modelsRefresh = 10 * time.Second
+)
+
+// rankLoad is one dp rank's load as an engine reports it.
+type rankLoad struct {
+	KVUsage          float64
+	HasKV            bool
+	Running, Waiting float64
+	PrefillTokens    float64
+}
+
+// engineReport is what one scrape of a worker's /metrics says.
+type engineReport struct {
+	Ranks map[uint32]*rankLoad
+	// BlockSize and GPUBlocks come from vllm:cache_config_info; 0 = not
+	// reported.
+	BlockSize, GPUBlocks int
+	// Known counts the samples of known metrics: 0 means the page has
+	// none of them (not an engine kvrouter understands).
+	Known int
+}
+
+// parseEngineMetrics parses a Prometheus text exposition with the
+// Prometheus text parser and extracts what the router uses.
+func parseEngineMetrics(r io.Reader) (engineReport, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return engineReport{}, fmt.Errorf("frontend: engine metrics: %w", err)
+	}
+	rep := engineReport{Ranks: map[uint32]*rankLoad{}}
+	rank := func(m *dto.Metric) *rankLoad {
+		var rk uint64
+		for _, lp := range m.GetLabel() {
+			if n := lp.GetName(); n == "engine" || n == "dp_rank" {
+				if v, err := strconv.ParseUint(lp.GetValue(), 10, 32); err == nil {
+					rk = v
+				}
+			}
+		}
+		x := rep.Ranks[uint32(rk)]
+		if x == nil {
+			x = &rankLoad{}
+			rep.Ranks[uint32(rk)] = x
+		}
+		return x
+	}
+	// first finds the first family of names present and calls set for
+	// each of its samples.
+	first := func(names []string, set func(x *rankLoad, v float64)) {
+		for _, n := range names {
+			f, ok := fams[n]
+			if !ok || len(f.GetMetric()) == 0 {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				set(rank(m), sampleValue(m))
+				rep.Known++
+			}
+			return
+		}
+	}
+	first(kvUsageNames, func(x *rankLoad, v float64) { x.KVUsage, x.HasKV = min(max(v, 0), 1), true })
+	first(runningNames, func(x *rankLoad, v float64) { x.Running = v })
+	first(waitingNames, func(x *rankLoad, v float64) { x.Waiting = v })
+	first(prefillNames, func(x *rankLoad, v float64) { x.PrefillTokens = v })
+	if f, ok := fams[cacheInfoName]; ok {
+		for _, m := range f.GetMetric() {
+			rep.Known++
+			for _, lp := range m.GetLabel() {
+				switch lp.GetName() {
+				case "block_size":
+					rep.BlockSize, _ = strconv.Atoi(lp.GetValue())
+				case "num_gpu_blocks":
+					rep.GPUBlocks, _ = strconv.Atoi(lp.GetValue())
+				}
+			}
+		}
+	}
+	return rep, nil
+}
+
+func sampleValue(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	return 0
+}
+
+// engineState is the frontend's per-worker health bookkeeping.
+type engineState struct {
+	mu sync.Mutex
+	w  map[uint64]*workerHealth
+}
+
+type workerHealth struct {
+	fails   int           // consecutive failed polls
+	backoff time.Duration // current probe interval while down
+	probeAt time.Time     // next probe while down
+	// refused is why the worker is kept out of routing although it
+	// answers ("block_size"); "" = not refused.
+	refused string
+	// engineBS, engineBlocks: what the engine last reported (0 = never).
+	engineBS, engineBlocks int
+	warnedBlocks           bool
+	modelsAt               time.Time // next GET /v1/models (adapters.go)
+}
+
+func (e *engineState) get(id uint64) *workerHealth {
+	h := e.w[id]
+	if h == nil {
+		h = &workerHealth{}
+		e.w[id] = h
+	}
+	return h
+}
+
+// fetchEngine scrapes base/metrics.
+func (s *Server) fetchEngine(ctx context.Context, base string) (engineReport, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return engineReport{}, err
+	}
+	// The plain text format: every engine serves it.
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return engineReport{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return engineReport{}, fmt.Errorf("frontend: %s/metrics: %s", base, resp.Status)
+	}
+	rep, err := parseEngineMetrics(io.LimitReader(resp.Body, 16<<20))
+	if err == nil && rep.Known == 0 {
+		err = fmt.Errorf("frontend: %s/metrics: no vLLM or SGLang load metric", base)
+	}
+	return rep, err
+}
+
+// probeHealth asks base/health (vLLM, SGLang, the simulator, the mocker),
+// falling back to /v1/models when /health does not exist.
+func (s *Server) probeHealth(ctx context.Context, base string) error {
+	for _, path := range []string{"/health", "/v1/models"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusOK:
+			return nil
+		case resp.StatusCode == http.StatusNotFound && path == "/health":
+			continue
+		}
+		return fmt.Errorf("frontend: %s%s: %d", base, path, resp.StatusCode)
+	}
+	return fmt.Errorf("frontend: %s: no health endpoint", base)
+}
+
+// pollLoads scrapes every worker's /metrics each LoadPollInterval: the KV
+// usage feeds the busy thresholds, the cache config is checked against the
+// router's block size, and pollFailuresDown failures in a row take the
+// worker out of routing. Down workers are probed at GET /health with
+// exponential backoff (from the poll interval up to probeMaxBackoff) and
+// come back once healthy.
+func (s *Server) pollLoads(ctx context.Context) {
+	t := time.NewTicker(s.cfg.LoadPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ws := s.Workers()
+		var wg sync.WaitGroup
+		for i := range ws {
+			wg.Add(1)
+			go func(w *Worker) {
+				defer wg.Done()
+				// A slow answer is not a failure below a second, even
+				// with a fast poll interval.
+				pctx, cancel := context.WithTimeout(ctx, max(s.cfg.LoadPollInterval*4, time.Second))
+				defer cancel()
+				s.pollWorker(pctx, w, time.Now())
+			}(&ws[i])
+		}
+		wg.Wait()
+	}
+}
+
+func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
+	s.eng.mu.Lock()
+	h := s.eng.get(w.ID)
+	refused := h.refused
+	if w.down && refused == "" && now.Before(h.probeAt) {
+		s.eng.mu.Unlock()
+		return
+	}
+	s.eng.mu.Unlock()
+	if w.down && refused == "" {
+		err := s.probeHealth(ctx, w.URL)
+		s.eng.mu.Lock()
+		if err != nil {
+			h.backoff = min(max(2*h.backoff, s.cfg.LoadPollInterval), probeMaxBackoff)
+			h.probeAt = now.Add(h.backoff)
+			s.eng.mu.Unlock()
+			s.m.eng.probes.WithLabelValues("down").Inc()
+			return
+		}
+		h.backoff, h.fails = 0, 0
+		s.eng.mu.Unlock()
+		s.m.eng.probes.WithLabelValues("up").Inc()
+		s.markUp(w.ID)
+	}
+	rep, err := s.fetchEngine(ctx, w.URL)
+	if err != nil {
+		s.eng.mu.Lock()
+		h.fails++
+		down := h.fails >= pollFailuresDown && !w.down
+		s.eng.mu.Unlock()
+		if down {
+			s.log.Warn("worker metrics unreachable", "worker", w.ID, "url", w.URL, "failures", pollFailuresDown, "err", err)
+			s.markDown(w.ID)
+		}
+		return
+	}
+	s.eng.mu.Lock()
+	h.fails = 0
+	learn := !now.Before(h.modelsAt)
+	if learn {
+		h.modelsAt = now.Add(modelsRefresh)
+	}
+	s.eng.mu.Unlock()
+	if learn {
+		s.learnAdapters(ctx, w)
+	}
+	if !s.checkEngineConfig(w, rep) {
+		return
+	}
+	for rk, l := range rep.Ranks {
+		if l.HasKV {
+			_ = s.rt.UpdateWorkerMetrics(kvevents.Worker{ID: w.ID, Rank: rk}, router.Metrics{KVUsage: l.KVUsage})
+		}
+		if rk == 0 {
+			s.m.workerKV.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.KVUsage)
+			s.m.workerPrefill.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.PrefillTokens)
+		}
+	}
+}
+
+// checkEngineConfig compares the block size and capacity an engine reports
+// with the router's. A block size mismatch refuses the worker: its KV
+// events would never match the router's hashes and its overlap would read
+// zero, so it is logged once, counted (kvrouter_workers_refused_total
+// {reason="block_size"}) and kept out of routing until the engine reports
+// the router's size. A capacity that differs from the configured one is
+// logged once; an unconfigured capacity is taken from the engine. It
+// reports whether the worker may be routed to.
+func (s *Server) checkEngineConfig(w *Worker, rep engineReport) bool {
+	bs := s.cfg.Router.BlockSize
+	s.eng.mu.Lock()
+	h := s.eng.get(w.ID)
+	prevRefused := h.refused
+	changedBS := rep.BlockSize != h.engineBS
+	h.engineBS, h.engineBlocks = rep.BlockSize, rep.GPUBlocks
+	mismatch := rep.BlockSize != 0 && rep.BlockSize != bs
+	if mismatch {
+		h.refused = "block_size"
+	} else {
+		h.refused = ""
+	}
+	warnBlocks := rep.GPUBlocks > 0 && w.Info.TotalKVBlocks > 0 && rep.GPUBlocks != w.Info.TotalKVBlocks && !h.warnedBlocks
+	if warnBlocks {
+		h.warnedBlocks = true
+	}
+	s.eng.mu.Unlock()
+	switch {
+	case mismatch && (prevRefused == "" || changedBS):
+		s.markDown(w.ID)
+		s.m.workerRefused.WithLabelValues("block_size").Inc()
+		s.log.Error("worker refused: engine block size mismatch; its KV events would never match",
+			"worker", w.ID, "url", w.URL, "engine_block_size", rep.BlockSize, "router_block_size", bs)
+		return false
+	case mismatch:
+		return false
+	case prevRefused != "":
+		s.log.Info("worker block size now matches", "worker", w.ID, "block_size", rep.BlockSize)
+		s.markUp(w.ID)
+	}
+	if warnBlocks {
+		s.log.Warn("worker KV capacity differs from its configuration; using the configured one",
+			"worker", w.ID, "engine_gpu_blocks", rep.GPUBlocks, "configured_kv_blocks", w.Info.TotalKVBlocks)
+	}
+	if rep.GPUBlocks > 0 && w.Info.TotalKVBlocks == 0 {
+		s.mu.Lock()
+		var info router.WorkerInfo
+		cur, ok := s.workers[w.ID]
+		if ok {
+			cur.Info.TotalKVBlocks = rep.GPUBlocks
+			info = cur.Info
+		}
+		down := ok && cur.down
+		s.mu.Unlock()
+		if ok && !down {
+			_ = s.rt.AddWorker(info)
+		}
+	}
+	return true
+}
+
+// upWorkers counts the workers in routing (not down, not refused).
+func (s *Server) upWorkers() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, w := range s.workers {
+		if !w.down {
+			n++
+		}
+	}
+	return n
+}
+
+// EngineHealth is a worker's health line in GET /debug/index.
+type EngineHealth struct {
+	Refused         string `json:"refused,omitempty"`
+	PollFailures    int    `json:"poll_failures,omitempty"`
+	EngineBlockSize int    `json:"engine_block_size,omitempty"`
+	EngineGPUBlocks int    `json:"engine_gpu_blocks,omitempty"`
+}
+
+func (s *Server) engineHealth(id uint64) *EngineHealth {
+	s.eng.mu.Lock()
+	defer s.eng.mu.Unlock()
+	h := s.eng.w[id]
+	if h == nil {
+		return nil
+	}
+	return &EngineHealth{Refused: h.refused, PollFailures: h.fails, EngineBlockSize: h.engineBS, EngineGPUBlocks: h.engineBlocks}
+}

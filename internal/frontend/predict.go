@@ -1,0 +1,209 @@
+package frontend
+
+import (
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Predicted vs reported prefix hits (DESIGN.md §5): per proxied request
+// the router predicts the cached tokens on the chosen worker (its device
+// overlap times the block size, capped at the prompt) and the engine reports
+// what it actually found (usage.prompt_tokens_details.cached_tokens). Both
+// are exported per worker, their difference as a histogram, each worker's
+// accuracy appears in GET /debug/index, and a sustained gap logs one
+// diagnosis naming the likely cause.
+
+// engineMetrics are the frontend's engine-facing metrics.
+type engineMetrics struct {
+	probes    *prometheus.CounterVec // outcome: up, down
+	predicted *prometheus.CounterVec // worker
+	reported  *prometheus.CounterVec // worker
+	gap       prometheus.Histogram
+	diagnoses *prometheus.CounterVec // cause
+}
+
+func newEngineMetrics(reg *prometheus.Registry) *engineMetrics {
+	m := &engineMetrics{
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_worker_health_probes_total",
+			Help: "GET /health probes of down workers, by outcome (up: back in routing)."}, []string{"outcome"}),
+		predicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_predicted_cached_tokens_total",
+			Help: "Cached prompt tokens the router predicted (device overlap x block size), over requests whose engine reported usage."}, []string{"worker"}),
+		reported: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_reported_cached_tokens_total",
+			Help: "Cached prompt tokens the engines reported (usage.prompt_tokens_details.cached_tokens)."}, []string{"worker"}),
+		gap: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_cached_tokens_prediction_error",
+			Help:    "Per request: predicted minus reported cached tokens (positive: the router expected hits the engine did not have).",
+			Buckets: []float64{-4096, -1024, -256, -64, -16, -1, 0, 15, 63, 255, 1023, 4095}}),
+		diagnoses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_prediction_diagnoses_total",
+			Help: "Sustained prediction gaps diagnosed, by likely cause."}, []string{"cause"}),
+	}
+	reg.MustRegister(m.probes, m.predicted, m.reported, m.gap, m.diagnoses)
+	return m
+}
+
+// Diagnosis causes.
+const (
+	CauseBlockSize     = "block_size"
+	CauseHashOrTokens  = "hash_seed_salt_or_tokenizer"
+	CauseMissingEvents = "missing_events"
+	CauseStaleIndex    = "missing_removals"
+)
+
+// gapWindow is how many reported requests per worker one diagnosis looks at.
+const gapWindow = 16
+
+// Prediction is one worker's predicted vs reported totals.
+type Prediction struct {
+	Requests  int `json:"requests"`
+	Predicted int `json:"predicted_cached_tokens"`
+	Reported  int `json:"reported_cached_tokens"`
+	// Exact counts requests whose prediction was within one block of the
+	// report; Accuracy = Exact / Requests.
+	Exact    int     `json:"exact"`
+	Accuracy float64 `json:"accuracy"`
+	// Over and Under count requests predicted more (fewer) than one block
+	// above (below) the report.
+	Over  int `json:"over"`
+	Under int `json:"under"`
+	// Diagnosis is the cause logged for a sustained gap ("" = none).
+	Diagnosis string `json:"diagnosis,omitempty"`
+}
+
+// predictionTracker keeps each worker's totals and its current window.
+// Pure bookkeeping: the caller logs and counts what observe returns.
+type predictionTracker struct {
+	mu sync.Mutex
+	w  map[uint64]*workerPrediction
+}
+
+type workerPrediction struct {
+	Prediction
+	winN, winPred, winRep int // current window
+	winOver, winUnder     int
+}
+
+func newPredictionTracker() *predictionTracker {
+	return &predictionTracker{w: map[uint64]*workerPrediction{}}
+}
+
+// observe records one request on worker id: predicted and reported cached
+// tokens, the block size, and whether the engine reported a block size
+// other than the router's (engineBSMismatch). When a full window shows a
+// sustained gap it returns the cause, once per worker and cause; a window
+// without a gap clears the diagnosis so a new one can be reported.
+func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize int, engineBSMismatch bool) (cause string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.w[id]
+	if p == nil {
+		p = &workerPrediction{}
+		t.w[id] = p
+	}
+	p.Requests++
+	p.Predicted += predicted
+	p.Reported += reported
+	switch d := predicted - reported; {
+	case d >= blockSize:
+		p.Over++
+		p.winOver++
+	case d <= -blockSize:
+		p.Under++
+		p.winUnder++
+	default:
+		p.Exact++
+	}
+	p.Accuracy = float64(p.Exact) / float64(p.Requests)
+	p.winN++
+	p.winPred += predicted
+	p.winRep += reported
+	if p.winN < gapWindow {
+		return ""
+	}
+	c := diagnose(p.winN, p.winPred, p.winRep, p.winOver, p.winUnder, engineBSMismatch)
+	p.winN, p.winPred, p.winRep, p.winOver, p.winUnder = 0, 0, 0, 0, 0
+	if c == p.Diagnosis {
+		return ""
+	}
+	p.Diagnosis = c
+	return c
+}
+
+// diagnose names the likely cause of a window's gap ("" = no sustained
+// gap). A gap is sustained when at least half of the window's requests
+// missed by a block or more in the same direction.
+func diagnose(n, pred, rep, over, under int, engineBSMismatch bool) string {
+	switch {
+	case 2*over >= n && rep == 0:
+		// The router finds the prompt's blocks in the engine's own
+		// events, yet the engine never hits: the two hash different
+		// tokens (or the same tokens under different salts).
+		if engineBSMismatch {
+			return CauseBlockSize
+		}
+		return CauseHashOrTokens
+	case 2*over >= n:
+		if engineBSMismatch {
+			return CauseBlockSize
+		}
+		// Partial hits below the prediction: the index keeps blocks the
+		// engine evicted.
+		return CauseStaleIndex
+	case 2*under >= n:
+		// The engine hits prefixes the router never heard of.
+		return CauseMissingEvents
+	}
+	return ""
+}
+
+// snapshot returns worker id's totals (nil before its first report).
+func (t *predictionTracker) snapshot(id uint64) *Prediction {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.w[id]
+	if p == nil {
+		return nil
+	}
+	c := p.Prediction
+	return &c
+}
+
+// causeText is the diagnosis logged for a cause.
+func causeText(cause string) string {
+	switch cause {
+	case CauseBlockSize:
+		return "the engine's block size differs from the router's (--block-size): no block hash can match"
+	case CauseHashOrTokens:
+		return "the router predicts hits the engine never reports: router and engine tokenize or salt differently " +
+			"(use --tokenizer remote or the engine's tokenizer.json; LoRA adapters and cache_salt must match)"
+	case CauseMissingEvents:
+		return "the engine reports hits the router never predicted: its KV events are not reaching the router " +
+			"(check the ZMQ endpoint or --zmq-bind, the event topic and model, and kvrouter_events_rejected_total)"
+	case CauseStaleIndex:
+		return "the engine reports fewer hits than predicted: the index keeps blocks the engine evicted " +
+			"(BlockRemoved events lost, or a publisher restart not seen)"
+	}
+	return cause
+}
+
+// observePrediction compares a finished request's prediction with the
+// engine's report.
+func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedCached int) {
+	bs := s.cfg.Router.BlockSize
+	predicted := min(overlapBlocks*bs, isl)
+	w := strconv.FormatUint(worker, 10)
+	s.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
+	s.m.eng.reported.WithLabelValues(w).Add(float64(reportedCached))
+	s.m.eng.gap.Observe(float64(predicted - reportedCached))
+	s.eng.mu.Lock()
+	h := s.eng.w[worker]
+	mismatch := h != nil && h.engineBS != 0 && h.engineBS != bs
+	s.eng.mu.Unlock()
+	if cause := s.preds.observe(worker, predicted, reportedCached, bs, mismatch); cause != "" {
+		p := s.preds.snapshot(worker)
+		s.m.eng.diagnoses.WithLabelValues(cause).Inc()
+		s.log.Warn("prefix-hit prediction gap: "+causeText(cause), "worker", worker, "cause", cause,
+			"requests", p.Requests, "predicted_cached_tokens", p.Predicted, "reported_cached_tokens", p.Reported,
+			"accuracy", p.Accuracy)
+	}
+}

@@ -1,0 +1,261 @@
+package frontend
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+)
+
+// Non-streaming requests are streamed from the engine (DESIGN.md §4
+// prefill-done): the router asks for stream=true with
+// stream_options.include_usage, so the first token marks the end of the
+// request's prefill (its prefill load is released then, not at the end of
+// the whole answer) and the final usage chunk carries the engine's
+// cached_tokens. The client still gets one JSON body in OpenAI's
+// non-streaming shape, assembled from the chunks by unstreamer.
+
+// unstreamFields are set on a non-streaming request's forwarded body.
+var unstreamFields = map[string]any{"stream": true, "stream_options": map[string]any{"include_usage": true}}
+
+// prepareUnstream rewrites a non-streaming completion or chat request to
+// stream from the engine. A body that cannot be rewritten is forwarded as
+// it is (the relay then copies the engine's JSON).
+func (s *Server) prepareUnstream(j *job) {
+	if j.stream || (j.endpoint != "completions" && j.endpoint != "chat") || !foldable(j.body) {
+		return
+	}
+	b, err := oai.SetFields(j.body, unstreamFields)
+	if err != nil {
+		return
+	}
+	j.body, j.unstream = b, true
+}
+
+// foldable reports whether a non-streaming body's answer can be folded
+// from chunks: requests for log probabilities or an echoed prompt are
+// forwarded as they are (the folder does not rebuild those fields).
+func foldable(body []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	for _, k := range []string{"logprobs", "top_logprobs", "prompt_logprobs", "echo", "best_of"} {
+		if v, ok := m[k]; ok && string(v) != "null" && string(v) != "false" {
+			return false
+		}
+	}
+	return true
+}
+
+// unstreamer folds a chat or completion SSE stream into one response.
+type unstreamer struct {
+	chat    bool
+	id      string
+	object  string
+	created int64
+	model   string
+	usage   json.RawMessage
+	choices map[int]*unChoice
+	// extra are top-level fields other than the known ones, from the
+	// first chunk that had them (system_fingerprint, kv_transfer_params).
+	extra map[string]json.RawMessage
+}
+
+type unChoice struct {
+	text, reasoning []byte
+	role            string
+	finish          json.RawMessage
+	stop            json.RawMessage
+	tools           []*unTool
+}
+
+type unTool struct {
+	ID, Type string
+	Name     string
+	Args     []byte
+}
+
+func newUnstreamer(chat bool) *unstreamer {
+	return &unstreamer{chat: chat, choices: map[int]*unChoice{}, extra: map[string]json.RawMessage{}}
+}
+
+// chunk is the part of a streamed chunk the unstreamer reads.
+type chunk struct {
+	ID      string          `json:"id"`
+	Object  string          `json:"object"`
+	Created int64           `json:"created"`
+	Model   string          `json:"model"`
+	Usage   json.RawMessage `json:"usage"`
+	Choices []struct {
+		Index        int             `json:"index"`
+		Text         *string         `json:"text"`
+		FinishReason json.RawMessage `json:"finish_reason"`
+		StopReason   json.RawMessage `json:"stop_reason"`
+		Delta        *struct {
+			Role      string  `json:"role"`
+			Content   *string `json:"content"`
+			Reasoning *string `json:"reasoning_content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+var knownChunkKeys = []string{"id", "object", "created", "model", "usage", "choices"}
+
+// add folds one data payload in.
+func (u *unstreamer) add(data []byte) error {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("frontend: engine stream chunk: %w", err)
+	}
+	if u.id == "" {
+		u.id, u.created, u.model = c.ID, c.Created, c.Model
+	}
+	if len(c.Usage) > 0 && string(c.Usage) != "null" {
+		u.usage = c.Usage
+	}
+	var all map[string]json.RawMessage
+	if json.Unmarshal(data, &all) == nil {
+		for k, v := range all {
+			if _, seen := u.extra[k]; !seen && !slices.Contains(knownChunkKeys, k) && string(v) != "null" {
+				u.extra[k] = v
+			}
+		}
+	}
+	for _, ch := range c.Choices {
+		x := u.choices[ch.Index]
+		if x == nil {
+			x = &unChoice{}
+			u.choices[ch.Index] = x
+		}
+		if ch.Text != nil {
+			x.text = append(x.text, *ch.Text...)
+		}
+		if len(ch.FinishReason) > 0 && string(ch.FinishReason) != "null" {
+			x.finish = ch.FinishReason
+		}
+		if len(ch.StopReason) > 0 && string(ch.StopReason) != "null" {
+			x.stop = ch.StopReason
+		}
+		if d := ch.Delta; d != nil {
+			if d.Role != "" {
+				x.role = d.Role
+			}
+			if d.Content != nil {
+				x.text = append(x.text, *d.Content...)
+			}
+			if d.Reasoning != nil {
+				x.reasoning = append(x.reasoning, *d.Reasoning...)
+			}
+			for _, tc := range d.ToolCalls {
+				for len(x.tools) <= tc.Index {
+					x.tools = append(x.tools, &unTool{})
+				}
+				t := x.tools[tc.Index]
+				t.ID = cmpOr(t.ID, tc.ID)
+				t.Type = cmpOr(t.Type, tc.Type)
+				t.Name += tc.Function.Name
+				t.Args = append(t.Args, tc.Function.Arguments...)
+			}
+		}
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// body is the non-streaming response: OpenAI's text_completion or
+// chat.completion object.
+func (u *unstreamer) body() ([]byte, error) {
+	out := map[string]any{}
+	for k, v := range u.extra {
+		out[k] = v
+	}
+	out["id"], out["created"], out["model"] = u.id, u.created, u.model
+	if u.chat {
+		out["object"] = "chat.completion"
+	} else {
+		out["object"] = "text_completion"
+	}
+	if len(u.usage) > 0 {
+		out["usage"] = u.usage
+	}
+	idx := make([]int, 0, len(u.choices))
+	for i := range u.choices {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	choices := make([]map[string]any, 0, len(idx))
+	for _, i := range idx {
+		x := u.choices[i]
+		c := map[string]any{"index": i, "finish_reason": rawOrNull(x.finish), "logprobs": nil}
+		if len(x.stop) > 0 {
+			c["stop_reason"] = x.stop
+		}
+		if u.chat {
+			msg := map[string]any{"role": cmpOr(x.role, "assistant"), "content": string(x.text)}
+			if len(x.reasoning) > 0 {
+				msg["reasoning_content"] = string(x.reasoning)
+			}
+			if len(x.tools) > 0 {
+				var calls []map[string]any
+				for _, t := range x.tools {
+					calls = append(calls, map[string]any{"id": t.ID, "type": cmpOr(t.Type, "function"),
+						"function": map[string]any{"name": t.Name, "arguments": string(t.Args)}})
+				}
+				msg["tool_calls"] = calls
+				if len(x.text) == 0 {
+					msg["content"] = nil
+				}
+			}
+			c["message"] = msg
+		} else {
+			c["text"] = string(x.text)
+		}
+		choices = append(choices, c)
+	}
+	out["choices"] = choices
+	return json.Marshal(out)
+}
+
+func rawOrNull(r json.RawMessage) any {
+	if len(r) == 0 {
+		return nil
+	}
+	return r
+}
+
+// writeUnstreamed answers the client with the folded body (the status
+// line was held back until the stream ended).
+func (s *Server) writeUnstreamed(w http.ResponseWriter, u *unstreamer, wid uint64, outcome, status *string) {
+	b, err := u.body()
+	if err != nil {
+		e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
+			Message: fmt.Sprintf("worker %d: %v", wid, err)}
+		*outcome, *status = "upstream_error", strconv.Itoa(e.Status)
+		e.Write(w)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(b); err != nil {
+		*outcome = "client_gone"
+	}
+}
