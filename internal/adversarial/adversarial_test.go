@@ -126,7 +126,7 @@ func TestAdversarial(t *testing.T) {
 		bodies := []string{"", "null", "[]", "{", `{"prompt":`, "\x00\x01", `{"prompt":{"a":1}}`, `{"prompt":[-1]}`,
 			`{"prompt":[[[[1]]]]}`, `{"prompt":"x","max_tokens":9223372036854775807}`, `{"prompt":"x","max_tokens":-5}`,
 			`{"prompt":"x","temperature":"hot"}`, `{"prompt":"x","n":5}`, `{"messages":"x"}`, `{"messages":[{"content":"x"}]}`,
-			`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, `{"prompt":"x","stream":"yes"}`,
+			`{"messages":[{"role":"user","content":[{"type":7}]}]}`, `{"prompt":"x","stream":"yes"}`,
 			`{"prompt":` + strings.Repeat("[", 200000) + `}`, `{"prompt":"` + strings.Repeat("a", 50000*32+1) + `"}`}
 		for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/route", "/route/x/free", "/route/x/prefill_done"} {
 			for _, b := range bodies {
