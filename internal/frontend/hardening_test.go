@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -359,5 +360,16 @@ func TestEventsBeyondDPSizeIgnored(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(metricLines(t, s), "\n"), `kvrouter_events_rejected_total{reason="dp_rank"} 2`) {
 		t.Error("rank refusals not counted")
+	}
+}
+
+// TestApplyRecovers: a panic below Apply (forced here by a server without
+// its router) is an error and a counted rejection, not a dead process.
+func TestApplyRecovers(t *testing.T) {
+	s := newServerWith(t, false, nil)
+	s.rt = nil // any call into the router now panics
+	ev := kvevents.Event{WorkerID: 1, EventID: 1, Kind: kvevents.KindCleared}
+	if err := s.Apply(&ev); !errors.Is(err, ErrApplyPanic) {
+		t.Fatalf("Apply = %v, want ErrApplyPanic", err)
 	}
 }

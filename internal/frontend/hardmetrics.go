@@ -72,3 +72,18 @@ func (s *Server) checkRank(ev *kvevents.Event) error {
 	s.m.eventRejects.WithLabelValues("dp_rank").Inc()
 	return fmt.Errorf("%w: worker %d rank %d, dp size %d", ErrRank, ev.WorkerID, ev.DPRank, max(w.Info.DPSize, 1))
 }
+
+// ErrApplyPanic is returned by Apply when applying an event panicked (a
+// bug reached by input): the event transport's goroutine, and with it the
+// process, survives; the event is counted as rejected (reason "panic").
+var ErrApplyPanic = errors.New("frontend: applying an event panicked")
+
+func (s *Server) recoverApply(ev *kvevents.Event, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	s.m.eventRejects.WithLabelValues("panic").Inc()
+	s.log.Error("KV event apply panicked; event dropped", "worker", ev.WorkerID, "event_id", ev.EventID, "panic", p)
+	*err = fmt.Errorf("%w: worker %d event %d: %v", ErrApplyPanic, ev.WorkerID, ev.EventID, p)
+}

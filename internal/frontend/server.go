@@ -152,7 +152,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // is queued to its worker+rank's writer and applied by RunIndex's
 // goroutines (blocking while that writer's queue is full); Flush waits
 // for it. Its slices must not be modified afterwards.
-func (s *Server) Apply(ev *kvevents.Event) error {
+func (s *Server) Apply(ev *kvevents.Event) (err error) {
+	defer s.recoverApply(ev, &err)
 	if err := s.checkRank(ev); err != nil {
 		return err
 	}
