@@ -52,6 +52,11 @@ func (e *Engine) checkInvariants() error {
 				s.req.ID, len(s.blocks), s.registered, s.numComputed))
 		}
 	}
+	for _, h := range e.held {
+		for _, b := range h.s.blocks {
+			refs[b]++
+		}
+	}
 	for i := 0; i < e.waiting.len(); i++ {
 		if s := e.waiting.at(i); len(s.blocks) != 0 {
 			errs = append(errs, fmt.Errorf("waiting r%d holds blocks", s.req.ID))
@@ -96,6 +101,9 @@ func (e *Engine) checkInvariants() error {
 	pins := make(map[*store]map[uint64]int)
 	for _, s := range e.running {
 		for _, o := range s.onboard {
+			if o.li == remoteLevel {
+				continue
+			}
 			st := e.levels[o.li].st
 			if pins[st] == nil {
 				pins[st] = map[uint64]int{}

@@ -51,6 +51,15 @@ type Config struct {
 	// pipeline (DESIGN.md §7). Default zero value: no lower tier, G1 only.
 	// DefaultTiers gives G2 = 4x and G3 = 16x NumBlocks.
 	Tiers TierConfig `yaml:"tiers"`
+	// KVTransfer is the link a decode engine pulls a remote prefill
+	// worker's blocks over (Request.RemoteBlocks, disagg.go). Default
+	// DefaultKVTransfer (25 GB/s, 1 ms per transfer); zero Bandwidth means
+	// the default.
+	KVTransfer Link `yaml:"kv_transfer"`
+	// HoldTimeout is how long a finished Request.Hold keeps its blocks for
+	// a pull that does not come. Default DefaultHoldTimeout (480 s); zero
+	// means the default.
+	HoldTimeout time.Duration `yaml:"hold_timeout"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §6.
@@ -64,6 +73,8 @@ func DefaultConfig() Config {
 		EnablePrefixCaching: true,
 		SpeedupRatio:        1,
 		HashSeed:            kvhash.DefaultSeed,
+		KVTransfer:          DefaultKVTransfer,
+		HoldTimeout:         DefaultHoldTimeout,
 	}
 }
 
@@ -87,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.SpeedupRatio >= 0) || math.IsInf(c.SpeedupRatio, 0) {
 		errs = append(errs, fmt.Errorf("mocker: speedup_ratio %v must be finite and >= 0", c.SpeedupRatio))
+	}
+	if b := c.KVTransfer.Bandwidth; !(b >= 0) || math.IsInf(b, 0) || c.KVTransfer.Latency < 0 || c.HoldTimeout < 0 {
+		errs = append(errs, fmt.Errorf("mocker: kv_transfer %+v and hold_timeout %v must be finite and >= 0", c.KVTransfer, c.HoldTimeout))
 	}
 	if err := c.Tiers.validate(); err != nil {
 		errs = append(errs, err)

@@ -101,5 +101,13 @@
 // G1 and only the rest of the prompt is computed. Result.TierCachedTokens
 // splits the cached prefix by the tier it was found in.
 //
+// # Disaggregation (DESIGN.md §10)
+//
+// See disagg.go: a Request.Hold (prefill hop) keeps its blocks after it
+// finishes until Release or Config.HoldTimeout; a Request.RemoteBlocks
+// (decode hop) pulls those blocks over Config.KVTransfer like an
+// onboarding, caches them (Stored) and reports the landing in
+// StepResult.Pulled.
+//
 // An Engine is not safe for concurrent use; shells serialize calls.
 package mocker

@@ -66,6 +66,9 @@ func formatStep(b *strings.Builder, r *StepResult) {
 	for _, id := range r.Preempted {
 		fmt.Fprintf(b, "  preempted r%d\n", id)
 	}
+	for _, id := range r.Pulled {
+		fmt.Fprintf(b, "  pulled r%d\n", id)
+	}
 	if len(r.Outputs) > 0 {
 		b.WriteString("  tokens:")
 		for _, o := range r.Outputs {
@@ -85,6 +88,10 @@ func formatStep(b *strings.Builder, r *StepResult) {
 }
 
 func formatResult(f *Result) string {
+	if f.TransferredTokens > 0 {
+		return fmt.Sprintf("r%d ttft=%v out=%d prompt=%d cached=%d (transferred=%d) computed=%d cancelled=%t",
+			f.ID, f.TTFT, f.OutputTokens, f.PromptTokens, f.CachedTokens, f.TransferredTokens, f.ComputedTokens, f.Cancelled)
+	}
 	if f.TierCachedTokens != [kvevents.NumTiers]int{f.CachedTokens} {
 		return fmt.Sprintf("r%d ttft=%v out=%d prompt=%d cached=%d (device=%d host=%d disk=%d shared=%d) computed=%d cancelled=%t",
 			f.ID, f.TTFT, f.OutputTokens, f.PromptTokens, f.CachedTokens, f.TierCachedTokens[0], f.TierCachedTokens[1],
@@ -110,6 +117,14 @@ func TestDataDriven(t *testing.T) {
 				d.MaybeScanArgs(t, "watermark", &cfg.Watermark)
 				d.MaybeScanArgs(t, "caching", &cfg.EnablePrefixCaching)
 				d.MaybeScanArgs(t, "speedup", &cfg.SpeedupRatio)
+				d.MaybeScanArgs(t, "xfer-bw", &cfg.KVTransfer.Bandwidth)
+				var xlat, hold string
+				if d.MaybeScanArgs(t, "xfer-lat", &xlat) {
+					cfg.KVTransfer.Latency, _ = time.ParseDuration(xlat)
+				}
+				if d.MaybeScanArgs(t, "hold-timeout", &hold) {
+					cfg.HoldTimeout, _ = time.ParseDuration(hold)
+				}
 				scanTiers(t, d, &cfg.Tiers)
 				e = New(cfg)
 				if cfg.Tiers.enabled() {
@@ -130,6 +145,8 @@ func TestDataDriven(t *testing.T) {
 				req.Tokens = parseTokens(t, arg.Vals)
 				req.MaxOutputTokens = 1
 				d.MaybeScanArgs(t, "out", &req.MaxOutputTokens)
+				d.MaybeScanArgs(t, "hold", &req.Hold)
+				d.MaybeScanArgs(t, "remote", &req.RemoteBlocks)
 				var at string
 				if d.MaybeScanArgs(t, "at", &at) {
 					dur, err := time.ParseDuration(at)
@@ -193,6 +210,18 @@ func TestDataDriven(t *testing.T) {
 					return "unknown request\n" + e.String()
 				}
 				return formatResult(&res) + "\n" + e.String()
+			case "release":
+				var id uint64
+				d.ScanArgs(t, "id", &id)
+				return fmt.Sprintf("released=%t\n%s", e.Release(id), e.String())
+			case "expire":
+				var at string
+				d.ScanArgs(t, "now", &at)
+				now, err := time.ParseDuration(at)
+				if err != nil {
+					d.Fatalf(t, "bad now: %v", err)
+				}
+				return fmt.Sprintf("expired %v\n%s", e.ExpireHolds(now), e.String())
 			case "state":
 				return e.String()
 			case "advance":

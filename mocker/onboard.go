@@ -33,11 +33,19 @@ func (e *Engine) lowestHolder(h uint64) int {
 // startLoad pins s.onboard's blocks and books their transfers.
 func (e *Engine) startLoad(s *seq) {
 	var per [kvevents.NumTiers]int
+	remote := 0
 	for _, o := range s.onboard {
+		if o.li == remoteLevel {
+			remote++
+			continue
+		}
 		e.levels[o.li].st.pin(o.hash)
 		per[o.li]++
 	}
-	end := e.passStart
+	end := e.startPull(remote)
+	if remote > 0 {
+		s.res.TransferTime = end - e.passStart
+	}
 	for li, n := range per {
 		if n == 0 {
 			continue
@@ -48,14 +56,16 @@ func (e *Engine) startLoad(s *seq) {
 		end = max(end, lv.upFree)
 	}
 	s.loading, s.loadEnd = true, end
-	e.stats.OnboardedBlocks += uint64(len(s.onboard))
+	e.stats.OnboardedBlocks += uint64(len(s.onboard) - remote)
 }
 
 // unpinLoad drops s's pins (load landed, or s was preempted or cancelled
 // while loading).
 func (e *Engine) unpinLoad(s *seq) {
 	for _, o := range s.onboard {
-		e.levels[o.li].st.unpin(o.hash)
+		if o.li != remoteLevel {
+			e.levels[o.li].st.unpin(o.hash)
+		}
 	}
 	s.onboard = s.onboard[:0]
 	s.loading = false
@@ -69,6 +79,12 @@ func (e *Engine) finishLoads(now time.Duration) {
 			continue
 		}
 		full := s.registered + len(s.onboard)
+		if n := len(s.onboard); n > 0 && s.onboard[n-1].li == remoteLevel {
+			// Remote blocks come last: the pull landed (once: a request
+			// preempted later recomputes).
+			e.pulled = append(e.pulled, s.req.ID)
+			s.req.RemoteBlocks = 0
+		}
 		e.unpinLoad(s)
 		s.numComputed = full * e.cfg.BlockSize
 		e.register(s, s.numComputed)

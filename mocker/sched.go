@@ -34,6 +34,12 @@ type Engine struct {
 	written      []wtItem // this pass's newly cached blocks (write-through)
 	passStart    time.Duration
 
+	// Disaggregation (disagg.go): finished requests holding their blocks
+	// for a pull, in finish order; when the KV link is free again.
+	held     []held
+	pullFree time.Duration
+	pulled   []uint64 // pulls landed since the last Step reported them
+
 	// Per-step scratch, reused.
 	sched  []item
 	hits   []int32
@@ -92,6 +98,12 @@ type item struct {
 func New(cfg Config) *Engine {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
+	}
+	if cfg.KVTransfer.Bandwidth == 0 {
+		cfg.KVTransfer = DefaultKVTransfer
+	}
+	if cfg.HoldTimeout == 0 {
+		cfg.HoldTimeout = DefaultHoldTimeout
 	}
 	seed := cfg.HashSeed
 	if seed == 0 {
@@ -207,6 +219,7 @@ func (e *Engine) Stats() Stats {
 	st.Waiting = e.waiting.len()
 	st.Running = len(e.running)
 	st.ActivePrefillTokens = e.pending
+	st.Held = len(e.held)
 	st.Events = e.eventID
 	return st
 }
@@ -227,10 +240,11 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	origin := start
 	e.clock = start
 	r := &e.res
-	*r = StepResult{Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0]}
+	*r = StepResult{Outputs: r.Outputs[:0], Finished: r.Finished[:0], Preempted: r.Preempted[:0], Pulled: r.Pulled[:0]}
 	e.events = nil
 	e.written = e.written[:0]
 	e.advance(start)
+	e.ExpireHolds(start)
 	e.finishLoads(start)
 	e.passStart = start
 	e.schedule()
@@ -252,6 +266,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 	if len(e.sched) == 0 {
 		r.Idle = true
 		e.offerWritten(start)
+		r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
 		r.Events = e.events
 		e.maybeCheck()
 		return *r
@@ -306,7 +321,11 @@ func (e *Engine) Step(now time.Duration) StepResult {
 			o.Finished = true
 			s.done = true
 			finished = true
-			e.freeBlocks(s)
+			if s.req.Hold {
+				e.hold(s, end)
+			} else {
+				e.freeBlocks(s)
+			}
 			delete(e.byID, s.req.ID)
 			s.res.Finish = end
 			s.res.OutputTokens = s.outputs
@@ -324,6 +343,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 		clear(e.running[len(kept):])
 		e.running = kept
 	}
+	r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
 	r.Events = e.events
 	e.maybeCheck()
 	return *r
@@ -409,6 +429,8 @@ func (e *Engine) admit(s *seq, budget int) (int, bool) {
 			}
 			s.onboard = append(s.onboard, onboardBlock{hash: s.hashes[j], li: li})
 		}
+		// The prefix continues on the remote prefill worker: pull it.
+		e.remoteBlocks(s, j, maxHit)
 	}
 	e.hits = hits
 	hitTokens := len(hits) * B
@@ -478,6 +500,10 @@ func (e *Engine) admitted(s *seq, hitTokens, device int) {
 			n := min(B, s.res.CachedTokens-dev-k*B)
 			if n <= 0 {
 				break
+			}
+			if o.li == remoteLevel {
+				s.res.TransferredTokens += n
+				continue
 			}
 			t := e.levels[o.li].st.tier
 			s.res.TierCachedTokens[t] += n

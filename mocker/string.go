@@ -71,6 +71,12 @@ func (e *Engine) String() string {
 		b.WriteByte(' ')
 		e.writeSeq(&b, e.waiting.at(i))
 	}
+	if len(e.held) > 0 {
+		b.WriteString("\nheld:")
+		for _, h := range e.held {
+			fmt.Fprintf(&b, " r%d(until=%v)", h.s.req.ID, h.until)
+		}
+	}
 	b.WriteString("\nactive:")
 	for i := range e.pool.blocks {
 		bl := &e.pool.blocks[i]

@@ -95,6 +95,10 @@ type Config struct {
 	// tiers; until a worker sends a lower-tier event it costs a map lookup
 	// per event.
 	TierChains bool `yaml:"tier_chains"`
+	// Disagg configures disaggregated prefill and decode (disagg.go,
+	// DESIGN.md §10); it only matters with workers of RolePrefill.
+	// Default DefaultDisaggConfig().
+	Disagg DisaggConfig `yaml:"disagg"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.
@@ -110,6 +114,7 @@ func DefaultConfig() Config {
 		Predict:   PredictConfig{TTL: DefaultPredictTTL},
 
 		UtilizationWindow: 10 * time.Second,
+		Disagg:            DefaultDisaggConfig(),
 	}
 }
 
@@ -166,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.Predict.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
+	}
+	if err := c.Disagg.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))

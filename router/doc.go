@@ -37,6 +37,16 @@
 // the same filters but pick blind to cost: the next eligible worker+rank,
 // or one drawn from Options.Rand. Every policy tracks load.
 //
+// # Disaggregated prefill and decode
+//
+// Workers carry a Role (WorkerInfo.Role: both, prefill, decode) and a
+// request a Hop (Request.Hop): only workers whose role serves the hop are
+// candidates; indexes and loads stay per worker. Disaggregate decides per
+// request whether to take the prefill hop (Config.Disagg.Policy); the
+// decode hop prices the blocks its worker lacks as a KV transfer
+// (Config.Disagg.TransferWeight) and books no prefill for them. See
+// disagg.go and DESIGN.md §10.
+//
 // # Time and randomness
 //
 // Nothing here reads a clock: every call that depends on time takes now,

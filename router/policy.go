@@ -85,7 +85,7 @@ func (p Policy) blind() bool { return p == PolicyRoundRobin || p == PolicyRandom
 // cost, for /route and logs, but the cost does not decide. With no
 // eligible candidate it returns the selector's error and breakdowns.
 // r.mu is held.
-func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candidate, bs []selector.Breakdown) (int, []selector.Breakdown, error) {
+func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candidate, bs []selector.Breakdown, rr *rrState) (int, []selector.Breakdown, error) {
 	out := r.reasons
 	clear(out)
 	r.sel.Eligible(sreq, cands, out)
@@ -125,7 +125,7 @@ func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candid
 			if first < 0 {
 				first = i
 			}
-			if r.rr.started && cands[i].Worker.Compare(r.rr.last) > 0 {
+			if rr.started && cands[i].Worker.Compare(rr.last) > 0 {
 				chosen = i
 				break
 			}
@@ -133,7 +133,7 @@ func (r *Router) pickBlindLocked(sreq *selector.Request, cands []selector.Candid
 		if chosen < 0 {
 			chosen = first // wrap around (or the first pick ever)
 		}
-		r.rr.last, r.rr.started = cands[chosen].Worker, true
+		rr.last, rr.started = cands[chosen].Worker, true
 		for i := range bs {
 			if bs[i].Out == selector.ReasonNone {
 				bs[i].Prob = 0

@@ -57,6 +57,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
 		Utilization: r.utilization(cands, now)}
+	if req.Hop == HopDecode && r.cfg.Disagg.TransferWeight > 0 && sreq.Overrides.TransferWeight == nil {
+		sreq.Overrides.TransferWeight = &r.cfg.Disagg.TransferWeight
+	}
 
 	if r.queue != nil {
 		if fresh && r.queue.Len() > 0 {
@@ -74,7 +77,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	var res selector.Result
 	var err error
 	if r.cfg.Policy.blind() {
-		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)))
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)), &r.rr[req.Hop])
 	} else {
 		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
 	}
@@ -112,10 +115,15 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	nb := r.loads.NewBlocksBySlot(p.seq, r.newBlocks)
 	r.newBlocks = nb
 	var pos [kvevents.NumTiers]int
+	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
 		ws, s := r.rankWS[i], r.rankSlot[i]
+		if !ws.info.Role.Serves(p.req.Hop) {
+			continue
+		}
 		l := r.loads.LoadAt(int(s))
-		c := &cands[i]
+		c := &cands[k]
+		k++
 		// Field by field: a composite literal would be built and then
 		// copied with a write barrier for Labels.
 		c.Worker = w
@@ -154,7 +162,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			}
 		}
 	}
-	return cands
+	return cands[:k]
 }
 
 // slabBytes is the size of the slabs Decision.Candidates are cut from.
@@ -223,7 +231,13 @@ func cachedBlocks(ov *[kvevents.NumTiers]int) int {
 func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.Breakdown, chosen int, aff bool, outBlocks int, now time.Time) (Decision, outcome, error) {
 	B := r.cfg.BlockSize
 	cached := min(p.isl, cachedBlocks(&c.Overlap)*B)
-	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.seq, PrefillTokens: p.isl - cached, OutputBlocks: outBlocks}
+	computed := p.isl - cached
+	if p.req.Hop == HopDecode {
+		// Every full prompt block arrives (cached or transferred): the
+		// decode worker computes only the tail (DESIGN.md §10).
+		computed = p.isl - min(p.isl, len(p.locals)*B)
+	}
+	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.seq, PrefillTokens: computed, OutputBlocks: outBlocks}
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
@@ -240,17 +254,19 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	}
 	r.stats.Routed++
 	return Decision{
-		RequestID:     p.req.ID,
-		Worker:        c.Worker,
-		Overlap:       c.Overlap,
-		Blocks:        len(p.locals),
-		ISL:           p.isl,
-		CachedTokens:  cached,
-		PrefillTokens: p.isl - cached,
-		NewBlocks:     c.NewBlocks,
-		Cost:          bs[chosen].Cost,
-		Affinity:      aff,
-		Candidates:    bs,
+		RequestID:      p.req.ID,
+		Worker:         c.Worker,
+		Overlap:        c.Overlap,
+		Blocks:         len(p.locals),
+		ISL:            p.isl,
+		CachedTokens:   cached,
+		PrefillTokens:  computed,
+		NewBlocks:      c.NewBlocks,
+		Hop:            p.req.Hop,
+		TransferBlocks: transferBlocks(p.req.Hop, len(p.locals), c.Overlap[kvevents.TierDevice]),
+		Cost:           bs[chosen].Cost,
+		Affinity:       aff,
+		Candidates:     bs,
 	}, dispatched, nil
 }
 
@@ -358,4 +374,13 @@ func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 
 		r.utilAt = now
 	}
 	return r.util
+}
+
+// transferBlocks is what the decode hop's worker receives by KV transfer:
+// the full prompt blocks it does not hold itself (0 on other hops).
+func transferBlocks(h Hop, blocks, held int) int {
+	if h != HopDecode {
+		return 0
+	}
+	return max(0, blocks-held)
 }

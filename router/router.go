@@ -98,7 +98,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	rng      *rand.Rand
-	rr       rrState // PolicyRoundRobin's position
+	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
 	loads    *loads.Tracker
@@ -108,6 +108,7 @@ type Router struct {
 	ranks    []kvevents.Worker // every rank of every worker, sorted
 	rankWS   []*workerState    // rankWS[i] is ranks[i]'s worker
 	rankSlot []int32           // rankSlot[i] is ranks[i]'s loads slot
+	prefills int               // workers of RolePrefill (disagg.go)
 	sessions map[string]string // active request id -> session
 	stats    Stats
 
@@ -285,6 +286,12 @@ func (r *Router) rebuildRanks() {
 	}
 	slices.SortFunc(r.ranks, kvevents.Worker.Compare)
 	r.rankWS, r.rankSlot = r.rankWS[:0], r.rankSlot[:0]
+	r.prefills = 0
+	for _, ws := range r.workers {
+		if ws.info.Role == RolePrefill {
+			r.prefills++
+		}
+	}
 	for _, w := range r.ranks {
 		r.rankWS = append(r.rankWS, r.workers[w.ID])
 		r.rankSlot = append(r.rankSlot, int32(r.loads.Slot(w)))

@@ -181,6 +181,18 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.TrackOutputBlocks = v == "true"
 		case "approx-ttl":
 			cfg.Index.TTL = a.dur(t, k)
+		case "disagg":
+			p, err := ParseDisaggPolicy(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Disagg.Policy = p
+		case "isl-threshold":
+			cfg.Disagg.ISLThreshold = a.int(t, k)
+		case "load-threshold":
+			cfg.Disagg.LoadThreshold = a.float(t, k)
+		case "transfer":
+			cfg.Disagg.TransferWeight = a.float(t, k)
 		default:
 			t.Fatalf("unknown router key %q", k)
 		}
@@ -230,6 +242,8 @@ func request(t *testing.T, a targs) Request {
 			req.Overrides.OverlapCredit = selector.Float(a.float(t, k))
 		case "o-temp":
 			req.Overrides.Temperature = selector.Float(a.float(t, k))
+		case "hop":
+			req.Hop = parseHop(t, v)
 		default:
 			t.Fatalf("unknown route key %q", k)
 		}
@@ -266,7 +280,7 @@ func TestDataDriven(t *testing.T) {
 			case "worker":
 				err := r.AddWorker(WorkerInfo{ID: uint64(a.int(t, "id")), DPSize: a.int(t, "dp"),
 					MaxNumBatchedTokens: a.int(t, "max-batched"), TotalKVBlocks: a.int(t, "kv-blocks"),
-					BlockSize: a.int(t, "block"), Labels: labels(a["labels"])})
+					BlockSize: a.int(t, "block"), Labels: labels(a["labels"]), Role: parseRole(t, a["role"])})
 				if err != nil {
 					return errLine(err)
 				}
@@ -354,6 +368,13 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				return b.String()
+			case "disaggregate":
+				req := request(t, a)
+				pl, err := r.Disaggregate(&req, a.now(t))
+				if err != nil {
+					return errLine(err)
+				}
+				return fmt.Sprintf("%+v\n", pl)
 			case "state":
 				return r.String()
 			case "stats":
@@ -376,4 +397,22 @@ func (a targs) blockRange(t *testing.T) (from, to int, ok bool) {
 		t.Fatalf("bad blocks=%q", v)
 	}
 	return from, to, true
+}
+
+func parseRole(t *testing.T, s string) Role {
+	t.Helper()
+	r, err := ParseRole(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func parseHop(t *testing.T, s string) Hop {
+	t.Helper()
+	h, err := ParseHop(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

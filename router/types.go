@@ -52,6 +52,10 @@ type Request struct {
 	// OutputTokens is the expected output length (optional; used when
 	// Config.TrackOutputBlocks is on).
 	OutputTokens int
+	// Hop is the part of a disaggregated request this decision places
+	// (DESIGN.md §10): only workers whose Role serves it are candidates.
+	// Default HopAggregated.
+	Hop Hop
 }
 
 // Decision is where a request goes and why.
@@ -81,6 +85,10 @@ type Decision struct {
 	Cost float64
 	// Affinity reports that the session binding chose the worker.
 	Affinity bool
+	// Hop is the request's Hop; TransferBlocks (HopDecode) the full prompt
+	// blocks the worker does not hold and receives by KV transfer.
+	Hop            Hop
+	TransferBlocks int
 	// Candidates holds every worker+rank's cost breakdown or the reason it
 	// was filtered out, sorted by worker.
 	Candidates []selector.Breakdown
@@ -98,6 +106,12 @@ func (d *Decision) String() string {
 		d.Overlap[kvevents.TierDisk], d.Blocks, d.ISL, d.CachedTokens, d.PrefillTokens, d.NewBlocks)
 	if d.Affinity {
 		b.WriteString(" affinity")
+	}
+	if d.Hop != HopAggregated {
+		fmt.Fprintf(&b, " hop=%s", d.Hop)
+		if d.Hop == HopDecode {
+			fmt.Fprintf(&b, " transfer=%d", d.TransferBlocks)
+		}
 	}
 	b.WriteByte('\n')
 	for _, c := range d.Candidates {
@@ -134,6 +148,9 @@ type WorkerInfo struct {
 	BlockSize int
 	// Labels are matched by Constraints.Labels.
 	Labels map[string]string
+	// Role is the worker's part in disaggregated serving (DESIGN.md §10).
+	// Default RoleBoth.
+	Role Role
 }
 
 // Metrics are what a worker rank reports about itself.

@@ -84,6 +84,14 @@ type Config struct {
 	// the first one (with the predicted side index). Default
 	// DefaultImposedWeight; 0 = this request's time to first token only.
 	ImposedWeight float64 `yaml:"imposed_weight"`
+	// TransferWeight, when > 0, says the request's prompt KV arrives by
+	// transfer from another worker instead of being computed (the decode
+	// hop of a disaggregated request, DESIGN.md §10): the candidate's own
+	// prefill is its uncached prompt tokens times TransferWeight, the cost
+	// of receiving a block relative to computing it. The router sets it
+	// per request (Overrides.TransferWeight, Router Config.Disagg).
+	// Default 0: the prompt is computed.
+	TransferWeight float64 `yaml:"transfer_weight"`
 	// ActiveRequestWeight charges this many blocks per active request on a
 	// worker. Default 0 (off).
 	ActiveRequestWeight float64 `yaml:"active_request_weight"`
@@ -147,6 +155,7 @@ func (c Config) Validate() error {
 	}
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)
+	nonneg("TransferWeight", c.TransferWeight)
 	nonneg("Temperature", c.Temperature)
 	nonneg("BusyKVUsage", c.BusyKVUsage)
 	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)
@@ -165,11 +174,12 @@ type Overrides struct {
 	OverlapCredit    *float64
 	PrefillLoadScale *float64
 	Temperature      *float64
+	TransferWeight   *float64 // Config.TransferWeight (disaggregated decode hop)
 }
 
 // Validate reports every problem with o.
 func (o Overrides) Validate() error {
-	if o.OverlapCredit == nil && o.PrefillLoadScale == nil && o.Temperature == nil {
+	if o.OverlapCredit == nil && o.PrefillLoadScale == nil && o.Temperature == nil && o.TransferWeight == nil {
 		return nil
 	}
 	var errs []error
@@ -181,6 +191,7 @@ func (o Overrides) Validate() error {
 	check("OverlapCredit", o.OverlapCredit)
 	check("PrefillLoadScale", o.PrefillLoadScale)
 	check("Temperature", o.Temperature)
+	check("TransferWeight", o.TransferWeight)
 	return errors.Join(errs...)
 }
 
@@ -197,6 +208,9 @@ func (c Config) effective(o Overrides) Config {
 	}
 	if o.Temperature != nil {
 		c.Temperature = *o.Temperature
+	}
+	if o.TransferWeight != nil {
+		c.TransferWeight = *o.TransferWeight
 	}
 	return c
 }

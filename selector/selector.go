@@ -281,7 +281,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	clear(out)
 	s.Eligible(req, cands, out)
 	cfg := &s.cfg
-	if o := req.Overrides; o.OverlapCredit != nil || o.PrefillLoadScale != nil || o.Temperature != nil {
+	if o := req.Overrides; o.OverlapCredit != nil || o.PrefillLoadScale != nil || o.Temperature != nil || o.TransferWeight != nil {
 		eff := s.cfg.effective(o)
 		cfg = &eff
 	}
@@ -361,6 +361,10 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
 	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
+	if w := cfg.TransferWeight; w > 0 {
+		// The uncached prompt arrives by transfer (DESIGN.md §10).
+		prefill = float64(c.ActivePrefillTokens)/B + w*max(0, float64(isl)/B-credit)
+	}
 	if !cfg.Unclamped {
 		prefill = max(0, prefill)
 	}

@@ -168,6 +168,10 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // ahead instead.
 func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float64, c *Candidate, out *Breakdown) {
 	own := float64(isl) - credit*float64(b)
+	if w := cfg.TransferWeight; w > 0 {
+		// The uncached prompt arrives by transfer (DESIGN.md §10).
+		own = w * max(0, own)
+	}
 	ahead := float64(c.ActivePrefillTokens)
 	if own < 1 {
 		if cfg.Unclamped {

@@ -46,6 +46,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	e := &mc.Engine
 	f.StringVar(&c.Listen, "addr", c.Listen, "listen address")
 	f.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "URL the router uses to reach this worker (default http://<addr>)")
+	f.StringVar(&c.Role, "role", c.Role, "disaggregated serving role registered with the worker: prefill, decode or both (default both)")
 	f.Uint64Var(&c.WorkerID, "worker-id", c.WorkerID, "worker id in KV events and discovery")
 	f.StringVar(&mc.Model, "model", mc.Model, "served model name")
 	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "tokenizer: builtin, or a tokenizer.json file / model directory")
@@ -56,6 +57,9 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.Float64Var(&e.Watermark, "watermark", e.Watermark, "fraction of blocks kept free at admission")
 	f.BoolVar(&e.EnablePrefixCaching, "enable-prefix-caching", e.EnablePrefixCaching, "cache blocks and emit KV events")
 	f.Float64Var(&e.SpeedupRatio, "speedup-ratio", e.SpeedupRatio, "divide modeled pass time by this (0 = no sleeping)")
+	f.Float64Var(&e.KVTransfer.Bandwidth, "kv-transfer-bandwidth", e.KVTransfer.Bandwidth, "disaggregated decode: bytes/s pulling a prefill worker's KV blocks")
+	f.DurationVar(&e.KVTransfer.Latency, "kv-transfer-latency", e.KVTransfer.Latency, "disaggregated decode: latency per KV pull")
+	f.DurationVar(&e.HoldTimeout, "hold-timeout", e.HoldTimeout, "disaggregated prefill: how long finished blocks wait for a decode worker's pull")
 	bindEngineTierFlags(f, &c.Tiers, e)
 	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
 	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,12 +16,14 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
+	"github.com/kvrouter/kvrouter/router"
 )
 
 func newSimCmd() *cobra.Command {
 	cfg := sim.DefaultConfig()
 	var (
 		tracePath, traceList, preset, tiers                string
+		disagg, disaggPolicies                             string
 		onboardCost                                        bool
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
 		asJSON, quiet, findCap, full                       bool
@@ -86,6 +89,20 @@ flags and --seed always give the same figures.`,
 			}
 			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
 				return err
+			}
+			if cfg.Disagg, err = sim.ParseDisagg(disagg); err != nil {
+				return err
+			}
+			if cfg.Disagg.Policies, err = sim.ParseDisaggPolicies(disaggPolicies); err != nil {
+				return err
+			}
+			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("workers") {
+				cfg.Workers = cfg.Disagg.Prefill + cfg.Disagg.Decode
+			}
+			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("policies") {
+				// Disaggregation is the router's: leave out the
+				// simulator-only cache-aware baseline.
+				cfg.Policies = slices.DeleteFunc(cfg.Policies, func(p sim.Policy) bool { return p == sim.PolicyCacheAware })
 			}
 			if onboardCost {
 				cfg.Router.Selector.Onboard = sim.OnboardModel(cfg.Engine.Tiers, cfg.BlockSize)
@@ -210,6 +227,14 @@ flags and --seed always give the same figures.`,
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
 	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
 	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
+	// Disaggregated prefill and decode (DESIGN.md §10).
+	f.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode workers (sets --workers to P+D); every router policy runs once per --disagg-policy")
+	f.StringVar(&disaggPolicies, "disagg-policy", cfg.Router.Disagg.Policy.String(), "with --disagg: comma-separated conditional policies to compare, each a row: "+strings.Join(router.DisaggPolicyNames(), ", "))
+	f.IntVar(&cfg.Router.Disagg.ISLThreshold, "disagg-isl-threshold", cfg.Router.Disagg.ISLThreshold, "isl, isl-or-load: run aggregated below this many uncached prompt tokens")
+	f.Float64Var(&cfg.Router.Disagg.LoadThreshold, "disagg-load-threshold", cfg.Router.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog (engine steps)")
+	f.Float64Var(&cfg.Router.Disagg.TransferWeight, "disagg-transfer-weight", cfg.Router.Disagg.TransferWeight, "decode hop: cost of receiving a block relative to computing it")
+	f.Float64Var(&cfg.Engine.KVTransfer.Bandwidth, "kv-transfer-bandwidth", cfg.Engine.KVTransfer.Bandwidth, "disagg: prefill-to-decode KV bandwidth, bytes/s")
+	f.DurationVar(&cfg.Engine.KVTransfer.Latency, "kv-transfer-latency", cfg.Engine.KVTransfer.Latency, "disagg: latency per KV transfer")
 	// Cache-aware knobs.
 	ca := &cfg.CacheAware
 	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")

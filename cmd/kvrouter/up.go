@@ -7,12 +7,14 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
+	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
 
 func newUpCmd() *cobra.Command {
 	var (
 		workers   int
+		disagg    string
 		port      int
 		host, tok string
 		logLevel  string
@@ -22,6 +24,9 @@ func newUpCmd() *cobra.Command {
 	sc := app.DefaultServeConfig()
 	sc.Frontend.MaxPromptTokens = 131072
 	sc.Frontend.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
+	// A local --disagg fleet shows both hops on every request; serve's
+	// default (router.DefaultDisaggPolicy) keeps short prompts together.
+	sc.Frontend.Router.Disagg.Policy = router.DisaggAlways
 	eng := app.DefaultMockerConfig().Mocker.Engine
 	c := &cobra.Command{
 		Use:   "up",
@@ -40,8 +45,12 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
-			f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
-				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers})
+			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
+				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers}
+			if fc.Prefill, fc.Decode, err = fleet.ParseDisagg(disagg); err != nil {
+				return err
+			}
+			f, err := fleet.New(fc)
 			if err != nil {
 				return err
 			}
@@ -61,6 +70,10 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	}
 	fl := c.Flags()
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
+	fl.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode mockers (instead of --workers)")
+	textVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always (default here, to show both hops), isl (serve's default), prefill-load or isl-or-load")
+	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg: prefill-to-decode KV transfer bandwidth, bytes/s")
+	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg: latency per KV transfer")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
 	textVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
@@ -84,6 +97,9 @@ func printBanner(f *fleet.Fleet, keys []string) {
 	auth := ""
 	if len(keys) > 0 {
 		auth = " -H 'Authorization: Bearer " + keys[0] + "'"
+	}
+	if p, d := f.Pools(); p > 0 {
+		fmt.Printf("disaggregated: %d prefill and %d decode workers (x-kvrouter-prefill-worker names the prefill hop)\n", p, d)
 	}
 	fmt.Printf(`kvrouter is up: router %s, %d mocker workers, embedded NATS %s
 

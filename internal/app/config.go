@@ -79,6 +79,10 @@ type ServeConfig struct {
 
 	// StaticWorkers are added to Workers as they are.
 	StaticWorkers []discovery.Worker `yaml:"-"`
+	// SharedStores are event sources that are not workers: the G4 stores
+	// of a fleet (DESIGN.md §7), whose events the member gate accepts
+	// without a registration (kvrouter up sets its store's id).
+	SharedStores []uint64 `yaml:"-"`
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener `yaml:"-"`
 	// Logger overrides LogLevel's stderr logger.
@@ -148,6 +152,9 @@ type MockerConfig struct {
 	AdvertiseURL string `yaml:"advertise_url"`
 	// WorkerID is the worker id in KV events and discovery. Default 1.
 	WorkerID uint64 `yaml:"worker_id"`
+	// Role is the worker's part in disaggregated serving, registered with
+	// it (DESIGN.md §10): prefill, decode or both. Default "" = both.
+	Role string `yaml:"role"`
 	// Tokenizer: "builtin" or a tokenizer.json file / model directory.
 	// Default "builtin".
 	Tokenizer string `yaml:"tokenizer"`
@@ -222,6 +229,9 @@ func (c MockerConfig) Validate() error {
 	}
 	if c.ZMQReplay != "" && c.ZMQPub == "" {
 		errs = append(errs, errors.New("mocker: a ZMQ replay endpoint needs a ZMQ PUB endpoint"))
+	}
+	if _, err := router.ParseRole(c.Role); err != nil {
+		errs = append(errs, fmt.Errorf("mocker: %w", err))
 	}
 	if c.DrainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("mocker: drain timeout %v < 0", c.DrainTimeout))

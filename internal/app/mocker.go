@@ -59,6 +59,7 @@ func NewMocker(cfg MockerConfig) (*Mocker, error) {
 	m.mc = cfg.Mocker
 	m.mc.Logger = log
 	m.mc.Engine.Worker = kvevents.Worker{ID: cfg.WorkerID}
+	m.mc.AdvertiseURL = m.url
 	engineTiers(&m.mc.Engine, cfg.Tiers)
 	if m.mc.Tokenizer = cfg.TokenizerImpl; m.mc.Tokenizer == nil {
 		tok, err := LoadTokenizer(cfg.Tokenizer, m.mc.Model, []string{m.url})
@@ -82,7 +83,7 @@ func (m *Mocker) Worker() discovery.Worker {
 	e := m.mc.Engine
 	return discovery.Worker{ID: m.cfg.WorkerID, Model: m.mc.Model, URL: m.url, BlockSize: e.BlockSize,
 		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, DPSize: 1,
-		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch}
+		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch, Role: m.cfg.Role}
 }
 
 // Run serves until ctx is done, then drains (up to DrainTimeout),

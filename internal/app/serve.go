@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -135,7 +136,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
-	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) }, s.fe.CountIngest)
+	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) || slices.Contains(cfg.SharedStores, id) }, s.fe.CountIngest)
 	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
 	s.members.OnRefused = s.fe.CountWorkerRefused
 	if err := s.members.AddStatic(static); err != nil {

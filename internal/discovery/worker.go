@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kvrouter/kvrouter/router"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kvrouter/kvrouter/router"
 )
 
 // Worker is what a worker tells the router about itself.
@@ -33,6 +34,13 @@ type Worker struct {
 	// (DESIGN.md §9). "" = not announced (static workers).
 	Epoch string `json:"epoch,omitempty" yaml:"epoch,omitempty"`
 	Pod   string `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
+	// Role is the worker's part in disaggregated serving (DESIGN.md §10):
+	// "prefill", "decode", or "both" ("" = both).
+	Role string `json:"role,omitempty" yaml:"role,omitempty"`
+	// BootstrapPort, on an SGLang prefill worker, is its bootstrap
+	// server's port: the router then speaks SGLang's PD protocol to it.
+	// 0: vLLM's (kv_transfer_params).
+	BootstrapPort int `json:"bootstrap_port,omitempty" yaml:"bootstrap_port,omitempty"`
 }
 
 // Bounds of a registration's fields: anything beyond is refused, since a
@@ -69,12 +77,15 @@ func (w Worker) Validate() error {
 	case u.Port() != "" && !validPort(u.Port()):
 		bad("bad port in url %q", w.URL)
 	}
-	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 {
-		bad("negative size")
+	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 || w.BootstrapPort < 0 || w.BootstrapPort > 65535 {
+		bad("negative size or bootstrap port out of range")
 	}
 	if w.BlockSize > MaxBlockSize || w.DPSize > router.MaxDPSize || w.TotalKVBlocks > MaxTotalKVBlocks || w.MaxBatchedTokens > MaxBatchedTokens {
 		bad("size out of bounds (block size %d <= %d, dp size %d <= %d, kv blocks %d <= %d, batched tokens %d <= %d)",
 			w.BlockSize, MaxBlockSize, w.DPSize, router.MaxDPSize, w.TotalKVBlocks, MaxTotalKVBlocks, w.MaxBatchedTokens, MaxBatchedTokens)
+	}
+	if _, err := router.ParseRole(w.Role); err != nil {
+		bad("%v", err)
 	}
 	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
 		if ep == "" {
@@ -125,7 +136,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 // keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
 // pod, see Worker.Pod), block-size (or bs),
-// kv-blocks, max-batched-tokens, dp-size, label.NAME=VALUE. Example:
+// kv-blocks, max-batched-tokens, dp-size, role (prefill, decode or both),
+// bootstrap-port (an SGLang prefill worker's), label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
 //
@@ -158,6 +170,10 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.MaxBatchedTokens, err = strconv.Atoi(v)
 		case "dp-size":
 			w.DPSize, err = strconv.Atoi(v)
+		case "role":
+			w.Role = v
+		case "bootstrap-port":
+			w.BootstrapPort, err = strconv.Atoi(v)
 		default:
 			name, ok := strings.CutPrefix(k, "label.")
 			if !ok {

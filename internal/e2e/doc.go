@@ -30,6 +30,16 @@
 //	StartRouter(t, bins.Kvrouter, "router3", url, flags...) // an extra replica
 //	WaitFor(t, timeout, what, cond)            // poll a condition with a deadline
 //
+// External engine (llm-d-inference-sim SimVersion, built by
+// scripts/setup-test-deps; SimBinary skips without it, fails under CI=true):
+//
+//	sim := SimBinary(t, root)
+//	f := StartSimFleet(t, bins.Kvrouter, sim, 3, SimConfig{MapEvents: true}, "--load-poll", "100ms")
+//	        // 3 simulators (POD_IP=127.0.0.1:<port>) dialing the router's --zmq-bind,
+//	        // the router with --tokenizer remote and them as static workers
+//	f.Sims[i].Kill(); f.Sims[i].Restart(t); f.Sims[i].WaitHealthy(t, timeout)
+//	WaitWorkerBlocks(t, f.Router, id, min, timeout) // index holds >= min blocks of id
+//
 // Waits poll a condition with a deadline; nothing sleeps for a fixed time.
 // Every process listens on 127.0.0.1 ports picked free by FreePorts, and
 // Start's cleanup stops it (SIGTERM, then SIGKILL) when the test ends.

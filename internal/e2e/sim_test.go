@@ -362,6 +362,30 @@ func TestSimLoRA(t *testing.T) {
 	}
 }
 
+// TestSimDiagnosesTokenizerMismatch: a router that tokenizes chats with
+// its built-in tokenizer instead of the engine's never predicts the hits
+// the simulator reports, although the simulator's events arrive; after a
+// window of such requests it logs one diagnosis naming the tokenizer.
+func TestSimDiagnosesTokenizerMismatch(t *testing.T) {
+	skipShort(t)
+	sim := SimBinary(t, root)
+	f := StartSimFleet(t, bins.Kvrouter, sim, 1, SimConfig{}, "--tokenizer", "builtin")
+	r := f.Router
+	text := document(600, 200)
+	for range 20 {
+		askSim(t, r, "chat", false, text)
+	}
+	WaitFor(t, 10*time.Second, "one diagnosis in the router log", func() (bool, string) {
+		log := r.Proc.Log(0)
+		return strings.Count(log, "prefix-hit prediction gap") == 1 && strings.Contains(log, "cause=hash_seed_salt_or_tokenizer"),
+			fmt.Sprintf("%d diagnoses logged", strings.Count(log, "prefix-hit prediction gap"))
+	})
+	_, metrics, err := r.Get("/metrics")
+	if err != nil || !strings.Contains(metrics, `kvrouter_prediction_diagnoses_total{cause="hash_seed_salt_or_tokenizer"} 1`) {
+		t.Errorf("/metrics (%v) lacks the diagnosis counter", err)
+	}
+}
+
 func postJSON(url string, v any) (int, string, error) {
 	b, _ := json.Marshal(v)
 	resp, err := httpClient.Post(url, "application/json", bytes.NewReader(b))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,11 @@ import (
 type Config struct {
 	// Workers is the number of mocker workers. Default 4.
 	Workers int
+	// Prefill and Decode, when set, make the fleet disaggregated (DESIGN.md
+	// §10): workers 1..Prefill register with role prefill, the next Decode
+	// with role decode, and Workers becomes Prefill+Decode. Default 0, 0:
+	// aggregated (every worker both).
+	Prefill, Decode int
 	// Engine is every worker's engine config (Worker is set per worker,
 	// ids 1..N). Default mocker.DefaultConfig().
 	Engine mocker.Config
@@ -90,6 +97,12 @@ type Fleet struct {
 // New validates cfg and binds every listener (router and workers on
 // 127.0.0.1). It starts nothing; on error it closes what it opened.
 func New(cfg Config) (f *Fleet, err error) {
+	if cfg.Prefill < 0 || cfg.Decode < 0 || (cfg.Prefill > 0) != (cfg.Decode > 0) {
+		return nil, fmt.Errorf("fleet: disaggregated pools %d:%d need both sizes positive", cfg.Prefill, cfg.Decode)
+	}
+	if cfg.Prefill > 0 {
+		cfg.Workers = cfg.Prefill + cfg.Decode
+	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 4
 	}
@@ -240,11 +253,15 @@ func (f *Fleet) Run(ctx context.Context) error {
 	sc.Frontend = f.cfg.Frontend
 	sc.Listener, sc.Logger, sc.TokenizerImpl = f.feLn, f.log.With("component", "frontend"), f.cfg.Tokenizer
 	sc.NATS.URL = natsURL
+	if st := f.cfg.Engine.Tiers.Shared; st != nil {
+		sc.SharedStores = []uint64{st.Worker().ID} // not a worker: no registration
+	}
 	mocks := make([]*app.Mocker, len(f.workers))
 	for i, w := range f.workers {
 		mc := app.DefaultMockerConfig()
 		mc.Mocker.Engine, mc.Mocker.Model = f.cfg.Engine, f.cfg.Model
 		mc.WorkerID, mc.Listener, mc.TokenizerImpl = w.ID, w.ln, f.cfg.Tokenizer
+		mc.Role = f.role(i)
 		mc.Logger = f.log.With("component", "mocker")
 		mc.DrainTimeout = time.Millisecond // KillWorker cuts in-flight requests
 		mc.NATS.URL = natsURL
@@ -357,6 +374,34 @@ func (f *Fleet) waitReady(ctx context.Context, s *app.Serve) {
 		case <-t.C:
 		}
 	}
+}
+
+// role is worker i's (0-based) disaggregation role ("" = both).
+func (f *Fleet) role(i int) string {
+	switch {
+	case f.cfg.Prefill == 0:
+		return ""
+	case i < f.cfg.Prefill:
+		return router.RolePrefill.String()
+	}
+	return router.RoleDecode.String()
+}
+
+// Pools returns the prefill and decode pool sizes (0, 0: aggregated).
+func (f *Fleet) Pools() (prefill, decode int) { return f.cfg.Prefill, f.cfg.Decode }
+
+// ParseDisagg parses "P:D" (`kvrouter up --disagg`); "" is 0, 0.
+func ParseDisagg(s string) (prefill, decode int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	ps, ds, ok := strings.Cut(s, ":")
+	p, err1 := strconv.Atoi(ps)
+	d, err2 := strconv.Atoi(ds)
+	if !ok || err1 != nil || err2 != nil || p < 1 || d < 1 {
+		return 0, 0, fmt.Errorf("fleet: --disagg %q: want P:D, two positive pool sizes", s)
+	}
+	return p, d, nil
 }
 
 // Info returns the router.WorkerInfo-style description of a worker (for

@@ -35,6 +35,10 @@ type RouteRequest struct {
 	// gateways that proxy themselves). Default false: the decision is
 	// computed and released at once.
 	Track bool `json:"track,omitempty"`
+	// Hop places one hop of a disaggregated request (DESIGN.md §10):
+	// "prefill" (the prefill pool), "decode" (the decode pool, blocks it
+	// lacks priced as a transfer) or "" / "aggregated" (the default).
+	Hop string `json:"hop,omitempty"`
 }
 
 // Candidate is one worker's cost breakdown in a RouteResponse.
@@ -74,6 +78,10 @@ type RouteResponse struct {
 	Affinity      bool        `json:"affinity"`
 	Tracked       bool        `json:"tracked"`
 	Candidates    []Candidate `json:"candidates"`
+	// Hop echoes the request's; TransferBlocks (decode hop) are the full
+	// prompt blocks the worker lacks and receives by KV transfer.
+	Hop            string `json:"hop,omitempty"`
+	TransferBlocks int    `json:"transfer_blocks,omitempty"`
 
 	// TierOverlap is the chosen worker's overlap per tier name (tiers.go).
 	TierOverlap map[string]int `json:"tier_overlap"`
@@ -123,6 +131,11 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		}
 		j.priority = rr.Priority
 	}
+	hop, err := router.ParseHop(rr.Hop)
+	if err != nil {
+		s.fail(w, ep, oai.BadRequest("hop", err.Error()))
+		return
+	}
 	who := owner(r)
 	if rr.Track {
 		var e *oai.Error
@@ -131,7 +144,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace)
+	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace, hop)
 	if err != nil {
 		if rr.Track {
 			s.unreserve(who)
@@ -148,7 +161,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	out := RouteResponse{
 		RequestID: j.id, Worker: d.Worker.ID, DPRank: d.Worker.Rank,
 		Blocks: d.Blocks, PromptTokens: d.ISL, CachedTokens: d.CachedTokens, PrefillTokens: d.PrefillTokens,
-		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track,
+		Cost: d.Cost, Affinity: d.Affinity, Tracked: rr.Track, TransferBlocks: d.TransferBlocks,
+	}
+	if hop != router.HopAggregated {
+		out.Hop = hop.String()
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
 	out.TierOverlap = tierInts(&d.Overlap)
@@ -178,11 +194,11 @@ func (s *Server) candidate(c selector.Breakdown) Candidate {
 }
 
 // routeSalted routes j for /route (no retries, no proxying).
-func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string) (router.Decision, error) {
+func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop router.Hop) (router.Decision, error) {
 	if lora == "" && ns == "" {
-		return s.route(r.Context(), j, nil)
+		return s.routeHop(r.Context(), j, j.id, hop, nil)
 	}
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session, Hop: hop}
 	d, err := s.rt.Route(r.Context(), req, time.Now())
 	if err == nil && d.Queued {
 		_ = s.rt.Free(j.id, time.Now())

@@ -88,6 +88,14 @@ type Config struct {
 	// prices every worker with Router.Selector.Timing. No effect with the
 	// blocks cost.
 	TimingFit bool `yaml:"timing_fit"`
+	// PrefillTimeout bounds a disaggregated request's prefill hop
+	// (disagg.go); past it another prefill worker is tried. Default 60 s.
+	PrefillTimeout time.Duration `yaml:"prefill_timeout"`
+	// KVBytesPerToken is the served model's KV cache size per token, which
+	// turns transferred blocks into kvrouter_disagg_transfer_bytes_total.
+	// Default 131072 (a Llama-3-8B-like fp16 KV, the mocker's); 0 means
+	// the default.
+	KVBytesPerToken int64 `yaml:"kv_bytes_per_token"`
 	// LoRAAdapters are model names that are LoRA adapters: requests for
 	// them are hashed with the name as salt, as the engines' events are.
 	// Adapters the engines list in GET /v1/models (with a parent model)
@@ -132,6 +140,8 @@ func DefaultConfig() Config {
 		DrainTimeout:     30 * time.Second,
 		TimingFit:        true,
 		Hardening:        DefaultHardening(),
+		PrefillTimeout:   60 * time.Second,
+		KVBytesPerToken:  131072,
 	}
 }
 
@@ -177,6 +187,12 @@ func (c *Config) setDefaults() {
 		c.DrainTimeout = d.DrainTimeout
 	}
 	c.Hardening.setDefaults()
+	if c.PrefillTimeout <= 0 {
+		c.PrefillTimeout = d.PrefillTimeout
+	}
+	if c.KVBytesPerToken <= 0 {
+		c.KVBytesPerToken = d.KVBytesPerToken
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -22,6 +22,14 @@
 // worker id), x-kvrouter-overlap-blocks, x-kvrouter-cached-tokens (the
 // router's view of the prefix hit), x-request-id.
 //
+// Disaggregated prefill and decode (disagg.go, DESIGN.md §10): with
+// workers of role prefill, a request the router disaggregates takes two
+// hops with vLLM's NIXL proxy protocol (kv_transfer_params), or SGLang's
+// PD protocol for prefill workers with a bootstrap port (sglang.go); the response
+// then also carries x-kvrouter-prefill-worker and
+// x-kvrouter-prefill-overlap-blocks, and the kvrouter_disagg_* metrics
+// count plans, hops, TTFT phases, transferred blocks and fallbacks.
+//
 // KV events (Apply, the event transports' sink) go to the event-fed index
 // of their tier, flash by default (Config.Index), built with
 // Config.Router.Index and wrapped in indexer.Concurrent: each worker+rank's

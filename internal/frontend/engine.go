@@ -171,6 +171,13 @@ func (e *engineState) get(id uint64) *workerHealth {
 	return h
 }
 
+// forget drops a removed worker's health state.
+func (e *engineState) forget(id uint64) {
+	e.mu.Lock()
+	delete(e.w, id)
+	e.mu.Unlock()
+}
+
 // fetchEngine scrapes base/metrics.
 func (s *Server) fetchEngine(ctx context.Context, base string) (engineReport, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)

@@ -199,32 +199,45 @@ func TestOneFailedPollKeepsWorker(t *testing.T) {
 }
 
 // TestPredictionDiagnosis: the tracker's totals and accuracy, and one
-// diagnosis per sustained gap, naming the cause.
+// diagnosis per sustained gap, naming the cause: the engine's block size
+// when it differs; a stale index when the router predicts more; when it
+// predicts less, missing events if none of the worker's stores arrived,
+// else different tokens or salts.
 func TestPredictionDiagnosis(t *testing.T) {
 	const bs = 16
 	tr := newPredictionTracker()
+	tr.sawStored(1)
+	tr.sawStored(3)
+	tr.sawStored(4)
 	var causes []string
 	feed := func(id uint64, n, pred, rep int, mismatch bool) {
 		for range n {
-			if c := tr.observe(id, pred, rep, bs, mismatch); c != "" {
+			if c := tr.observe(id, pred, rep, bs, false, mismatch); c != "" {
 				causes = append(causes, fmt.Sprintf("w%d:%s", id, c))
 			}
 		}
 	}
 	feed(1, gapWindow, 64, 64, false) // exact: no diagnosis
-	feed(1, 3*gapWindow, 64, 0, false)
+	feed(1, 3*gapWindow, 0, 64, false)
 	feed(2, gapWindow, 0, 128, false)
-	feed(3, gapWindow, 64, 0, true)
+	feed(3, gapWindow, 0, 64, true)
 	feed(4, gapWindow, 128, 32, false)
 	feed(1, gapWindow, 64, 64, false) // recovered
-	feed(1, gapWindow, 64, 0, false)  // the same cause again, after recovery
-	want := "w1:hash_seed_salt_or_tokenizer w2:missing_events w3:block_size w4:missing_removals w1:hash_seed_salt_or_tokenizer"
+	feed(1, gapWindow, 0, 64, false)  // the same cause again, after recovery
+	// Over-predicting for prompts the engine counts at another length:
+	// the tokenizer, not a stale index.
+	for range gapWindow {
+		if c := tr.observe(5, 128, 32, bs, true, false); c != "" {
+			causes = append(causes, "w5:"+c)
+		}
+	}
+	want := "w1:hash_seed_salt_or_tokenizer w2:missing_events w3:block_size w4:missing_removals w1:hash_seed_salt_or_tokenizer w5:hash_seed_salt_or_tokenizer"
 	if got := strings.Join(causes, " "); got != want {
 		t.Errorf("diagnoses\n got %s\nwant %s", got, want)
 	}
 	p := tr.snapshot(1)
 	b, _ := json.Marshal(p)
-	if want := `{"requests":96,"predicted_cached_tokens":6144,"reported_cached_tokens":2048,"exact":32,"accuracy":0.3333333333333333,"over":64,"under":0,"diagnosis":"hash_seed_salt_or_tokenizer"}`; string(b) != want {
+	if want := `{"requests":96,"predicted_cached_tokens":2048,"reported_cached_tokens":6144,"exact":32,"accuracy":0.3333333333333333,"over":0,"under":64,"diagnosis":"hash_seed_salt_or_tokenizer"}`; string(b) != want {
 		t.Errorf("worker 1\n got %s\nwant %s", b, want)
 	}
 }

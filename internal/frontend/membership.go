@@ -9,9 +9,13 @@ var _ discovery.Membership = (*Server)(nil)
 
 // Join adds a discovered worker (discovery.Membership).
 func (s *Server) Join(w discovery.Worker) error {
-	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, Info: router.WorkerInfo{
+	role, err := router.ParseRole(w.Role)
+	if err != nil {
+		return err
+	}
+	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, BootstrapPort: w.BootstrapPort, Info: router.WorkerInfo{
 		DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, TotalKVBlocks: w.TotalKVBlocks,
-		BlockSize: w.BlockSize, Labels: w.Labels,
+		BlockSize: w.BlockSize, Labels: w.Labels, Role: role,
 	}})
 }
 

@@ -75,24 +75,40 @@ type Prediction struct {
 type predictionTracker struct {
 	mu sync.Mutex
 	w  map[uint64]*workerPrediction
+	// stored marks workers with at least one applied Stored event: a
+	// worker the router predicts nothing for although the engine hits is
+	// unheard (no events) or hashed differently (events, no matches).
+	stored map[uint64]bool
 }
 
 type workerPrediction struct {
 	Prediction
 	winN, winPred, winRep int // current window
 	winOver, winUnder     int
+	winTokens             int // requests whose prompt length the engine counted differently
 }
 
 func newPredictionTracker() *predictionTracker {
-	return &predictionTracker{w: map[uint64]*workerPrediction{}}
+	return &predictionTracker{w: map[uint64]*workerPrediction{}, stored: map[uint64]bool{}}
+}
+
+// sawStored records an applied Stored event of worker id.
+func (t *predictionTracker) sawStored(id uint64) {
+	t.mu.Lock()
+	if !t.stored[id] {
+		t.stored[id] = true
+	}
+	t.mu.Unlock()
 }
 
 // observe records one request on worker id: predicted and reported cached
-// tokens, the block size, and whether the engine reported a block size
-// other than the router's (engineBSMismatch). When a full window shows a
-// sustained gap it returns the cause, once per worker and cause; a window
-// without a gap clears the diagnosis so a new one can be reported.
-func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize int, engineBSMismatch bool) (cause string) {
+// tokens, the block size, whether the engine counted the prompt's tokens
+// differently from the router (tokensDiffer) and whether it reported a
+// block size other than the router's (engineBSMismatch). When a full
+// window shows a sustained gap it returns the cause, once per worker and
+// cause; a window without a gap clears the diagnosis so a new one can be
+// reported.
+func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize int, tokensDiffer, engineBSMismatch bool) (cause string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.w[id]
@@ -115,13 +131,16 @@ func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize in
 	}
 	p.Accuracy = float64(p.Exact) / float64(p.Requests)
 	p.winN++
+	if tokensDiffer {
+		p.winTokens++
+	}
 	p.winPred += predicted
 	p.winRep += reported
 	if p.winN < gapWindow {
 		return ""
 	}
-	c := diagnose(p.winN, p.winPred, p.winRep, p.winOver, p.winUnder, engineBSMismatch)
-	p.winN, p.winPred, p.winRep, p.winOver, p.winUnder = 0, 0, 0, 0, 0
+	c := diagnose(p.winN, p.winOver, p.winUnder, p.winTokens, engineBSMismatch, t.stored[id])
+	p.winN, p.winPred, p.winRep, p.winOver, p.winUnder, p.winTokens = 0, 0, 0, 0, 0, 0
 	if c == p.Diagnosis {
 		return ""
 	}
@@ -130,30 +149,30 @@ func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize in
 }
 
 // diagnose names the likely cause of a window's gap ("" = no sustained
-// gap). A gap is sustained when at least half of the window's requests
-// missed by a block or more in the same direction.
-func diagnose(n, pred, rep, over, under int, engineBSMismatch bool) string {
+// gap). A gap is sustained when at least half of the window's n requests
+// missed by a block or more in the same direction (over: predicted more
+// than reported; under: fewer). Prompts the engine counted at another
+// length (tokens) mean a different tokenizer or chat template whichever
+// way the gap goes: the router's own recent decisions (its predicted side
+// index) can make it over-predict then.
+func diagnose(n, over, under, tokens int, engineBSMismatch, heardStores bool) string {
 	switch {
-	case 2*over >= n && rep == 0:
-		// The router finds the prompt's blocks in the engine's own
-		// events, yet the engine never hits: the two hash different
-		// tokens (or the same tokens under different salts).
-		if engineBSMismatch {
-			return CauseBlockSize
-		}
+	case 2*over < n && 2*under < n:
+		return ""
+	case engineBSMismatch:
+		return CauseBlockSize
+	case 2*tokens >= n:
 		return CauseHashOrTokens
 	case 2*over >= n:
-		if engineBSMismatch {
-			return CauseBlockSize
-		}
-		// Partial hits below the prediction: the index keeps blocks the
-		// engine evicted.
+		// The index holds blocks the engine no longer has.
 		return CauseStaleIndex
-	case 2*under >= n:
-		// The engine hits prefixes the router never heard of.
+	case !heardStores:
+		// The engine hits prefixes, and the router never heard of any.
 		return CauseMissingEvents
 	}
-	return ""
+	// The engine's events arrive, yet the router's hashes of the same
+	// prompts never find them: the two tokenize or salt differently.
+	return CauseHashOrTokens
 }
 
 // snapshot returns worker id's totals (nil before its first report).
@@ -174,10 +193,11 @@ func causeText(cause string) string {
 	case CauseBlockSize:
 		return "the engine's block size differs from the router's (--block-size): no block hash can match"
 	case CauseHashOrTokens:
-		return "the router predicts hits the engine never reports: router and engine tokenize or salt differently " +
-			"(use --tokenizer remote or the engine's tokenizer.json; LoRA adapters and cache_salt must match)"
+		return "the engine's hits do not follow the router's predictions although its KV events arrive: router and engine " +
+			"tokenize or salt differently (prompt lengths that differ mean the tokenizer or chat template: use --tokenizer " +
+			"remote or the engine's tokenizer.json; otherwise LoRA adapters (--lora-adapter) and cache_salt must match)"
 	case CauseMissingEvents:
-		return "the engine reports hits the router never predicted: its KV events are not reaching the router " +
+		return "the engine reports hits and the router has applied none of its KV events: they are not reaching the router " +
 			"(check the ZMQ endpoint or --zmq-bind, the event topic and model, and kvrouter_events_rejected_total)"
 	case CauseStaleIndex:
 		return "the engine reports fewer hits than predicted: the index keeps blocks the engine evicted " +
@@ -187,8 +207,8 @@ func causeText(cause string) string {
 }
 
 // observePrediction compares a finished request's prediction with the
-// engine's report.
-func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedCached int) {
+// engine's report (its prompt and cached tokens).
+func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedPrompt, reportedCached int) {
 	bs := s.cfg.Router.BlockSize
 	predicted := min(overlapBlocks*bs, isl)
 	w := strconv.FormatUint(worker, 10)
@@ -199,7 +219,11 @@ func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedCa
 	h := s.eng.w[worker]
 	mismatch := h != nil && h.engineBS != 0 && h.engineBS != bs
 	s.eng.mu.Unlock()
-	if cause := s.preds.observe(worker, predicted, reportedCached, bs, mismatch); cause != "" {
+	// An engine that counts a prompt at another length tokenized it
+	// differently; a few tokens of difference are a template's or
+	// special tokens' and change no full block.
+	tokensDiffer := reportedPrompt > 0 && (reportedPrompt/bs != isl/bs)
+	if cause := s.preds.observe(worker, predicted, reportedCached, bs, tokensDiffer, mismatch); cause != "" {
 		p := s.preds.snapshot(worker)
 		s.m.eng.diagnoses.WithLabelValues(cause).Inc()
 		s.log.Warn("prefix-hit prediction gap: "+causeText(cause), "worker", worker, "cause", cause,

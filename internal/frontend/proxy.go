@@ -269,6 +269,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	defer s.m.inflight.Dec()
 	s.prepareUnstream(j)
 	j.lora = s.adapters.lora(j.model)
+	if s.disagg(w, r, j) {
+		return // served in two hops (disagg.go)
+	}
 	var tried []uint64
 	for attempt := 0; ; attempt++ {
 		d, err := s.route(ctx, j, tried)
@@ -311,7 +314,16 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 // round-robin and random included), excluding tried workers; a queued
 // request waits for its release.
 func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Decision, error) {
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j)}
+	return s.routeHop(ctx, j, j.id, router.HopAggregated, tried)
+}
+
+// routeHop routes one hop of j under request id id (DESIGN.md §10;
+// HopAggregated: the whole request).
+func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop, tried []uint64) (router.Decision, error) {
+	req := router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j), Hop: hop}
+	if hop == router.HopPrefill {
+		req.Session = "" // a session binds to the worker that decodes (and caches) it
+	}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
 		if len(ids) == 0 {
@@ -323,11 +335,11 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 	if s.cfg.Router.Queue.Threshold > 0 {
 		wait = make(chan router.Released, 1)
 		s.waitMu.Lock()
-		s.waiters[j.id] = wait
+		s.waiters[id] = wait
 		s.waitMu.Unlock()
 		defer func() {
 			s.waitMu.Lock()
-			delete(s.waiters, j.id)
+			delete(s.waiters, id)
 			s.waitMu.Unlock()
 		}()
 	}
@@ -339,7 +351,7 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 	case rel := <-wait:
 		return rel.Decision, rel.Err
 	case <-ctx.Done():
-		_ = s.rt.Free(j.id, time.Now())
+		_ = s.rt.Free(id, time.Now())
 		return router.Decision{}, ctx.Err()
 	}
 }
@@ -377,8 +389,8 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 	}
 	req.Header.Set(HeaderReqID, j.id)
 	if wk.Info.DPSize > 1 {
-		// vLLM (external data-parallel load balancing) and SGLang pin
-		// the request to this rank.
+		// vLLM reads it to pin the request to this data-parallel
+		// rank (its _get_data_parallel_rank).
 		req.Header.Set(HeaderDPRank, strconv.FormatUint(uint64(rank), 10))
 	}
 	return s.client.Do(req)
@@ -416,6 +428,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	outcome := "ok"
 	tokens := 0          // streamed output, for the output-length average
 	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
+	reportedPrompt := 0  // the engine's usage prompt_tokens
 	defer func() {
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
@@ -428,7 +441,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				s.observeOutput(j, tokens)
 			}
 			if reportedCached >= 0 {
-				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedCached)
+				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedPrompt, reportedCached)
 			}
 		}
 		if s.cfg.Events.OnFree != nil {
@@ -452,8 +465,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				return
 			}
 			_ = s.rt.PrefillDone(j.id, time.Now())
-			if _, cached, ok := s.m.observeUsage(body); ok {
-				reportedCached = cached
+			if prompt, cached, ok := s.m.observeUsage(body); ok {
+				reportedPrompt, reportedCached = prompt, cached
 			}
 			return
 		}
@@ -501,8 +514,8 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 					lastTouch = now
 				}
 				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					if _, cached, ok := s.m.observeUsage(ev.Data); ok {
-						reportedCached = cached
+					if prompt, cached, ok := s.m.observeUsage(ev.Data); ok {
+						reportedPrompt, reportedCached = prompt, cached
 					}
 				}
 			}

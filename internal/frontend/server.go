@@ -32,6 +32,10 @@ type Worker struct {
 	URL string
 	// Info describes the worker to the router (ID is overwritten by ID).
 	Info router.WorkerInfo
+	// BootstrapPort, on a prefill worker, is its SGLang bootstrap server's
+	// port: its disaggregated requests use SGLang's PD protocol
+	// (sglang.go). 0: vLLM's (disagg.go).
+	BootstrapPort int
 
 	down bool // unreachable: out of the router until it answers again
 }
@@ -43,6 +47,7 @@ type Server struct {
 	rt     *router.Router
 	client *http.Client
 	m      *metrics
+	dm     *disaggMetrics        // disagg.go
 	ingest ingest                // per-worker ingestion outcomes (ingest.go)
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
@@ -97,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 		adapters: newAdapterSet(cfg.LoRAAdapters),
 	}
 	s.m = newMetrics(cfg.Registry, s)
+	s.dm = newDisaggMetrics(cfg.Registry)
 	// Every index gets Router.Index (flash stride, approx TTL, writers,
 	// capacity hint): the router builds the approximate one from it, and
 	// the event-fed ones are built here, one per tier, each behind
@@ -227,6 +233,8 @@ func (s *Server) onEvent(ev *kvevents.Event, err error) {
 	s.m.onEvent(ev, err)
 	if err != nil {
 		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
+	} else if ev.Kind == kvevents.KindStored {
+		s.preds.sawStored(ev.WorkerID)
 	}
 	if s.cfg.Events.OnEvent != nil {
 		s.cfg.Events.OnEvent(ev.WorkerID, err)
@@ -261,6 +269,7 @@ func (s *Server) AddWorker(w Worker) error {
 // RemoveWorker removes a worker from routing, its index entries and loads.
 func (s *Server) RemoveWorker(id uint64) {
 	released := s.rt.RemoveWorker(id)
+	s.eng.forget(id)
 	s.mu.Lock()
 	if _, ok := s.workers[id]; ok {
 		delete(s.workers, id)

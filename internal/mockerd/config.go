@@ -56,6 +56,11 @@ type Config struct {
 	// MaxModelLen caps prompt + output tokens. Default (0): the KV capacity
 	// NumBlocks * BlockSize.
 	MaxModelLen int `yaml:"max_model_len"`
+	// AdvertiseURL is where other workers reach this one: the remote_host
+	// and remote_port of its disaggregated prefills' kv_transfer_params
+	// (disagg.go). Default "": none (a decode mocker then releases
+	// nothing).
+	AdvertiseURL string `yaml:"-"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -115,4 +120,8 @@ type Load struct {
 	PromptTokensCached  uint64  `json:"prompt_tokens_cached"`
 	PromptTokensTotal   uint64  `json:"prompt_tokens_total"`
 	EventsPublished     uint64  `json:"events_published"`
+	// Disaggregation (disagg.go): finished prefills holding their blocks,
+	// and releases of pulled blocks that failed on the prefill worker.
+	HeldRequests    int    `json:"held_requests"`
+	KVReleaseErrors uint64 `json:"kv_release_errors"`
 }

@@ -17,6 +17,15 @@
 //	GET  /load                  kvrouter's load report (KV usage, active prefill tokens)
 //	GET  /metrics               Prometheus, with vLLM's gauge names
 //	GET  /healthz
+//	POST /kv/release            {"remote_request_id"}: free a disaggregated prefill's held blocks
+//
+// Disaggregated prefill and decode (disagg.go, DESIGN.md §10) speak vLLM's
+// NIXL-connector protocol: kv_transfer_params with do_remote_decode make a
+// request a prefill hop whose blocks are held and whose answer carries the
+// transfer parameters; do_remote_prefill makes it a decode hop that pulls
+// those blocks over the engine's KV link (mocker.Config.KVTransfer),
+// caches them (Stored events, cached_tokens) and then tells the prefill
+// mocker to release them.
 //
 // Output tokens are dummies (mocker.OutputToken); their text is a word from
 // a fixed list, one word per token. usage.prompt_tokens_details.cached_tokens

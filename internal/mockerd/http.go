@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	mux.HandleFunc("POST /kv/release", s.handleRelease)
 	mux.HandleFunc("GET /load", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.LoadReport()) })
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	// vLLM's and SGLang's liveness path, which the router probes.
@@ -72,6 +73,7 @@ type genRequest struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool
+	kv           *oai.KVTransferParams // disaggregation (disagg.go)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +92,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := genRequest{model: req.Model, maxTokens: req.Limit(), stream: req.Stream, includeUsage: req.IncludeUsage()}
+	if g.kv, err = oai.ParseKVTransferParams(body); err != nil {
+		oai.BadRequest("kv_transfer_params", err.Error()).Write(w)
+		return
+	}
 	if req.Prompt.IsTokens {
 		g.tokens = req.Prompt.Tokens
 	} else {
@@ -122,8 +128,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		oai.Errorf(http.StatusBadRequest, oai.TypeInvalidRequest, "chat template: "+err.Error()).Write(w)
 		return
 	}
+	kv, err := oai.ParseKVTransferParams(body)
+	if err != nil {
+		oai.BadRequest("kv_transfer_params", err.Error()).Write(w)
+		return
+	}
 	s.generate(w, r, genRequest{chat: true, model: req.Model, tokens: toks, maxTokens: req.Limit(),
-		stream: req.Stream, includeUsage: req.IncludeUsage()})
+		stream: req.Stream, includeUsage: req.IncludeUsage(), kv: kv})
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -158,6 +169,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 		req:    mocker.Request{ID: s.nextID.Add(1), Tokens: g.tokens, MaxOutputTokens: g.maxTokens},
 		notify: make(chan struct{}, 1),
 	}
+	applyKV(st, g.kv)
 	ctx := r.Context()
 	if err := s.submit(ctx, st); err != nil {
 		switch {
@@ -227,7 +239,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 			}
 			return
 		}
-		writeJSON(w, e.whole(string(text), usage))
+		v := e.whole(string(text), usage)
+		if p := s.transferParams(st); p != nil {
+			v = withKV(v, p)
+		}
+		writeJSON(w, v)
 		return
 	}
 }

@@ -28,6 +28,8 @@ type Server struct {
 	stats  atomic.Pointer[mocker.Stats]
 	pubs   atomic.Uint64 // events handed to sinks
 	pubErr atomic.Uint64
+	// releaseErr counts failed releases of pulled blocks (disagg.go).
+	releaseErr atomic.Uint64
 
 	reg *prometheus.Registry
 	m   metrics
@@ -38,15 +40,17 @@ type Server struct {
 
 // op is a request from a handler to the engine loop.
 type op struct {
-	add    *stream // enqueue this request
-	cancel uint64  // or cancel this id (add == nil)
-	reply  chan error
+	add     *stream // enqueue this request
+	cancel  uint64  // or cancel this id (add == nil)
+	release bool    // or release the blocks held for id cancel (disagg.go)
+	reply   chan error
 }
 
 // stream carries one request's tokens from the loop to its handler.
 type stream struct {
 	req mocker.Request
 	rb  *reqBlocks // loop-owned; nil without ZMQ
+	kv  kvState    // disaggregation (disagg.go)
 
 	mu      sync.Mutex
 	pending []mocker.Output
@@ -126,6 +130,8 @@ func (s *Server) LoadReport() Load {
 		PromptTokensCached:  st.PromptTokensCached,
 		PromptTokensTotal:   st.PromptTokensCached + st.PromptTokensComputed,
 		EventsPublished:     s.pubs.Load(),
+		HeldRequests:        st.Held,
+		KVReleaseErrors:     s.releaseErr.Load(),
 	}
 }
 
@@ -193,6 +199,10 @@ func (s *Server) Run(ctx context.Context) error {
 	cleared := s.eng.Cleared()
 	s.publish(ctx, &cleared, bt)
 	apply := func(o op) {
+		if o.release {
+			s.releaseOp(o)
+			return
+		}
 		if o.add == nil {
 			st, ok := live[o.cancel]
 			if !ok {
@@ -222,6 +232,11 @@ func (s *Server) Run(ctx context.Context) error {
 	for {
 		if !s.eng.Busy() {
 			due, stop := s.idleWait(start)
+			// Idle: also wake for the next hold timeout (disagg.go).
+			var expire <-chan time.Time
+			if t, ok := s.eng.NextHoldExpiry(); ok {
+				expire = time.After(time.Until(start.Add(t)))
+			}
 			select {
 			case <-ctx.Done():
 				stop()
@@ -230,6 +245,8 @@ func (s *Server) Run(ctx context.Context) error {
 				apply(o)
 			case <-due:
 				s.engAdvance(ctx, time.Since(start), bt)
+			case <-expire:
+				s.expireHolds(time.Since(start))
 			}
 			stop()
 		}
@@ -272,6 +289,7 @@ func (s *Server) Run(ctx context.Context) error {
 				}
 			}
 		}
+		s.notifyPulled(ctx, res.Pulled, live)
 		s.deliver(&res, live, bt)
 		st := s.eng.Stats()
 		s.stats.Store(&st)
@@ -299,6 +317,7 @@ func (s *Server) deliver(res *mocker.StepResult, live map[uint64]*stream, bt *bl
 			if bt != nil && st.rb != nil {
 				bt.drop(st.rb)
 			}
+			s.finished(st, r.ID)
 			st.push(nil, r)
 			s.m.observeResult(r)
 		}

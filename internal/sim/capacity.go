@@ -57,7 +57,7 @@ func FindCapacity(ctx context.Context, cfg Config, progress Progress) (Capacity,
 	sp := prepare(&sat)
 	var done int64
 	total := int64(len(sp.reqs))
-	f, err := simulate(ctx, &sat, &sp, cfg.Policies[0], func(n int64) {
+	f, err := simulate(ctx, &sat, &sp, variant{pol: cfg.Policies[0]}, func(n int64) {
 		done += n
 		if progress != nil {
 			progress(done, total)

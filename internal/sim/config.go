@@ -216,6 +216,9 @@ type Config struct {
 	// KeepSamples keeps every request's TTFT in PolicyReport.TTFTSamples
 	// (for CDF charts). Default false.
 	KeepSamples bool
+	// Disagg makes the fleet disaggregated, prefill and decode pools
+	// (disagg.go, DESIGN.md §10). Default zero value: aggregated.
+	Disagg DisaggConfig
 }
 
 // DefaultConfig returns the defaults (Trace still to be set).
@@ -282,6 +285,9 @@ func (c Config) Validate() error {
 	}
 	if c.EventDelay < 0 || c.MetricsDelay < 0 {
 		errs = append(errs, fmt.Errorf("sim: event delay %v and metrics delay %v must be >= 0", c.EventDelay, c.MetricsDelay))
+	}
+	if err := c.Disagg.validate(&c); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Parallel < 0 {
 		errs = append(errs, fmt.Errorf("sim: parallel %d must be >= 0", c.Parallel))

@@ -119,6 +119,8 @@ type PolicyReport struct {
 	// TTFTSamples are every completed request's TTFT in ms, in request
 	// order (Config.KeepSamples).
 	TTFTSamples []float64 `json:"-"`
+	// Disagg splits a disaggregated variant's requests (Config.Disagg).
+	Disagg *DisaggReport `json:"disagg,omitempty"`
 }
 
 // Policy returns the report of p, or nil.
@@ -156,7 +158,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			float64(p.ComputedTokens)/1e6, float64(p.CachedTokens)/1e6, p.RequestsPerS, p.OutputTokPS,
 			p.ImbalanceRequests, p.ImbalancePrefill, p.Preemptions, p.Rejected)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.writeDisagg(w)
 }
 
 // ms formats milliseconds compactly (latencies span 1 ms to minutes).

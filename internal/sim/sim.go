@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Report, error) {
 		EventDelayMS: toMS(cfg.EventDelay),
 		Tiers:        cfg.Tiers.String(),
 		Seed:         cfg.Seed,
-		Policies:     make([]PolicyReport, len(cfg.Policies)),
+		Policies:     nil,
 	}
 	if p.span > 0 {
 		rep.OfferedRate = float64(len(p.reqs)) / p.span.Seconds()
@@ -126,11 +126,14 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Report, error) {
 		rep.Bounds = computeBounds(&p, cfg.BlockSize, cfg.Workers*cfg.Engine.NumBlocks)
 		return nil
 	})
-	for i, pol := range cfg.Policies {
+	vs := variants(&cfg)
+	rep.Policies = make([]PolicyReport, len(vs))
+	total = int64(len(p.reqs) * len(vs))
+	for i, v := range vs {
 		g.Go(func() error {
-			pr, err := runPolicy(gctx, &cfg, &p, pol, report)
+			pr, err := runPolicy(gctx, &cfg, &p, v, report)
 			if err != nil {
-				return fmt.Errorf("sim: policy %s: %w", pol, err)
+				return fmt.Errorf("sim: policy %s: %w", v.name(), err)
 			}
 			rep.Policies[i] = pr
 			return nil
@@ -182,6 +185,8 @@ type fleet struct {
 	completed       int
 	rejected        int
 	tierHits        [kvevents.NumTiers]int64 // hit blocks by the tier they came from
+	transferred     int64                    // prompt blocks pulled from prefill workers
+	dis             *disaggSim               // disaggregated variant (disagg.go); nil: aggregated
 	rep             PolicyReport
 	lastFinish      time.Duration
 	pendingProgress int64
@@ -193,9 +198,9 @@ const progressEvery = 256
 // ctxCheckEvery is how many loop iterations pass between ctx checks.
 const ctxCheckEvery = 1 << 14
 
-func runPolicy(ctx context.Context, cfg *Config, p *prepared, pol Policy, progress func(int64)) (PolicyReport, error) {
+func runPolicy(ctx context.Context, cfg *Config, p *prepared, v variant, progress func(int64)) (PolicyReport, error) {
 	wall := time.Now()
-	f, err := simulate(ctx, cfg, p, pol, progress)
+	f, err := simulate(ctx, cfg, p, v, progress)
 	if err != nil {
 		return PolicyReport{}, err
 	}
@@ -205,7 +210,13 @@ func runPolicy(ctx context.Context, cfg *Config, p *prepared, pol Policy, progre
 }
 
 // simulate runs the discrete-event loop of one policy to the end.
-func simulate(ctx context.Context, cfg *Config, p *prepared, pol Policy, progress func(int64)) (*fleet, error) {
+func simulate(ctx context.Context, cfg *Config, p *prepared, v variant, progress func(int64)) (*fleet, error) {
+	pol := v.pol
+	if v.disagg != nil {
+		c := *cfg
+		c.Router.Disagg.Policy = *v.disagg
+		cfg = &c
+	}
 	f := &fleet{
 		cfg:  cfg,
 		p:    p,
@@ -215,7 +226,7 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, pol Policy, progres
 		e2e:  make([]float64, 0, len(p.reqs)),
 		itl:  hdr.New(1, int64(time.Hour/time.Microsecond), 3),
 	}
-	f.rep.Policy = pol
+	f.rep.Policy = v.name()
 	var err error
 	var tiers mocker.TierConfig
 	if cfg.Tiers.Enabled() {
@@ -229,6 +240,11 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, pol Policy, progres
 	}
 	if f.pol, err = newPolicy(pol, cfg); err != nil {
 		return nil, err
+	}
+	if v.disagg != nil {
+		if err := f.startDisagg(); err != nil {
+			return nil, err
+		}
 	}
 	f.q.push(event{t: p.reqs[0].arrival, kind: evArrival})
 	for n := 0; f.q.len() > 0; n++ {
@@ -270,6 +286,10 @@ func (f *fleet) arrivals() {
 	for f.next < len(f.p.reqs) && f.p.reqs[f.next].arrival <= f.now {
 		i := f.next
 		f.next++
+		if f.dis != nil {
+			f.arriveDisagg(i)
+			continue
+		}
 		w, queued, err := f.pol.route(f.p, i, f.now)
 		switch {
 		case err != nil:
@@ -324,6 +344,9 @@ func (f *fleet) startPass(w int) {
 	wk := &f.ws[w]
 	for range 4 {
 		res := wk.eng.Step(f.now)
+		for _, id := range res.Pulled {
+			f.pulled(int(id))
+		}
 		if !res.Idle {
 			wk.inPass = true
 			wk.res = res
@@ -351,8 +374,12 @@ func (f *fleet) passEnd(w int) {
 	freed := false
 	for k := range res.Outputs {
 		o := &res.Outputs[k]
+		if f.dis != nil && f.prefillHop(int(o.ID), w) {
+			continue // the prefill hop's one token (finished below)
+		}
 		if o.First {
 			f.pol.prefillDone(int(o.ID), f.now)
+			f.firstToken(int(o.ID))
 			freed = true
 		} else {
 			_ = f.itl.RecordValue(max(1, int64(o.ITL/time.Microsecond)))
@@ -361,6 +388,11 @@ func (f *fleet) passEnd(w int) {
 	for k := range res.Finished {
 		fr := &res.Finished[k]
 		i := int(fr.ID)
+		if f.dis != nil && f.prefillHop(i, w) {
+			f.prefillFinished(i, w, fr)
+			freed = true
+			continue
+		}
 		f.pol.free(i, f.now)
 		freed = true
 		f.record(w, fr)
@@ -408,17 +440,22 @@ func (f *fleet) record(w int, r *mocker.Result) {
 	f.lastFinish = max(f.lastFinish, r.Finish)
 	f.finishes = append(f.finishes, r.Finish)
 	rp := &f.rep
+	cached, computed := r.CachedTokens, r.ComputedTokens
+	if f.dis != nil {
+		cached, computed = f.dis.finished(r)
+	}
 	rp.PromptTokens += int64(r.PromptTokens)
-	rp.CachedTokens += int64(r.CachedTokens)
-	rp.ComputedTokens += int64(r.ComputedTokens)
+	rp.CachedTokens += int64(cached)
+	rp.ComputedTokens += int64(computed)
 	rp.RecomputedTokens += int64(r.RecomputedTokens)
 	rp.OutputTokens += int64(r.OutputTokens)
 	rp.Blocks += int64(r.PromptTokens) / B
-	rp.HitBlocks += int64(r.CachedTokens) / B
+	rp.HitBlocks += int64(cached) / B
 	for t, n := range r.TierCachedTokens {
 		f.tierHits[t] += int64(n) / B
 	}
 	rp.Preemptions += int64(r.Preemptions)
+	f.transferred += int64(r.TransferredTokens) / B
 	ws := &f.ws[w].stats
 	ws.PromptTokens += int64(r.PromptTokens)
 	ws.CachedTokens += int64(r.CachedTokens)
@@ -434,6 +471,7 @@ func (f *fleet) finish() {
 		rp.TTFTSamples = append([]float64(nil), f.ttft...)
 	}
 	rp.TTFT = quantiles(f.ttft)
+	f.finishDisagg()
 	rp.E2E = quantiles(f.e2e)
 	if f.itl.TotalCount() > 0 {
 		us := func(v int64) float64 { return float64(v) / 1000 }

@@ -44,6 +44,8 @@ type Completion struct {
 	Model   string             `json:"model"`
 	Choices []CompletionChoice `json:"choices"`
 	Usage   *Usage             `json:"usage,omitempty"`
+	// KVTransferParams: a disaggregated prefill's answer (kvtransfer.go).
+	KVTransferParams *KVTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 // ChatMessage is one message of a chat request or response. Content may be
@@ -69,6 +71,8 @@ type ChatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []ChatChoice `json:"choices"`
 	Usage   *Usage       `json:"usage,omitempty"`
+	// KVTransferParams: a disaggregated prefill's answer (kvtransfer.go).
+	KVTransferParams *KVTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 // ChatDelta is the incremental message of a streamed chat chunk.

@@ -1,0 +1,374 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Disaggregated prefill and decode (DESIGN.md §10), proxied with vLLM's
+// NIXL-connector protocol (oai.KVTransferParams; the flow of vLLM's
+// tests/v1/kv_connector/nixl_integration/toy_proxy_server.py):
+//
+//  1. router.Disaggregate decides (Router.Disagg.Policy); a fleet without a
+//     prefill worker, or a request the conditional policy keeps together,
+//     is proxied aggregated on a decode-capable worker (proxy.go).
+//  2. Prefill hop: routed KV-aware over the prefill pool (request id
+//     "<id>/prefill"); the client's body with max_tokens 1 (and
+//     max_completion_tokens 1 if given), stream false, no stream_options,
+//     min_tokens or min_completion_tokens, and kv_transfer_params
+//     {"do_remote_decode": true, ...}; the same X-Request-Id as the decode
+//     hop. Its load is released when its answer arrives. A prefill worker
+//     that fails, times out (PrefillTimeout) or answers without
+//     kv_transfer_params is replaced by another prefill worker, up to
+//     Retries times; then the request falls back to aggregated.
+//  3. Decode hop: routed load-aware over the decode pool (overlap credit
+//     for blocks the decode worker holds, the rest priced as a transfer);
+//     the client's original body with the prefill answer's
+//     kv_transfer_params attached unchanged, streamed as the client asked.
+//     A decode worker that cannot be reached or answers 5xx before any
+//     token is replaced, with a fresh prefill hop (the first one's blocks
+//     were never pulled), up to Retries times.
+//
+// The client sees X-Kvrouter-Prefill-Worker and
+// X-Kvrouter-Prefill-Overlap-Blocks for the prefill hop beside the decode
+// hop's X-Kvrouter-Worker and X-Kvrouter-Overlap-Blocks, and either a
+// complete answer or one OpenAI-style error.
+//
+// SGLang's PD protocol (prefill and decode requests sent at once with a
+// bootstrap host, port and room) is sglang.go, chosen per prefill worker.
+
+// Response headers of the prefill hop.
+const (
+	HeaderPrefillWorker  = "X-Kvrouter-Prefill-Worker"
+	HeaderPrefillOverlap = "X-Kvrouter-Prefill-Overlap-Blocks"
+)
+
+// maxPrefillAnswer bounds a prefill hop's answer (one token and the
+// transfer parameters).
+const maxPrefillAnswer = 1 << 20
+
+// disaggMetrics are the disaggregation series (prefix kvrouter_disagg_).
+type disaggMetrics struct {
+	plans     *prometheus.CounterVec   // plan, reason
+	hops      *prometheus.CounterVec   // hop
+	phase     *prometheus.HistogramVec // phase
+	transfer  prometheus.Counter
+	bytes     prometheus.Counter
+	fallbacks *prometheus.CounterVec // kind
+}
+
+func newDisaggMetrics(reg *prometheus.Registry) *disaggMetrics {
+	m := &disaggMetrics{
+		plans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_disagg_plans_total",
+			Help: "Disaggregation decisions (plan disaggregated or aggregated) by reason (router.Plan.Reason)."}, []string{"plan", "reason"}),
+		hops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_disagg_hop_decisions_total",
+			Help: "Routing decisions of disaggregated requests by hop (prefill, decode)."}, []string{"hop"}),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_disagg_ttft_phase_seconds",
+			Help:    "Time to first token of disaggregated requests split by phase: prefill (the prefill hop's round trip) and decode_first (decode dispatch to first streamed token: KV transfer and first decode pass).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"phase"}),
+		transfer: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_transfer_blocks_total",
+			Help: "Prompt blocks decode workers receive by KV transfer (full blocks they did not hold)."}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_transfer_bytes_total",
+			Help: "KV bytes decode workers receive by transfer: transferred blocks * block size * Config.KVBytesPerToken."}),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_disagg_fallbacks_total",
+			Help: "Disaggregation faults: prefill_retry (another prefill worker), aggregated (prefill pool failed: served aggregated), decode_retry (another decode worker with a fresh prefill)."}, []string{"kind"}),
+	}
+	reg.MustRegister(m.plans, m.hops, m.phase, m.transfer, m.bytes, m.fallbacks)
+	return m
+}
+
+// prefilled is a completed prefill hop (vLLM), or a chosen SGLang prefill
+// server not yet sent the request (boot, sglang.go).
+type prefilled struct {
+	params json.RawMessage // the prefill answer's kv_transfer_params
+	d      router.Decision
+	boot   *Worker
+}
+
+// disagg serves j in two hops when the router disaggregates it; false
+// means the caller serves it aggregated (no prefill pool, the conditional
+// policy, or the prefill pool failed).
+func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
+	if !s.rt.HasPrefillPool() {
+		return false
+	}
+	ctx := r.Context()
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora}
+	pl, err := s.rt.Disaggregate(&req, time.Now())
+	if err != nil {
+		return false // the aggregated path reports the bad request
+	}
+	if !pl.Disaggregate {
+		s.dm.plans.WithLabelValues("aggregated", pl.Reason).Inc()
+		return false
+	}
+	s.dm.plans.WithLabelValues("disaggregated", pl.Reason).Inc()
+	var triedPrefill, triedDecode []uint64
+	for attempt := 0; ; attempt++ {
+		pre, err := s.prefillHop(ctx, j, &triedPrefill)
+		if err != nil {
+			if ctx.Err() != nil {
+				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+				return true
+			}
+			s.log.Warn("prefill pool failed: serving aggregated", "request_id", j.id, "err", err)
+			s.dm.fallbacks.WithLabelValues("aggregated").Inc()
+			return false
+		}
+		if !s.decodeHop(w, r, j, &pre, &triedDecode, &triedPrefill, attempt >= s.cfg.Retries) {
+			return true
+		}
+		s.m.retries.Inc()
+		s.dm.fallbacks.WithLabelValues("decode_retry").Inc()
+	}
+}
+
+// prefillHop runs j's prefill on a prefill worker, trying others (not in
+// *tried, which it extends) when one fails.
+func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefilled, error) {
+	pid := j.id + "/prefill"
+	body, err := prefillBody(j.body)
+	if err != nil {
+		return prefilled{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		d, err := s.routeHop(ctx, j, pid, router.HopPrefill, *tried)
+		if err != nil {
+			return prefilled{}, err
+		}
+		s.dm.hops.WithLabelValues("prefill").Inc()
+		wk, ok := s.worker(d.Worker.ID)
+		if !ok {
+			_ = s.rt.Fail(pid, time.Now())
+			*tried = append(*tried, d.Worker.ID)
+			continue
+		}
+		if wk.BootstrapPort > 0 {
+			// SGLang: sent together with the decode hop (sglang.go).
+			return prefilled{d: d, boot: wk}, nil
+		}
+		t0 := time.Now()
+		params, unreachable, err := s.postPrefill(ctx, wk, j, body)
+		if err == nil {
+			// The prefill answer arrived: its load leaves the prefill pool.
+			_ = s.rt.Free(pid, time.Now())
+			s.kickRelease()
+			s.dm.phase.WithLabelValues("prefill").Observe(time.Since(t0).Seconds())
+			return prefilled{params: params, d: d}, nil
+		}
+		_ = s.rt.Fail(pid, time.Now())
+		s.kickRelease()
+		if ctx.Err() != nil {
+			return prefilled{}, ctx.Err()
+		}
+		s.log.Warn("prefill hop failed", "worker", wk.ID, "request_id", j.id, "err", err)
+		if unreachable {
+			s.markDown(wk.ID)
+		}
+		if attempt >= s.cfg.Retries {
+			return prefilled{}, err
+		}
+		s.dm.fallbacks.WithLabelValues("prefill_retry").Inc()
+		*tried = append(*tried, wk.ID)
+	}
+}
+
+// postPrefill sends the prefill request and returns the answer's
+// kv_transfer_params; unreachable reports a connection failure (as
+// opposed to a timeout or a bad answer).
+func (s *Server) postPrefill(ctx context.Context, wk *Worker, j *job, body []byte) (params json.RawMessage, unreachable bool, err error) {
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.PrefillTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(pctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderReqID, j.id)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, pctx.Err() == nil, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPrefillAnswer))
+	if err != nil {
+		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %s: %s", wk.ID, resp.Status, bytes.TrimSpace(b))
+	}
+	params, err = oai.RawKVTransferParams(b)
+	if err == nil && params == nil {
+		err = errors.New("no kv_transfer_params in its answer (is its KV connector configured?)")
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
+	}
+	return params, false, nil
+}
+
+// decodeHop routes and proxies j's decode hop with the prefill's transfer
+// parameters. It returns true when the caller should retry with a fresh
+// prefill (the decode worker failed before answering; never when last),
+// false when the client got its answer or an error.
+func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *prefilled, tried, triedPrefill *[]uint64, last bool) bool {
+	ctx := r.Context()
+	dj := *j
+	var err error
+	if pre.boot != nil {
+		dj.body, err = sglangBody(j.body, pre.boot, newRoom())
+	} else {
+		dj.body, err = setFields(j.body, map[string]json.RawMessage{"kv_transfer_params": pre.params}, nil)
+	}
+	if err != nil {
+		s.dropPrefill(j, pre)
+		s.fail(w, j.endpoint, oai.BadRequest("", err.Error()))
+		return false
+	}
+	d, err := s.routeHop(ctx, &dj, j.id, router.HopDecode, *tried)
+	if err != nil {
+		s.dropPrefill(j, pre)
+		if n := len(*tried); n > 0 && ctx.Err() == nil {
+			return s.failDecode(w, j, (*tried)[n-1], fmt.Errorf("no other decode worker left: %w", err))
+		}
+		s.fail(w, j.endpoint, routeError(err))
+		return false
+	}
+	s.dm.hops.WithLabelValues("decode").Inc()
+	wk, ok := s.worker(d.Worker.ID)
+	if !ok {
+		s.dropPrefill(j, pre)
+		_ = s.rt.Fail(j.id, time.Now())
+		*tried = append(*tried, d.Worker.ID)
+		return !last || s.failDecode(w, j, d.Worker.ID, errors.New("removed"))
+	}
+	dctx, prefillFailed := ctx, func() bool { return false }
+	if pre.boot != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		var stop func()
+		stop, prefillFailed = s.sglangPrefill(dctx, &dj, pre, cancel)
+		defer stop()
+	}
+	t0 := time.Now()
+	resp, err := s.forward(dctx, wk, &dj, d.Worker.Rank)
+	if err == nil && resp.StatusCode >= http.StatusInternalServerError {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxPrefillAnswer))
+		resp.Body.Close()
+		err = fmt.Errorf("answered %s", resp.Status)
+	} else if err != nil && dctx.Err() == nil {
+		s.markDown(wk.ID)
+	}
+	if err != nil {
+		_ = s.rt.Fail(j.id, time.Now())
+		s.kickRelease()
+		if ctx.Err() != nil {
+			s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+			return false
+		}
+		if dctx.Err() != nil && prefillFailed() {
+			// The SGLang prefill failed and cancelled this decode: the
+			// decode worker is fine; retry with another prefill worker.
+			*triedPrefill = append(*triedPrefill, pre.boot.ID)
+			return !last || s.failDecode(w, j, wk.ID, errors.New("its prefill failed"))
+		}
+		s.log.Warn("decode hop failed", "worker", wk.ID, "request_id", j.id, "err", err)
+		*tried = append(*tried, wk.ID)
+		if last {
+			return s.failDecode(w, j, wk.ID, err)
+		}
+		return true
+	}
+	s.dm.transfer.Add(float64(d.TransferBlocks))
+	s.dm.bytes.Add(float64(int64(d.TransferBlocks) * int64(s.cfg.Router.BlockSize) * s.cfg.KVBytesPerToken))
+	h := w.Header()
+	h.Set(HeaderPrefillWorker, strconv.FormatUint(pre.d.Worker.ID, 10))
+	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))
+	fw := &firstWrite{ResponseWriter: w}
+	s.relay(fw, r, &dj, &d, resp, nil)
+	if dj.stream && !fw.at.IsZero() {
+		s.dm.phase.WithLabelValues("decode_first").Observe(fw.at.Sub(t0).Seconds())
+	}
+	return false
+}
+
+// dropPrefill releases an SGLang prefill hop's booking when its request
+// is never sent (vLLM's was released when its answer arrived).
+func (s *Server) dropPrefill(j *job, pre *prefilled) {
+	if pre.boot != nil {
+		_ = s.rt.Fail(j.id+"/prefill", time.Now())
+		s.kickRelease()
+	}
+}
+
+// failDecode answers the client when no decode worker could take the
+// request; it returns false (no retry).
+func (s *Server) failDecode(w http.ResponseWriter, j *job, id uint64, err error) bool {
+	s.fail(w, j.endpoint, &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_unreachable",
+		Message: fmt.Sprintf("decode worker %d failed: %v", id, err)})
+	return false
+}
+
+// prefillBody is the prefill hop's body: the client's with max_tokens 1,
+// stream false and kv_transfer_params do_remote_decode (vLLM's proxy).
+func prefillBody(body []byte) ([]byte, error) {
+	one := json.RawMessage("1")
+	set := map[string]json.RawMessage{"max_tokens": one, "stream": json.RawMessage("false"), "kv_transfer_params": oai.PrefillParams}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return nil, fmt.Errorf("frontend: prefill body: %w", err)
+	}
+	if _, ok := probe["max_completion_tokens"]; ok {
+		set["max_completion_tokens"] = one
+	}
+	return setFields(body, set, []string{"stream_options", "min_tokens", "min_completion_tokens"})
+}
+
+// setFields returns body with top-level fields set and del removed, every
+// other field kept byte for byte.
+func setFields(body []byte, set map[string]json.RawMessage, del []string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("frontend: rewrite body: %w", err)
+	}
+	for k, v := range set {
+		m[k] = v
+	}
+	for _, k := range del {
+		delete(m, k)
+	}
+	return json.Marshal(m)
+}
+
+// firstWrite records when the first body bytes went to the client.
+type firstWrite struct {
+	http.ResponseWriter
+	at time.Time
+}
+
+func (f *firstWrite) Write(b []byte) (int, error) {
+	if f.at.IsZero() && len(b) > 0 {
+		f.at = time.Now()
+	}
+	return f.ResponseWriter.Write(b)
+}
+
+// Flush passes through to the client connection.
+func (f *firstWrite) Flush() {
+	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
