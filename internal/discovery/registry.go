@@ -358,6 +358,10 @@ type Fleet struct {
 	// OnRefused, when set (before use), is called with the reason of
 	// every refusal (kvrouter_workers_refused_total).
 	OnRefused func(reason string)
+	// OnRestart, when set (before use), is called with the previous
+	// registration of a worker that came back with a new epoch, after it
+	// left: the event plane forgets it (its new life numbers events anew).
+	OnRestart func(prev Worker)
 
 	mu       sync.Mutex
 	workers  map[uint64]Worker
@@ -391,7 +395,10 @@ func (f *Fleet) Join(w Worker) error {
 	if known && prev.Epoch != w.Epoch {
 		f.log.Info("worker restarted (new epoch); dropping its cache state", "worker", w.ID, "epoch", w.Epoch, "previous_epoch", prev.Epoch)
 		f.restarts.Add(1)
-		f.next.Leave(w.ID)
+		f.next.Leave(w.ID) // index entries and load
+		if f.OnRestart != nil {
+			f.OnRestart(prev)
+		}
 	}
 	if err := safeJoin(f.next, w); err != nil {
 		if known {
