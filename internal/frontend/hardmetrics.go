@@ -70,6 +70,7 @@ func (s *Server) checkRank(ev *kvevents.Event) error {
 		return nil
 	}
 	s.m.eventRejects.WithLabelValues("dp_rank").Inc()
+	s.log.Debug("KV event refused: dp rank beyond the worker's dp size", "worker", ev.WorkerID, "rank", ev.DPRank, "dp_size", w.Info.DPSize)
 	return fmt.Errorf("%w: worker %d rank %d, dp size %d", ErrRank, ev.WorkerID, ev.DPRank, max(w.Info.DPSize, 1))
 }
 
