@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
-	"github.com/kvrouter/kvrouter/selector"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
@@ -234,7 +233,7 @@ func (s *Server) tokenizeBounded(ctx context.Context, fn func() ([]uint32, error
 	if n := l.admitted.Add(1); n > int64(cap(l.tokens)+s.cfg.Hardening.TokenizeQueue) {
 		l.admitted.Add(-1)
 		s.m.limitRejects.WithLabelValues("tokenize_queue").Inc()
-		return nil, &oai.Error{Status: selector.StatusOverloaded, Type: oai.TypeOverloaded, Code: "overloaded",
+		return nil, &oai.Error{Status: StatusOverloaded, Type: oai.TypeOverloaded, Code: "overloaded",
 			Message: "too many prompts being tokenized; retry later"}
 	}
 	defer l.admitted.Add(-1)
