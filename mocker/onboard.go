@@ -18,11 +18,12 @@ import (
 // at once, where a cold prompt needs its first chunk only; until they
 // free, the request waits at the head of the queue and holds back the
 // requests behind it (vLLM's scheduler stops admitting when it cannot
-// allocate a request's slots, external tokens included). When the blocks land they are cached in G1 (Stored on the
-// device tier), the pins drop, and the request computes only the rest of
-// its prompt: the transfer time is part of its time to first token, the
-// skipped prefill is not. If nothing else can run, the pass starts when
-// the earliest onboarding lands.
+// allocate a request's slots, external tokens included). When the blocks
+// land they are cached in G1 (Stored on the device tier), the pins drop,
+// and the request computes only the rest of its prompt: the transfer
+// time is part of its time to first token, the skipped prefill is not.
+// If nothing else can run, the pass starts when the earliest onboarding
+// lands.
 
 // lowestHolder is the index of the fastest level holding h, -1 if none.
 func (e *Engine) lowestHolder(h uint64) int {
