@@ -83,9 +83,8 @@ type predictionTracker struct {
 
 type workerPrediction struct {
 	Prediction
-	winN, winPred, winRep int // current window
-	winOver, winUnder     int
-	winTokens             int // requests whose prompt length the engine counted differently
+	winN, winOver, winUnder int // current window
+	winTokens               int // requests whose prompt length the engine counted differently
 }
 
 func newPredictionTracker() *predictionTracker {
@@ -134,13 +133,11 @@ func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize in
 	if tokensDiffer {
 		p.winTokens++
 	}
-	p.winPred += predicted
-	p.winRep += reported
 	if p.winN < gapWindow {
 		return ""
 	}
 	c := diagnose(p.winN, p.winOver, p.winUnder, p.winTokens, engineBSMismatch, t.stored[id])
-	p.winN, p.winPred, p.winRep, p.winOver, p.winUnder, p.winTokens = 0, 0, 0, 0, 0, 0
+	p.winN, p.winOver, p.winUnder, p.winTokens = 0, 0, 0, 0
 	if c == p.Diagnosis {
 		return ""
 	}
