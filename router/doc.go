@@ -63,10 +63,11 @@
 //
 // # Errors
 //
-// Route returns selector.ErrNoneEligible (HTTP 503) when no worker passes
-// the request's constraints, selector.ErrAllOverloaded (HTTP 529) when all
-// that do are over a busy threshold or the queue is full, ErrBadRequest
-// for malformed requests; selector.HTTPStatus maps them.
+// Route returns selector.ErrNoneEligible when no worker passes the
+// request's constraints, selector.ErrAllOverloaded when all that do are
+// over a busy threshold or the queue is full, ErrBadRequest for malformed
+// requests. Statuses are the shells' business (the HTTP frontend answers
+// 503, 529 and 400).
 //
 // # Concurrency
 //

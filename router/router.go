@@ -75,12 +75,6 @@ func putPending(p *pending) {
 	pendingPool.Put(p)
 }
 
-// matchAppender is the allocation-free lookup of indexer.Flash, Radix and
-// Concurrent; indexes without it are read with FindMatches.
-type matchAppender interface {
-	AppendMatches(dst indexer.Overlaps, locals []uint64) indexer.Overlaps
-}
-
 // approxAppender is the allocation-free lookup of indexer.Approx.
 type approxAppender interface {
 	AppendMatches(dst indexer.Overlaps, locals []uint64, now time.Time) indexer.Overlaps
@@ -91,8 +85,8 @@ type approxAppender interface {
 type Router struct {
 	cfg    Config
 	sel    *selector.Selector
-	idx    [kvevents.NumTiers]indexer.Index // immutable after New
-	app    [kvevents.NumTiers]matchAppender // idx[t] if it appends, else nil
+	idx    [kvevents.NumTiers]indexer.Index         // immutable after New
+	app    [kvevents.NumTiers]indexer.MatchAppender // idx[t] if it appends, else nil (FindMatches)
 	events Events
 	tv     tierView // cross-tier chains (tierview.go)
 
@@ -173,7 +167,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Policy == PolicyKV {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
-			r.app[t], _ = r.idx[t].(matchAppender)
+			r.app[t], _ = r.idx[t].(indexer.MatchAppender)
 		}
 	}
 	return r, nil
@@ -565,8 +559,8 @@ func blocksOf(req *Request, B int) int {
 
 // Route routes req at now. It returns the Decision (Queued when it has to
 // wait: it will come back from Release), or an error: ErrBadRequest,
-// selector.ErrNoneEligible (503), selector.ErrAllOverloaded (529; also a
-// full queue, with queue.ErrFull), or ctx's error.
+// selector.ErrNoneEligible, selector.ErrAllOverloaded (also a full
+// queue, with queue.ErrFull), or ctx's error.
 func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err

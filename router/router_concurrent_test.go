@@ -102,14 +102,14 @@ func TestNewValidates(t *testing.T) {
 	cfg.Queue.Threshold = -1
 	if _, err := New(cfg, Options{}); err == nil {
 		t.Fatal("New accepted a bad config and no rng")
-	} else if HTTPStatus(err) != 500 {
+	} else if errStatus(err) != 500 {
 		t.Fatal(err)
 	}
 	r, err := New(DefaultConfig(), Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Route(context.Background(), Request{ID: "x", Tokens: make([]uint32, 64)}, epoch); HTTPStatus(err) != 503 {
+	if _, err := r.Route(context.Background(), Request{ID: "x", Tokens: make([]uint32, 64)}, epoch); errStatus(err) != 503 {
 		t.Errorf("no workers: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,7 +120,7 @@ func TestNewValidates(t *testing.T) {
 	if err := r.UpdateWorkerMetrics(kvevents.Worker{ID: 9}, Metrics{KVUsage: 0.5}); err == nil {
 		t.Error("metrics of unknown worker accepted")
 	}
-	if _, err := r.Route(context.Background(), Request{ID: "y", Locals: []uint64{1, 2}, ISL: 10}, epoch); HTTPStatus(err) != 400 {
+	if _, err := r.Route(context.Background(), Request{ID: "y", Locals: []uint64{1, 2}, ISL: 10}, epoch); errStatus(err) != 400 {
 		t.Errorf("2 blocks of 64 in 10 tokens: %v", err)
 	}
 }

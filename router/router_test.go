@@ -264,7 +264,7 @@ func storedEvent(r *Router, w kvevents.Worker, tier kvevents.Tier, toks []uint32
 }
 
 func errLine(err error) string {
-	return fmt.Sprintf("error (%d): %v\n", HTTPStatus(err), err)
+	return fmt.Sprintf("error (%d): %v\n", errStatus(err), err)
 }
 
 func TestDataDriven(t *testing.T) {

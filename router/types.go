@@ -11,9 +11,9 @@ import (
 	"github.com/kvrouter/kvrouter/selector"
 )
 
-// Sentinel errors; test with errors.Is. selector.ErrNoneEligible (503) and
-// selector.ErrAllOverloaded (529) come back from Route and Release too;
-// selector.HTTPStatus maps any router error to a status.
+// Sentinel errors; test with errors.Is. selector.ErrNoneEligible and
+// selector.ErrAllOverloaded come back from Route and Release too (the
+// HTTP frontend answers them 503 and 529, ErrBadRequest 400).
 var (
 	ErrUnknownWorker  = errors.New("router: unknown worker")
 	ErrUnknownRequest = errors.New("router: unknown request")
@@ -208,14 +208,4 @@ type Stats struct {
 	AffinityHits   uint64
 	EventsApplied  uint64
 	EventsRejected uint64
-}
-
-// HTTPStatus maps a router error to an HTTP status: 400 for
-// ErrBadRequest, otherwise selector.HTTPStatus (529 overloaded, 503 none
-// eligible, 500 other, 200 nil).
-func HTTPStatus(err error) int {
-	if errors.Is(err, ErrBadRequest) {
-		return 400
-	}
-	return selector.HTTPStatus(err)
 }

@@ -73,9 +73,9 @@
 // each tier's link, and the request's own prefill starts after the larger
 // of the queue ahead and that load (onboard.go).
 //
-// No candidate left after filtering yields ErrNoneEligible (HTTP 503) or,
-// when some candidate passed every hard constraint and was only dropped by a
-// busy threshold, ErrAllOverloaded (HTTP 529); HTTPStatus maps them.
+// No candidate left after filtering yields ErrNoneEligible or, when some
+// candidate passed every hard constraint and was only dropped by a busy
+// threshold, ErrAllOverloaded (the shells answer 503 and 529).
 //
 // The package is pure: randomness enters as a *rand.Rand (math/rand/v2), no
 // clock, no I/O. A Selector is immutable after New and safe for concurrent

@@ -9,35 +9,16 @@ import (
 	"github.com/kvrouter/kvrouter/kvevents"
 )
 
-// Sentinel errors of Select; test with errors.Is. HTTPStatus maps them.
+// Sentinel errors of Select; test with errors.Is. Shells map them to
+// their protocol's statuses (the HTTP frontend: 503 and 529).
 var (
 	// ErrNoneEligible: no candidate passes the request's hard constraints
-	// (or there are no workers at all). HTTP 503.
+	// (or there are no workers at all).
 	ErrNoneEligible = errors.New("selector: no eligible worker")
 	// ErrAllOverloaded: some candidates pass the hard constraints but every
 	// one of them is over a busy threshold (or the wait queue is full).
-	// HTTP 529.
 	ErrAllOverloaded = errors.New("selector: all eligible workers overloaded")
 )
-
-// StatusOverloaded is the HTTP status for ErrAllOverloaded (non-standard,
-// used by several LLM APIs for "overloaded").
-const StatusOverloaded = 529
-
-// HTTPStatus maps a Select (or router) error to an HTTP status: 529 for
-// ErrAllOverloaded, 503 for ErrNoneEligible, 500 for any other non-nil
-// error, 200 for nil.
-func HTTPStatus(err error) int {
-	switch {
-	case err == nil:
-		return 200
-	case errors.Is(err, ErrAllOverloaded):
-		return StatusOverloaded
-	case errors.Is(err, ErrNoneEligible):
-		return 503
-	}
-	return 500
-}
 
 // Candidate is one worker+rank as the selector sees it.
 type Candidate struct {

@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newTraceCmd(),
 		newMockerCmd(),
 		newServeCmd(),
+		newEPPCmd(),
 		newUpCmd(),
 		newReplayCmd(),
 		newBridgeCmd(),

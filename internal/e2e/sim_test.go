@@ -308,19 +308,22 @@ func TestSimRestartClearsStaleBlocks(t *testing.T) {
 	first := askSim(t, r, "completions", true, old)
 	before := WaitWorkerBlocks(t, r, first.Worker, first.Prompt/16, 20*time.Second)
 	victim := f.Sims[first.Worker-1]
+	// Take the victim's event sequence well past where the restarted
+	// engine starts (each prompt waited for is its own batch, flushed
+	// within a second): then the first batches of the restarted engine,
+	// lost if published before its subscription is up, cannot make the
+	// next look like the old sequence going on (seq last+1).
+	for range 4 {
+		n := before
+		before = f.WaitEventsFlow(t, victim, 30*time.Second, "a pre-restart batch indexed", func(blocks int) bool { return blocks > n })
+	}
 	victim.Kill()
 	victim.Restart(t)
 	victim.WaitHealthy(t, 60*time.Second)
-	// A short prompt straight to the restarted engine: its first events
+	// Short prompts straight to the restarted engine: its first events
 	// carry sequence numbers from 1 again.
-	short := document(401, 40)
-	status, body, err := postJSON(victim.URL()+"/v1/completions", map[string]any{"model": Model, "prompt": short, "max_tokens": 2})
-	if err != nil || status != http.StatusOK {
-		t.Fatalf("direct completion: %d %v %s", status, err, body)
-	}
-	WaitFor(t, 20*time.Second, "the restart to clear the stale blocks", func() (bool, string) {
-		_, blocks := workerState(t, r, victim.ID)
-		return blocks > 0 && blocks < before, fmt.Sprintf("%d blocks (held %d before the restart)", blocks, before)
+	f.WaitEventsFlow(t, victim, 30*time.Second, "the restart to clear the stale blocks", func(blocks int) bool {
+		return blocks > 0 && blocks < before
 	})
 	again := askSim(t, r, "completions", true, old)
 	if again.Worker == victim.ID && again.Overlap != 0 {
@@ -384,15 +387,4 @@ func TestSimDiagnosesTokenizerMismatch(t *testing.T) {
 	if err != nil || !strings.Contains(metrics, `kvrouter_prediction_diagnoses_total{cause="hash_seed_salt_or_tokenizer"} 1`) {
 		t.Errorf("/metrics (%v) lacks the diagnosis counter", err)
 	}
-}
-
-func postJSON(url string, v any) (int, string, error) {
-	b, _ := json.Marshal(v)
-	resp, err := httpClient.Post(url, "application/json", bytes.NewReader(b))
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(out), err
 }

@@ -55,6 +55,10 @@ type Config struct {
 	Tiers string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// RunRouter, when set, runs the router runtime instead of s.Run (a
+	// shell wrapping serve, such as the endpoint picker, which runs s
+	// itself). Default nil = s.Run.
+	RunRouter func(ctx context.Context, s *app.Serve) error
 }
 
 // Worker is one mocker worker.
@@ -324,7 +328,11 @@ func (f *Fleet) Run(ctx context.Context) error {
 	feCtx, stopFE := context.WithCancel(ctx)
 	defer stopFE()
 	feDone := make(chan error, 1)
-	go func() { feDone <- s.Run(feCtx) }()
+	runRouter := f.cfg.RunRouter
+	if runRouter == nil {
+		runRouter = func(ctx context.Context, s *app.Serve) error { return s.Run(ctx) }
+	}
+	go func() { feDone <- runRouter(feCtx, s) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); f.waitReady(bg, s) }()
 

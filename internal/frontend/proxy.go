@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -51,6 +52,9 @@ type job struct {
 	// lora is the LoRA adapter the request's model names ("" = base
 	// model): it salts the block hashes (adapters.go).
 	lora string
+	// allow, when non-nil, restricts the request to these workers
+	// (Pick's endpoint subset).
+	allow []uint64
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -144,66 +148,66 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, ep string) (*job,
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
-	const ep = "completions"
+	s.handleOpenAI(w, r, EndpointCompletions)
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	s.handleOpenAI(w, r, EndpointChat)
+}
+
+func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, ep string) {
 	j, body, ok := s.begin(w, r, ep)
 	if !ok {
 		return
 	}
-	req, err := oai.ParseCompletion(body)
-	if err != nil {
-		s.fail(w, ep, asOAI(err))
-		return
-	}
-	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
-	if req.Prompt.IsTokens {
-		j.tokens = req.Prompt.Tokens
-	} else {
-		t0 := time.Now()
-		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), req.Prompt.Text)
-		s.m.tokenize.Observe(time.Since(t0).Seconds())
-		if err != nil {
-			s.fail(w, ep, tokenizeError(err))
-			return
-		}
-		if s.cfg.ForwardTokens && len(j.tokens) > 0 {
-			if j.body, err = oai.SetFields(body, map[string]any{"prompt": j.tokens}); err != nil {
-				s.fail(w, ep, oai.BadRequest("", err.Error()))
-				return
-			}
-		}
-	}
-	if e := s.checkPrompt(len(j.tokens)); e != nil {
+	if e := s.prepare(r.Context(), j, body); e != nil {
 		s.fail(w, ep, e)
 		return
 	}
 	s.proxy(w, r, j)
 }
 
-func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	const ep = "chat"
-	j, body, ok := s.begin(w, r, ep)
-	if !ok {
-		return
+// prepare parses body as j.endpoint's OpenAI request (EndpointCompletions
+// or EndpointChat) and tokenizes its prompt into j, as the worker will:
+// a completions text prompt is rewritten to token ids with
+// Config.ForwardTokens. The proxy and Pick share it.
+func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
+	if j.endpoint == EndpointChat {
+		req, err := oai.ParseChat(body)
+		if err != nil {
+			return asOAI(err)
+		}
+		j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
+		t0 := time.Now()
+		msgs, gen := routingMessages(req.Messages)
+		j.tokens, err = s.cfg.Tokenizer.EncodeChat(ctx, msgs, gen)
+		s.m.tokenize.Observe(time.Since(t0).Seconds())
+		if err != nil {
+			return tokenizeError(err)
+		}
+		return s.checkPrompt(len(j.tokens))
 	}
-	req, err := oai.ParseChat(body)
+	req, err := oai.ParseCompletion(body)
 	if err != nil {
-		s.fail(w, ep, asOAI(err))
-		return
+		return asOAI(err)
 	}
 	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
-	t0 := time.Now()
-	msgs, gen := routingMessages(req.Messages)
-	j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), msgs, gen)
-	s.m.tokenize.Observe(time.Since(t0).Seconds())
-	if err != nil {
-		s.fail(w, ep, tokenizeError(err))
-		return
+	if req.Prompt.IsTokens {
+		j.tokens = req.Prompt.Tokens
+	} else {
+		t0 := time.Now()
+		j.tokens, err = s.cfg.Tokenizer.Encode(ctx, req.Prompt.Text)
+		s.m.tokenize.Observe(time.Since(t0).Seconds())
+		if err != nil {
+			return tokenizeError(err)
+		}
+		if s.cfg.ForwardTokens && len(j.tokens) > 0 {
+			if j.body, err = oai.SetFields(body, map[string]any{"prompt": j.tokens}); err != nil {
+				return oai.BadRequest("", err.Error())
+			}
+		}
 	}
-	if e := s.checkPrompt(len(j.tokens)); e != nil {
-		s.fail(w, ep, e)
-		return
-	}
-	s.proxy(w, r, j)
+	return s.checkPrompt(len(j.tokens))
 }
 
 func toMessages(in []oai.ChatMessageInput) []tokenizer.Message {
@@ -234,11 +238,11 @@ func tokenizeError(err error) *oai.Error {
 
 // routeError maps a router error to an OpenAI-style error.
 func routeError(err error) *oai.Error {
-	st := selector.HTTPStatus(err)
+	st := httpStatus(err)
 	switch {
 	case errors.Is(err, router.ErrBadRequest):
 		return oai.BadRequest("", err.Error())
-	case st == selector.StatusOverloaded:
+	case st == StatusOverloaded:
 		return &oai.Error{Status: st, Type: oai.TypeOverloaded, Code: "overloaded",
 			Message: "all workers are over their busy thresholds; retry later (" + err.Error() + ")"}
 	case st == http.StatusServiceUnavailable:
@@ -313,8 +317,12 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 	if hop == router.HopPrefill {
 		req.Session = "" // a session binds to the worker that decodes (and caches) it
 	}
+	req.Constraints.Allow = j.allow
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
+		if j.allow != nil {
+			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(j.allow, id) })
+		}
 		if len(ids) == 0 {
 			return router.Decision{}, fmt.Errorf("frontend: every worker failed: %w", selector.ErrNoneEligible)
 		}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+
+	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/epp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func newEPPCmd() *cobra.Command {
+	cfg := epp.DefaultConfig()
+	var printConfig bool
+	var preset string
+	c := &cobra.Command{
+		Use:   "epp",
+		Short: "Run the router as a Gateway API Inference Extension endpoint picker (Envoy ext_proc)",
+		Long: `Serves Envoy's external processing protocol (envoy.service.ext_proc.v3) as the
+Endpoint Picker of a Gateway API Inference Extension InferencePool: for each request the
+gateway sends the headers and the body (FULL_DUPLEX_STREAMED or BUFFERED); the picker
+parses the OpenAI request (completions, chat), tokenizes, hashes and routes it with the
+same router core as 'kvrouter serve', and answers with the x-gateway-destination-endpoint
+header and the same ip:port under the envoy.lb dynamic metadata. A subset hint
+(envoy.lb.subset_hint / x-gateway-destination-endpoint-subset) restricts the pick; nothing
+eligible is an ImmediateResponse 503 (429 when every worker is overloaded). The response
+phase drives the load tracker: the first body chunk ends the prefill, the end of the body,
+a broken stream or a reset frees the request. gRPC health: "", liveness, readiness and
+envoy.service.ext_proc.v3.ExternalProcessor.
+
+Workers: --pool-selector watches the InferencePool's ready pods (in-cluster, or
+--kubeconfig), else the static list (--worker) and the NATS registry as in serve. KV events:
+a bound ZMQ SUB the vLLM pods publish to (--zmq-bind, topic kv@<pod-ip>@<model>), each
+static worker's ZMQ PUB (zmq=...), or NATS. The HTTP side (--addr) serves /metrics,
+/readyz, /debug/* and the OpenAI API as serve does.
+
+Every flag is also read from the environment (KVROUTER_<FLAG>) and from --config FILE,
+with serve's precedence: flag > environment > file > default.`,
+		Example: `  kvrouter epp --pool-selector app=vllm-llama3 --pool-target-port 8000 --zmq-bind tcp://0.0.0.0:5557 --tokenizer /models/llama3/
+  kvrouter epp --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557 --no-nats --grpc-addr 127.0.0.1:9002`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			def := epp.DefaultConfig()
+			if v, ok := os.LookupEnv(app.EnvName("preset")); ok && !cmd.Flags().Changed("preset") {
+				preset = v
+			}
+			if err := presetRouter(&def.Serve.Frontend.Router, preset); err != nil {
+				return err
+			}
+			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			if printConfig {
+				if err := eff.Validate(); err != nil {
+					return err
+				}
+				eff.Serve = eff.Serve.Redacted()
+				return app.WriteYAML(cmd.OutOrStdout(), eff)
+			}
+			return epp.Run(cmd.Context(), eff)
+		},
+	}
+	bindEPPFlags(c.Flags(), &cfg)
+	configFlags(c.Flags(), &printConfig)
+	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
+	return c
+}
+
+// bindEPPFlags binds serve's flags (router, tokenizer, workers, events;
+// --addr is the HTTP side) and the picker's own.
+func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
+	bindServeFlags(f, &c.Serve)
+	f.StringVar(&c.GRPCAddr, "grpc-addr", c.GRPCAddr, "ext_proc and gRPC health listen address")
+	f.StringVar(&c.Protocol.BodyMode, "body-mode", c.Protocol.BodyMode, "body mode assumed when Envoy sends no protocol_config: full-duplex-streamed, buffered, streamed or none")
+	f.StringVar(&c.Protocol.DestinationNamespace, "destination-namespace", c.Protocol.DestinationNamespace, "dynamic metadata namespace of the picked endpoint")
+	f.StringVar(&c.Protocol.SubsetNamespace, "subset-namespace", c.Protocol.SubsetNamespace, "filter metadata namespace of the endpoint subset hint")
+	f.StringVar(&c.Pool.Selector, "pool-selector", c.Pool.Selector, "InferencePool pod label selector (app=vllm); empty = no pod discovery")
+	f.StringVar(&c.Pool.Namespace, "pool-namespace", c.Pool.Namespace, "namespace of the InferencePool's pods")
+	f.IntVar(&c.Pool.TargetPort, "pool-target-port", c.Pool.TargetPort, "the model servers' port (InferencePool targetPorts)")
+	f.StringVar(&c.Pool.Kubeconfig, "kubeconfig", c.Pool.Kubeconfig, "kubeconfig file (default: in-cluster service account)")
+	f.DurationVar(&c.Pool.Resync, "pool-resync", c.Pool.Resync, "re-deliver every pod this often (0 = never)")
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/epp"
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestEPPHelp: `kvrouter epp --help` documents every flag, with a usage
+// line.
+func TestEPPHelp(t *testing.T) {
+	c := newEPPCmd()
+	var out bytes.Buffer
+	c.SetOut(&out)
+	c.SetArgs([]string{"--help"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	help := out.String()
+	n := 0
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		n++
+		if f.Usage == "" || !strings.Contains(help, "--"+f.Name) {
+			t.Errorf("--%s is not documented in --help", f.Name)
+		}
+	})
+	for _, name := range []string{"grpc-addr", "worker", "zmq-bind", "nats", "pool-selector", "pool-target-port", "body-mode"} {
+		if c.Flags().Lookup(name) == nil {
+			t.Errorf("epp has no --%s", name)
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d flags: serve's are missing", n)
+	}
+}
+
+// TestEPPManifestArgs: the picker's arguments in deploy/kubernetes parse
+// as `kvrouter epp` flags and give a valid configuration, the pod's
+// environment (KVROUTER_POOL_NAMESPACE) included.
+func TestEPPManifestArgs(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/kubernetes/epp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	d := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var doc struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Args []string `yaml:"args"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		if d.Decode(&doc) != nil {
+			break
+		}
+		if doc.Kind == "Deployment" {
+			args = doc.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	if len(args) == 0 || args[0] != "epp" {
+		t.Fatalf("deployment args %v", args)
+	}
+	c := newEPPCmd()
+	if err := c.ParseFlags(args[1:]); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"KVROUTER_POOL_NAMESPACE": "llm"}
+	cfg, err := app.Resolve(c.Flags(), epp.DefaultConfig(), bindEPPFlags, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pool.Namespace != "llm" || cfg.Pool.Selector != "app=vllm-llama3-8b" || len(cfg.Serve.ZMQBind) == 0 || !cfg.Serve.NoNATS ||
+		cfg.Serve.Frontend.Router.BlockSize != 16 || cfg.GRPCAddr != "0.0.0.0:9002" {
+		t.Fatalf("effective config %+v", cfg.Pool)
+	}
+}
+
+// TestEPPPrintConfig: --print-config prints a file --config reads back to
+// the same configuration.
+func TestEPPPrintConfig(t *testing.T) {
+	c := newEPPCmd()
+	var out bytes.Buffer
+	c.SetOut(&out)
+	c.SetArgs([]string{"--print-config", "--grpc-addr", "127.0.0.1:7000", "--pool-selector", "app=x", "--body-mode", "buffered"})
+	if err := c.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	f := t.TempDir() + "/epp.yaml"
+	if err := os.WriteFile(f, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var back epp.Config = epp.DefaultConfig()
+	if err := app.LoadFile(f, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.GRPCAddr != "127.0.0.1:7000" || back.Pool.Selector != "app=x" || back.Protocol.BodyMode != "buffered" {
+		t.Fatalf("round trip: %+v", back)
+	}
+}

@@ -1,0 +1,278 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Endpoints: the OpenAI APIs the frontend parses, also the endpoint label
+// of kvrouter_requests_total.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+	// EndpointOther is any other path a picker routes (by load alone).
+	EndpointOther = "other"
+)
+
+// EndpointOf maps a request path to its endpoint ("" = not one the router
+// parses).
+func EndpointOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		return EndpointChat
+	case strings.HasSuffix(path, "/completions"):
+		return EndpointCompletions
+	}
+	return ""
+}
+
+// HostPort is a worker URL's network endpoint, "ip:port" (the form the
+// Gateway API endpoint picker protocol names endpoints in); "" when the
+// URL has no host.
+func HostPort(workerURL string) string {
+	u, err := url.Parse(workerURL)
+	if err != nil {
+		return ""
+	}
+	if u.Port() == "" && u.Host != "" {
+		port := "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+		return u.Host + ":" + port
+	}
+	return u.Host
+}
+
+// WorkersAt returns the ids of the known workers whose HostPort is one of
+// endpoints, in endpoints' order (unknown endpoints are skipped).
+func (s *Server) WorkersAt(endpoints []string) []uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]uint64, 0, len(endpoints))
+	for _, ep := range endpoints {
+		for _, id := range s.ids {
+			if w := s.workers[id]; !w.down && HostPort(w.URL) == ep && !containsID(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+func containsID(ids []uint64, id uint64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// PickRequest is one HTTP request a shell forwards itself (the Envoy
+// endpoint picker): the router routes it as serve would, and the shell
+// reports its response through the returned Picked.
+type PickRequest struct {
+	// Path is the request path. A path EndpointOf does not know (GET
+	// /v1/models, ...) is routed by load alone, with an empty prompt.
+	Path string
+	// Header carries the routing headers serve reads (HeaderSession,
+	// HeaderPriority, HeaderExpectedOutput). May be nil.
+	Header http.Header
+	// Body is the OpenAI request body.
+	Body []byte
+	// Allow, when non-nil, restricts the pick to these worker ids; an
+	// empty non-nil list has no eligible worker (503).
+	Allow []uint64
+}
+
+// Picked is a routed request whose load the router holds until Done.
+// Its methods are called from one goroutine (the request's stream).
+type Picked struct {
+	// ID is the request id (router.Request.ID).
+	ID string
+	// Worker is the chosen worker.
+	Worker Worker
+	// Decision is the router's decision.
+	Decision router.Decision
+	// Body is the body to forward: Request.Body, or with a completions
+	// text prompt replaced by its token ids (Config.ForwardTokens).
+	Body []byte
+
+	s        *Server
+	j        *job
+	obs      *fitObs
+	status   string
+	first    bool
+	touched  time.Time
+	tokens   int
+	line     []byte // SSE line carried over between chunks
+	sse      bool
+	finished bool
+}
+
+// Pick parses, tokenizes and routes one request like serve's proxy does
+// (same headers, same limits, same queue), and returns it placed. On
+// error, the returned oai.Error is serve's answer to the same request
+// (its Status is the HTTP status: 400, 413, 429, 503, ...).
+func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error) {
+	ep := cmpOr(EndpointOf(in.Path), EndpointOther)
+	fail := func(e *oai.Error) (*Picked, *oai.Error) {
+		s.m.requests.WithLabelValues(ep, strconv.Itoa(e.Status)).Inc()
+		return nil, e
+	}
+	r := &http.Request{URL: &url.URL{Path: in.Path}, Header: in.Header}
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	j, e := s.newJob(r, ep)
+	if e != nil {
+		return fail(e)
+	}
+	if int64(len(in.Body)) > s.cfg.MaxBodyBytes {
+		s.m.limitRejects.WithLabelValues("body_size").Inc()
+		return fail(&oai.Error{Status: http.StatusRequestEntityTooLarge, Type: oai.TypeInvalidRequest,
+			Code: "request_too_large", Message: "request body exceeds the limit of " + strconv.FormatInt(s.cfg.MaxBodyBytes, 10) + " bytes"})
+	}
+	if ep != EndpointOther {
+		if e := s.prepare(ctx, j, in.Body); e != nil {
+			return fail(e)
+		}
+	}
+	if in.Allow != nil && len(in.Allow) == 0 {
+		return fail(&oai.Error{Status: http.StatusServiceUnavailable, Type: oai.TypeServer, Code: "no_worker",
+			Message: "no eligible worker for this request (the endpoint subset names no known worker)"})
+	}
+	j.allow = in.Allow
+	j.lora = s.adapters.lora(j.model) // salts the hashes as the proxy does
+	for {
+		d, err := s.route(ctx, j, nil)
+		if err != nil {
+			return fail(routeError(err))
+		}
+		wk, ok := s.worker(d.Worker.ID)
+		if !ok { // removed between Route and here
+			_ = s.rt.Fail(j.id, time.Now())
+			continue
+		}
+		s.m.inflight.Inc()
+		now := time.Now()
+		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, s: s, j: j,
+			obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
+	}
+}
+
+// ResponseHeaders records the worker's answer: its HTTP status, and
+// whether it streams (text/event-stream).
+func (p *Picked) ResponseHeaders(status int, contentType string) {
+	if status != 0 {
+		p.status = strconv.Itoa(status)
+	}
+	p.sse = strings.HasPrefix(contentType, "text/event-stream")
+}
+
+// ResponseBody records a chunk of the worker's answer at now: the first
+// one marks the prefill done (the first token is out; serve's proxy
+// does the same), later ones keep the request fresh. Streamed tokens
+// are counted for the timing fit and the output-length average.
+func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
+	if p.finished || len(chunk) == 0 {
+		return
+	}
+	s := p.s
+	if p.first {
+		p.first = false
+		_ = s.rt.PrefillDone(p.ID, now)
+		s.kickRelease()
+		s.m.ttft.Observe(now.Sub(p.j.start).Seconds())
+	} else if now.Sub(p.touched) > time.Second {
+		_ = s.rt.Touch(p.ID, now)
+		p.touched = now
+	}
+	if !p.sse {
+		return
+	}
+	// Complete lines only: an SSE event may be split across chunks.
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			p.line = append(p.line, chunk...)
+			return
+		}
+		line := chunk[:i]
+		if len(p.line) > 0 {
+			p.line = append(p.line, line...)
+			line = p.line
+		}
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
+			data = bytes.TrimSpace(data)
+			if len(data) > 0 && !bytes.Equal(data, []byte("[DONE]")) && isToken(data) {
+				p.obs.token(now)
+				p.tokens++
+			}
+		}
+		p.line = p.line[:0]
+		chunk = chunk[i+1:]
+	}
+}
+
+// Outcomes of Done, as kvrouter_proxied_total counts them.
+const (
+	OutcomeOK            = "ok"
+	OutcomeClientGone    = "client_gone"
+	OutcomeUpstreamError = "upstream_error"
+	OutcomeWorkerError   = "worker_error"
+)
+
+// Done frees the request's load (the end of the response, a broken
+// stream or a reset) and counts it; outcome "" is OutcomeOK, or
+// OutcomeWorkerError when the worker answered a non-200 status. Later
+// calls do nothing.
+func (p *Picked) Done(outcome string) {
+	if p.finished {
+		return
+	}
+	p.finished = true
+	s := p.s
+	if outcome == "" {
+		outcome = OutcomeOK
+		if p.status != "200" {
+			outcome = OutcomeWorkerError
+		}
+	}
+	_ = s.rt.Free(p.ID, time.Now())
+	s.kickRelease()
+	s.m.inflight.Dec()
+	s.m.requests.WithLabelValues(p.j.endpoint, p.status).Inc()
+	s.m.outcomes.WithLabelValues(outcome).Inc()
+	s.m.duration.Observe(time.Since(p.j.start).Seconds())
+	if outcome == OutcomeOK {
+		s.fits.observe(p.obs)
+		if p.tokens > 0 {
+			s.observeOutput(p.j, p.tokens)
+		}
+	}
+	if s.cfg.Events.OnFree != nil {
+		s.cfg.Events.OnFree(p.ID, p.Worker.ID)
+	}
+}
+
+// MaxBodyBytes is the largest request body accepted (Config.MaxBodyBytes).
+func (s *Server) MaxBodyBytes() int64 { return s.cfg.MaxBodyBytes }
+
+// Registry is the Prometheus registry of the frontend's metrics; shells
+// around it (the endpoint picker) register theirs there too.
+func (s *Server) Registry() *prometheus.Registry { return s.cfg.Registry }
+
+// Logger is the frontend's logger (Config.Logger).
+func (s *Server) Logger() *slog.Logger { return s.log }

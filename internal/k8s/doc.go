@@ -1,0 +1,22 @@
+// Package k8s discovers the workers of a Gateway API Inference Extension
+// InferencePool: the ready pods matching the pool's label selector, at
+// the pool's target port, watched with client-go informers and handed to
+// a discovery.Membership (the router's worker set).
+//
+// A pod is the worker http://<pod-ip>:<target port>. Its worker id is
+// the annotation kvrouter.io/worker-id (decimal) when set, for engines
+// whose events reach the router through NATS with an id of their own
+// (kvrouter bridge --worker-id, kvrouter mocker --worker-id); else
+// zmqsub.TopicHash of the pod IP (stable while the pod keeps its IP). KV
+// events published to the router's bound ZMQ SUB (--zmq-bind) with
+// vLLM's topic kv@<pod-ip>@<model> reach the pod's worker whatever its
+// id: the subscriber resolves the topic's pod address to the worker whose
+// URL host it is (internal/app).
+//
+// Optional annotations kvrouter.io/block-size and kvrouter.io/dp-size
+// describe the engine (a block size other than the router's is refused).
+//
+// Pool is safe for concurrent use (Members while Run applies pod
+// changes). The package imports client-go; the router's core packages
+// never do.
+package k8s

@@ -1,0 +1,243 @@
+package k8s
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvrouter/kvrouter/internal/discovery"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Pod annotations read by Pool (see the package doc).
+const (
+	AnnotationWorkerID  = "kvrouter.io/worker-id"
+	AnnotationBlockSize = "kvrouter.io/block-size"
+	AnnotationDPSize    = "kvrouter.io/dp-size"
+)
+
+// PoolConfig configures pod discovery.
+type PoolConfig struct {
+	// Selector is the InferencePool's pod label selector
+	// ("app=vllm-llama3-8b"). Default "" = discovery off.
+	Selector string `yaml:"selector"`
+	// Namespace of the pool and its pods. Default "default".
+	Namespace string `yaml:"namespace"`
+	// TargetPort is the model servers' port (the pool's
+	// targetPorts[0].number). Default 8000.
+	TargetPort int `yaml:"target_port"`
+	// Kubeconfig is a kubeconfig file for running outside the cluster.
+	// Default "" = the in-cluster service account.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Resync re-delivers every pod this often (a safety net). Default 0 =
+	// never.
+	Resync time.Duration `yaml:"resync"`
+	// Logger; default slog.Default().
+	Logger *slog.Logger `yaml:"-"`
+}
+
+// DefaultPoolConfig returns the defaults (discovery off).
+func DefaultPoolConfig() PoolConfig {
+	return PoolConfig{Namespace: "default", TargetPort: 8000}
+}
+
+// Enabled reports whether discovery is on (a selector is set).
+func (c PoolConfig) Enabled() bool { return c.Selector != "" }
+
+// Validate reports every problem, joined.
+func (c PoolConfig) Validate() error {
+	var errs []error
+	if c.Selector != "" {
+		if _, err := labels.Parse(c.Selector); err != nil {
+			errs = append(errs, fmt.Errorf("k8s: pool selector %q: %w", c.Selector, err))
+		}
+	}
+	if c.Enabled() && (c.TargetPort <= 0 || c.TargetPort > 65535) {
+		errs = append(errs, fmt.Errorf("k8s: target port %d out of range", c.TargetPort))
+	}
+	if c.Resync < 0 {
+		errs = append(errs, fmt.Errorf("k8s: resync %v < 0", c.Resync))
+	}
+	return errors.Join(errs...)
+}
+
+// member is a pod the membership knows.
+type member struct {
+	id  uint64
+	url string
+}
+
+// Pool watches the pods of one InferencePool. Build with NewPool, then Run.
+type Pool struct {
+	cfg    PoolConfig
+	sel    labels.Selector
+	client kubernetes.Interface
+	log    *slog.Logger
+	synced atomic.Bool
+
+	mu      sync.Mutex
+	members map[string]member // by namespace/name
+}
+
+// NewPool validates cfg and builds a pool watcher on client (nil: built
+// from cfg.Kubeconfig, or the in-cluster config). It starts nothing.
+func NewPool(cfg PoolConfig, client kubernetes.Interface) (*Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	sel, err := labels.Parse(cfg.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	if client == nil {
+		var rc *rest.Config
+		if cfg.Kubeconfig != "" {
+			rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		} else {
+			rc, err = rest.InClusterConfig()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("k8s: client config: %w", err)
+		}
+		if client, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("k8s: client: %w", err)
+		}
+	}
+	return &Pool{cfg: cfg, sel: sel, client: client, log: cfg.Logger,
+		members: map[string]member{}}, nil
+}
+
+// Synced reports whether the initial pod list was applied.
+func (p *Pool) Synced() bool { return p.synced.Load() }
+
+// Run watches the pool's pods until ctx is done, joining each ready pod
+// to m and taking it out again when it turns unready, changes address or
+// goes away.
+func (p *Pool) Run(ctx context.Context, m discovery.Membership) error {
+	f := informers.NewSharedInformerFactoryWithOptions(p.client, p.cfg.Resync,
+		informers.WithNamespace(p.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = p.cfg.Selector }))
+	inf := f.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.apply(m, obj, false) },
+		UpdateFunc: func(_, obj any) { p.apply(m, obj, false) },
+		DeleteFunc: func(obj any) { p.apply(m, obj, true) },
+	})
+	if err != nil {
+		return fmt.Errorf("k8s: pod handler: %w", err)
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil // ctx done
+	}
+	p.synced.Store(true)
+	p.log.Info("inference pool synced", "namespace", p.cfg.Namespace, "selector", p.cfg.Selector,
+		"workers", len(p.Members()))
+	<-ctx.Done()
+	return nil
+}
+
+// Members returns the pods currently joined, by namespace/name.
+func (p *Pool) Members() map[string]uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]uint64, len(p.members))
+	for k, v := range p.members {
+		out[k] = v.id
+	}
+	return out
+}
+
+// apply reconciles one pod (informer handlers run on one goroutine).
+func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, deleted = t.Obj, true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	key := pod.Namespace + "/" + pod.Name
+	w, ready := p.worker(pod)
+	if deleted || !p.sel.Matches(labels.Set(pod.Labels)) {
+		ready = false
+	}
+	p.mu.Lock()
+	old, had := p.members[key]
+	p.mu.Unlock()
+	if had && ready && old.id == w.ID && old.url == w.URL {
+		return // nothing changed for the router
+	}
+	if had {
+		p.mu.Lock()
+		delete(p.members, key)
+		p.mu.Unlock()
+		m.Leave(old.id)
+		p.log.Info("pool pod left", "pod", key, "worker", old.id, "url", old.url)
+	}
+	if !ready {
+		return
+	}
+	if err := m.Join(w); err != nil {
+		p.log.Warn("pool pod refused", "pod", key, "worker", w.ID, "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.members[key] = member{id: w.ID, url: w.URL}
+	p.mu.Unlock()
+	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL)
+}
+
+// worker describes pod as a worker; ready is false while the pod has no
+// IP, is not Ready, or is terminating.
+func (p *Pool) worker(pod *corev1.Pod) (discovery.Worker, bool) {
+	ip := pod.Status.PodIP
+	w := discovery.Worker{
+		URL:    (&url.URL{Scheme: "http", Host: net.JoinHostPort(ip, strconv.Itoa(p.cfg.TargetPort))}).String(),
+		Labels: map[string]string{"pod": pod.Name},
+	}
+	if v, ok := pod.Annotations[AnnotationWorkerID]; ok {
+		id, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || id == 0 {
+			p.log.Warn("pool pod: bad worker id annotation", "pod", pod.Name, "value", v)
+			return w, false
+		}
+		w.ID = id
+	} else {
+		w.ID = zmqsub.TopicHash(ip)
+	}
+	w.BlockSize, _ = strconv.Atoi(pod.Annotations[AnnotationBlockSize])
+	w.DPSize, _ = strconv.Atoi(pod.Annotations[AnnotationDPSize])
+	return w, ip != "" && pod.DeletionTimestamp == nil && podReady(pod)
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
