@@ -153,22 +153,22 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	if wk, ok := s.worker(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
+	rc := s.rt.Config()
 	for _, c := range d.Candidates {
-		out.Candidates = append(out.Candidates, s.candidate(c))
+		out.Candidates = append(out.Candidates, s.candidate(c, &rc))
 	}
 	s.m.requests.WithLabelValues(ep, "200").Inc()
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) candidate(c selector.Breakdown) Candidate {
+func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
 	out := Candidate{Worker: c.Worker.ID, DPRank: c.Worker.Rank, Credit: c.Credit, Decay: c.Decay,
 		Prefill: c.Prefill, Decode: c.Decode, Requests: c.Requests, Cost: c.Cost, Prob: c.Prob}
 	if c.Out != selector.ReasonNone {
 		out.Out = c.Out.String()
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
-	rc := s.rt.Config()
-	tierCandidate(&out, &c, &rc)
+	tierCandidate(&out, &c, rc)
 	if wk, ok := s.worker(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}

@@ -89,7 +89,8 @@ type Config struct {
 	// blocks cost.
 	TimingFit bool `yaml:"timing_fit"`
 	// PrefillTimeout bounds a disaggregated request's prefill hop
-	// (disagg.go); past it another prefill worker is tried. Default 60 s.
+	// (disagg.go); past it another prefill worker is tried. Default 60 s;
+	// zero means the default.
 	PrefillTimeout time.Duration `yaml:"prefill_timeout"`
 	// KVBytesPerToken is the served model's KV cache size per token, which
 	// turns transferred blocks into kvrouter_disagg_transfer_bytes_total.

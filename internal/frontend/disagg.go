@@ -236,7 +236,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	if pre.boot != nil {
 		dj.body, err = sglangBody(j.body, pre.boot, newRoom())
 	} else {
-		dj.body, err = setFields(j.body, map[string]json.RawMessage{"kv_transfer_params": pre.params}, nil)
+		dj.body, err = oai.SetFields(j.body, map[string]any{"kv_transfer_params": pre.params})
 	}
 	if err != nil {
 		s.dropPrefill(j, pre)
@@ -351,31 +351,16 @@ func (s *Server) failDecode(w http.ResponseWriter, j *job, id uint64, err error)
 // stream false and kv_transfer_params do_remote_decode (vLLM's proxy).
 func prefillBody(body []byte) ([]byte, error) {
 	one := json.RawMessage("1")
-	set := map[string]json.RawMessage{"max_tokens": one, "stream": json.RawMessage("false"), "kv_transfer_params": oai.PrefillParams}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return nil, fmt.Errorf("frontend: prefill body: %w", err)
-	}
-	if _, ok := probe["max_completion_tokens"]; ok {
-		set["max_completion_tokens"] = one
-	}
-	return setFields(body, set, []string{"stream_options", "min_tokens", "min_completion_tokens"})
-}
-
-// setFields returns body with top-level fields set and del removed, every
-// other field kept byte for byte.
-func setFields(body []byte, set map[string]json.RawMessage, del []string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("frontend: rewrite body: %w", err)
-	}
-	for k, v := range set {
-		m[k] = v
-	}
-	for _, k := range del {
-		delete(m, k)
-	}
-	return json.Marshal(m)
+	return oai.EditFields(body, func(m map[string]json.RawMessage) error {
+		m["max_tokens"], m["stream"], m["kv_transfer_params"] = one, json.RawMessage("false"), oai.PrefillParams
+		if _, ok := m["max_completion_tokens"]; ok {
+			m["max_completion_tokens"] = one
+		}
+		for _, k := range []string{"stream_options", "min_tokens", "min_completion_tokens"} {
+			delete(m, k)
+		}
+		return nil
+	})
 }
 
 // firstWrite records when the first body bytes went to the client.

@@ -356,16 +356,28 @@ func hasKey(body []byte, key string) bool {
 // added), every other field kept byte for byte. Values are marshaled with
 // encoding/json.
 func SetFields(body []byte, fields map[string]any) ([]byte, error) {
+	return EditFields(body, func(m map[string]json.RawMessage) error {
+		for k, v := range fields {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("oai: rewrite field %q: %w", k, err)
+			}
+			m[k] = b
+		}
+		return nil
+	})
+}
+
+// EditFields decodes body's top-level object once, lets edit change its
+// fields, and encodes it again: fields edit leaves alone are kept byte for
+// byte. An error from edit is returned as it is.
+func EditFields(body []byte, edit func(map[string]json.RawMessage) error) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("oai: rewrite body: %w", err)
 	}
-	for k, v := range fields {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("oai: rewrite field %q: %w", k, err)
-		}
-		m[k] = b
+	if err := edit(m); err != nil {
+		return nil, err
 	}
 	return json.Marshal(m)
 }
