@@ -229,6 +229,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 			}
 			return
 		}
+		reportTransfer(w, st, res)
 		if g.stream {
 			if g.includeUsage {
 				_ = e.usage(w, usage)
