@@ -14,11 +14,16 @@ import (
 // is "loading": it holds its blocks and a running slot but is skipped by
 // the scheduler, while every other request keeps running (vLLM's KV
 // connector loads asynchronously the same way, the request waiting for
-// remote KV). When the blocks land they are cached in G1 (Stored on the
-// device tier), the pins drop, and the request computes only the rest of
-// its prompt: the transfer time is part of its time to first token, the
-// skipped prefill is not. If nothing else can run, the pass starts when
-// the earliest onboarding lands.
+// remote KV). Admission needs free G1 blocks for the whole staged prefix
+// at once, where a cold prompt needs its first chunk only; until they
+// free, the request waits at the head of the queue and holds back the
+// requests behind it (vLLM's scheduler stops admitting when it cannot
+// allocate a request's slots, external tokens included). When the blocks
+// land they are cached in G1 (Stored on the device tier), the pins drop,
+// and the request computes only the rest of its prompt: the transfer
+// time is part of its time to first token, the skipped prefill is not.
+// If nothing else can run, the pass starts when the earliest onboarding
+// lands.
 
 // lowestHolder is the index of the fastest level holding h, -1 if none.
 func (e *Engine) lowestHolder(h uint64) int {

@@ -161,7 +161,9 @@ func (e *Engine) Add(req Request) error {
 	B := e.cfg.BlockSize
 	// Invariant: a request that fits beside the watermark can always be
 	// admitted into an empty engine, so Step never idles forever.
-	if need, room := (len(req.Tokens)+req.MaxOutputTokens+B-1)/B, e.cfg.NumBlocks-e.watermark; need > room {
+	// NB: in uint64 (both terms are below 2^63): an output limit near 2^63
+	// would wrap an int sum to a small request that then runs forever.
+	if need, room := (uint64(len(req.Tokens))+uint64(req.MaxOutputTokens)+uint64(B)-1)/uint64(B), e.cfg.NumBlocks-e.watermark; need > uint64(room) {
 		return fmt.Errorf("%w: request %d needs %d blocks, the pool has %d beside the watermark",
 			ErrTooLong, req.ID, need, room)
 	}
@@ -632,6 +634,11 @@ func (e *Engine) freeBlocks(s *seq) {
 	s.blocks = s.blocks[:0]
 	s.registered = 0
 }
+
+// Cleared returns an AllBlocksCleared event in the engine's event
+// sequence. An engine shell publishes it at start, as vLLM does after a
+// restart: whatever a router remembers of this worker is gone.
+func (e *Engine) Cleared() kvevents.Event { return e.nextEvent(kvevents.KindCleared) }
 
 func (e *Engine) nextEvent(kind kvevents.Kind) kvevents.Event {
 	ev := kvevents.Event{WorkerID: e.cfg.Worker.ID, DPRank: e.cfg.Worker.Rank, EventID: e.eventID, Kind: kind}

@@ -59,6 +59,7 @@ type Config struct {
 	// first). Default false.
 	AcceptFirst bool
 	// OnClear, when set, is called for each worker+rank the Order clears.
+	// Default nil: no call.
 	OnClear func(w kvevents.Worker, r Reason)
 }
 

@@ -281,17 +281,15 @@ func (r *Router) Disaggregate(req *Request, now time.Time) (Plan, error) {
 	// The deepest prefix a decode-capable worker holds (its own cache:
 	// the aggregated alternative would start from it).
 	best := 0
-	var tokens, batched int
-	for i, w := range r.ranks {
-		ws := r.rankWS[i]
-		if ws.info.Role.Serves(HopAggregated) {
-			for _, o := range p.ov[kvevents.TierDevice] {
-				if o.Worker == w {
-					best = max(best, o.Blocks)
-				}
-			}
+	for _, o := range p.ov[kvevents.TierDevice] {
+		ws := r.workers[o.Worker.ID]
+		if ws != nil && int(o.Worker.Rank) < ws.info.DPSize && ws.info.Role.Serves(HopAggregated) {
+			best = max(best, o.Blocks)
 		}
-		if ws.info.Role == RolePrefill {
+	}
+	var tokens, batched int
+	for i := range r.ranks {
+		if ws := r.rankWS[i]; ws.info.Role == RolePrefill {
 			tokens += r.loads.LoadAt(int(r.rankSlot[i])).PrefillTokens
 			batched += cmpOr(ws.info.MaxNumBatchedTokens, defaultBatchedTokens)
 		}

@@ -149,7 +149,9 @@ func (r *Router) outputBlocks(req *Request) int {
 	if !r.cfg.TrackOutputBlocks {
 		return 0
 	}
-	return (req.OutputTokens + r.cfg.BlockSize - 1) / r.cfg.BlockSize
+	// NB: not (n+B-1)/B: n near 2^63 would wrap negative.
+	n, B := req.OutputTokens, r.cfg.BlockSize
+	return n/B + min(n%B, 1)
 }
 
 // bookRoute reports a dispatched decision (and its session binding)

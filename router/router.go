@@ -237,6 +237,10 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 	if info.DPSize < 0 || info.MaxNumBatchedTokens < 0 || info.TotalKVBlocks < 0 {
 		return fmt.Errorf("%w: worker %d: negative dp size, max batched tokens or kv blocks", ErrBadWorker, info.ID)
 	}
+	if info.DPSize > MaxDPSize {
+		// A registration is input: its dp size sizes allocations here.
+		return fmt.Errorf("%w: worker %d: dp size %d above %d", ErrBadWorker, info.ID, info.DPSize, MaxDPSize)
+	}
 	if info.DPSize == 0 {
 		info.DPSize = 1
 	}

@@ -51,17 +51,27 @@ func (r *Router) DumpTiers() []kvevents.Event {
 	}
 	r.tv.mu.Unlock()
 	for i, w := range ws {
-		order := views[i].parentsFirst()
-		for t := kvevents.TierHostPinned; int(t) < kvevents.NumTiers; t++ {
-			bit := uint8(1) << t
-			for _, h := range order {
-				vb := views[i].blocks[h]
-				if vb.mask&bit == 0 {
-					continue
-				}
-				out = append(out, kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, Tier: t, Kind: kvevents.KindStored,
-					HasParent: vb.hasParent, Parent: vb.parent, Blocks: []kvevents.Block{{Hash: h, Local: vb.local}}})
+		out = views[i].appendDump(out, w)
+	}
+	return out
+}
+
+// appendDump appends the view's lower-tier blocks to out as DumpTiers
+// writes them, under the view's lock (its worker's events may be applied
+// meanwhile).
+func (wv *workerView) appendDump(out []kvevents.Event, w kvevents.Worker) []kvevents.Event {
+	wv.mu.Lock()
+	defer wv.mu.Unlock()
+	order := wv.parentsFirst()
+	for t := kvevents.TierHostPinned; int(t) < kvevents.NumTiers; t++ {
+		bit := uint8(1) << t
+		for _, h := range order {
+			vb := wv.blocks[h]
+			if vb.mask&bit == 0 {
+				continue
 			}
+			out = append(out, kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, Tier: t, Kind: kvevents.KindStored,
+				HasParent: vb.hasParent, Parent: vb.parent, Blocks: []kvevents.Block{{Hash: h, Local: vb.local}}})
 		}
 	}
 	return out

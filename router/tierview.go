@@ -54,6 +54,9 @@ type viewBlock struct {
 }
 
 type workerView struct {
+	// mu guards the view: its worker's events write it (one goroutine at
+	// a time), DumpTiers reads it from another.
+	mu     sync.Mutex
 	blocks map[uint64]*viewBlock
 	kids   map[uint64][]uint64 // parent hash -> children hashes
 	ids    [len(viewTiers)]uint64
@@ -111,6 +114,8 @@ func (r *Router) applyTiered(ev *kvevents.Event) error {
 			return err
 		}
 	}
+	wv.mu.Lock()
+	defer wv.mu.Unlock()
 	switch ev.Kind {
 	case kvevents.KindStored:
 		if ev.HasParent && ev.Parent != 0 { // parent 0 reads as none (indexer package doc)

@@ -127,10 +127,15 @@ type Released struct {
 	Err      error
 }
 
+// MaxDPSize bounds WorkerInfo.DPSize: AddWorker refuses more ranks per
+// worker (the largest data-parallel deployments have a few hundred).
+const MaxDPSize = 1024
+
 // WorkerInfo describes a worker (all its data-parallel ranks).
 type WorkerInfo struct {
 	ID uint64
-	// DPSize is the number of data-parallel ranks, 0..DPSize-1; 0 means 1.
+	// DPSize is the number of data-parallel ranks, 0..DPSize-1; 0 means 1;
+	// at most MaxDPSize.
 	DPSize int
 	// MaxNumBatchedTokens is the engine's token budget per step (busy
 	// fraction and queue threshold); 0 = unknown.

@@ -68,6 +68,13 @@
 // CostTime: own goes negative and eats into the queue). See Config for
 // every knob.
 //
+// The lower-tier weights price the prefill a hit saves, not the G1 room
+// it takes: an engine admits a request with a lower-tier prefix only once
+// G1 has room for the whole staged prefix (a cold prompt needs its first
+// chunk), so when G1 is small next to the prompts those requests wait at
+// the head of the engine's queue and tier-aware credits lose TTFT p99 to
+// "0 0"; with room in G1 they win (README, KV tiers).
+//
 // With an onboarding model (Config.Onboard, off by default; CostTime
 // only) the credited lower-tier blocks also cost their load time over
 // each tier's link, and the request's own prefill starts after the larger

@@ -31,9 +31,23 @@ func newFastCore(ranks map[string]int, split splitter) *fastCore {
 }
 
 func (c *fastCore) appendOrdinary(dst []uint32, text string) []uint32 {
+	return c.appendOrdinaryStop(dst, text, nil)
+}
+
+// stopEvery is how many pieces (or heap merges) pass between two calls of
+// the stop check: a check is a context's Err (a lock), a piece tens of ns.
+const stopEvery = 1024
+
+// appendOrdinaryStop is appendOrdinary, giving up (with a partial result)
+// once stop (nil: never) reports true, so that a huge prompt stops costing
+// CPU when its client is gone.
+func (c *fastCore) appendOrdinaryStop(dst []uint32, text string, stop func() bool) []uint32 {
 	text = validUTF8(text)
 	var parts []part
-	for i := 0; i < len(text); {
+	for i, n := 0, 0; i < len(text); n++ {
+		if stop != nil && n%stopEvery == stopEvery-1 && stop() {
+			return dst
+		}
 		j := c.split(text, i)
 		piece := text[i:j]
 		i = j
@@ -41,7 +55,11 @@ func (c *fastCore) appendOrdinary(dst []uint32, text string) []uint32 {
 			dst = append(dst, id)
 			continue
 		}
-		dst, parts = c.merge(dst, piece, parts)
+		if len(piece) >= longPiece {
+			dst = c.mergeHeap(dst, piece, stop)
+			continue
+		}
+		dst, parts = c.mergeScan(dst, piece, parts)
 	}
 	return dst
 }
@@ -62,7 +80,7 @@ const longPiece = 128
 // reused across pieces.
 func (c *fastCore) merge(dst []uint32, piece string, scratch []part) ([]uint32, []part) {
 	if len(piece) >= longPiece {
-		return c.mergeHeap(dst, piece), scratch
+		return c.mergeHeap(dst, piece, nil), scratch
 	}
 	return c.mergeScan(dst, piece, scratch)
 }
@@ -111,7 +129,7 @@ func (c *fastCore) mergeScan(dst []uint32, piece string, scratch []part) ([]uint
 // leftmost among equal ranks) with the candidate pairs in a heap and the
 // parts in a linked list: O(n log n). A heap entry is stale once either of
 // its parts changed; it is then skipped.
-func (c *fastCore) mergeHeap(dst []uint32, piece string) []uint32 {
+func (c *fastCore) mergeHeap(dst []uint32, piece string, stop func() bool) []uint32 {
 	n := len(piece)
 	next := make([]int32, n) // start of the next part, n at the end
 	prev := make([]int32, n) // start of the previous part, -1 at the start
@@ -134,7 +152,10 @@ func (c *fastCore) mergeHeap(dst []uint32, piece string) []uint32 {
 		push(i)
 	}
 	heap.Init(&h)
-	for h.Len() > 0 {
+	for pops := 0; h.Len() > 0; pops++ {
+		if stop != nil && pops%stopEvery == stopEvery-1 && stop() {
+			return dst
+		}
 		p := heap.Pop(&h).(pair)
 		j := next[p.at]
 		if gen[p.at] != p.gen || int(j) >= n || gen[j] != p.genR {

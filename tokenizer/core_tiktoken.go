@@ -36,6 +36,15 @@ func newBPECore(ranks map[string]int, special map[string]uint32, pattern string)
 	return c, nil
 }
 
+// appendOrdinaryStop checks stop once, before: the tiktoken-go encoder
+// cannot be interrupted.
+func (c *bpeCore) appendOrdinaryStop(dst []uint32, text string, stop func() bool) []uint32 {
+	if stop != nil && stop() {
+		return dst
+	}
+	return c.appendOrdinary(dst, text)
+}
+
 func (c *bpeCore) appendOrdinary(dst []uint32, text string) []uint32 {
 	for _, id := range c.enc.EncodeOrdinary(text) {
 		dst = append(dst, uint32(id))

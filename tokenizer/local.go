@@ -25,6 +25,9 @@ const DefaultCacheBytes = 64 << 20
 // core encodes text that contains no added tokens, already normalized.
 type core interface {
 	appendOrdinary(dst []uint32, text string) []uint32
+	// appendOrdinaryStop is appendOrdinary, returning early (a partial
+	// result) once stop (nil: never) reports true.
+	appendOrdinaryStop(dst []uint32, text string, stop func() bool) []uint32
 	// tokenBytes returns the raw bytes of a vocabulary (non-added) token.
 	tokenBytes(id uint32) ([]byte, bool)
 }
@@ -68,12 +71,26 @@ func newLocal(name string, c core, added []addedToken, norm func(string) string,
 func (l *Local) Name() string { return l.name }
 
 // Encode implements [Tokenizer]; it never blocks, and fails only if ctx is
-// already done.
+// done: checked before and, every few thousand pieces or merges, during
+// the encoding (an 8 MB one-word prompt costs seconds of CPU; a client
+// that left stops that cost).
 func (l *Local) Encode(ctx context.Context, prompt string) ([]uint32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return l.EncodeText(prompt, true), nil
+	ids := l.encodeText(prompt, true, stopOn(ctx))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// stopOn is the encoder's stop check for ctx (nil when ctx cannot end).
+func stopOn(ctx context.Context) func() bool {
+	if ctx.Done() == nil {
+		return nil
+	}
+	return func() bool { return ctx.Err() != nil }
 }
 
 // EncodeChat implements [Tokenizer].
@@ -85,7 +102,11 @@ func (l *Local) EncodeChat(ctx context.Context, msgs []Message, addGenerationPro
 	if err != nil {
 		return nil, err
 	}
-	return l.EncodeText(text, false), nil
+	ids := l.encodeText(text, false, stopOn(ctx))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ids, nil
 }
 
 // ApplyChatTemplate renders the conversation like HF's
@@ -108,6 +129,11 @@ func (l *Local) ChatTemplate() *ChatTemplate { return l.tmpl }
 // BPE-encoded, and with addSpecialTokens the post-processor's tokens (e.g. a
 // BOS) are added.
 func (l *Local) EncodeText(text string, addSpecialTokens bool) []uint32 {
+	return l.encodeText(text, addSpecialTokens, nil)
+}
+
+// encodeText is EncodeText giving up (partial ids) once stop reports true.
+func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool) []uint32 {
 	ids := make([]uint32, 0, len(text)/3+len(l.prefix)+len(l.suffix)+4)
 	if addSpecialTokens {
 		ids = append(ids, l.prefix...)
@@ -116,10 +142,10 @@ func (l *Local) EncodeText(text string, addSpecialTokens bool) []uint32 {
 	for pos < len(text) {
 		m, ok := l.special.find(text, pos)
 		if !ok {
-			ids = l.appendSegment(ids, text[pos:])
+			ids = l.appendSegment(ids, text[pos:], stop)
 			break
 		}
-		ids = l.appendSegment(ids, text[pos:m.segEnd])
+		ids = l.appendSegment(ids, text[pos:m.segEnd], stop)
 		ids = append(ids, m.id)
 		pos = m.next
 	}
@@ -132,12 +158,12 @@ func (l *Local) EncodeText(text string, addSpecialTokens bool) []uint32 {
 // appendSegment encodes a text segment that contains no added token.
 // Invariant: segments are independent (BPE and the pre-tokenizer never look
 // across an added token), so caching a segment's ids is exact.
-func (l *Local) appendSegment(dst []uint32, seg string) []uint32 {
+func (l *Local) appendSegment(dst []uint32, seg string, stop func() bool) []uint32 {
 	if seg == "" {
 		return dst
 	}
 	if l.cache == nil || len(seg) < l.minCache {
-		return l.core.appendOrdinary(dst, l.norm(seg))
+		return l.core.appendOrdinaryStop(dst, l.norm(seg), stop)
 	}
 	// NB: the key is the raw segment, so a hit skips normalization too.
 	key := segmentKey(seg)
@@ -145,7 +171,10 @@ func (l *Local) appendSegment(dst []uint32, seg string) []uint32 {
 		return append(dst, ids...)
 	}
 	n := len(dst)
-	dst = l.core.appendOrdinary(dst, l.norm(seg))
+	dst = l.core.appendOrdinaryStop(dst, l.norm(seg), stop)
+	if stop != nil && stop() {
+		return dst // possibly partial: never cached
+	}
 	l.cache.put(key, dst[n:], len(seg))
 	return dst
 }

@@ -266,7 +266,7 @@ func TestMergeHeapEqualsScan(t *testing.T) {
 			}
 			piece := b.String()
 			want, _ := c.mergeScan(nil, piece, nil)
-			if got := c.mergeHeap(nil, piece); !slices.Equal(got, want) {
+			if got := c.mergeHeap(nil, piece, nil); !slices.Equal(got, want) {
 				t.Fatalf("%s: %q: %s", name, piece, firstDiff(got, want))
 			}
 		}

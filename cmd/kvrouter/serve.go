@@ -143,4 +143,5 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Uint64Var(&fc.Seed, "seed", fc.Seed, "tie-break seed (0 = random; replicas must differ)")
 	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion prompts to workers as token ids")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	bindServeHardeningFlags(f, c)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
+	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
@@ -47,9 +48,11 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			}
 			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
 				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers}
-			if fc.Prefill, fc.Decode, err = fleet.ParseDisagg(disagg); err != nil {
+			pools, err := sim.ParseDisagg(disagg)
+			if err != nil {
 				return err
 			}
+			fc.Prefill, fc.Decode = pools.Prefill, pools.Decode
 			f, err := fleet.New(fc)
 			if err != nil {
 				return err

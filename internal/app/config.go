@@ -81,7 +81,8 @@ type ServeConfig struct {
 	StaticWorkers []discovery.Worker `yaml:"-"`
 	// SharedStores are event sources that are not workers: the G4 stores
 	// of a fleet (DESIGN.md §7), whose events the member gate accepts
-	// without a registration (kvrouter up sets its store's id).
+	// without a registration (kvrouter up sets its store's id). Default
+	// none.
 	SharedStores []uint64 `yaml:"-"`
 	// ZMQDynamic runs the ZMQ subscriber even with no static ZMQ worker
 	// and no ZMQBind, for sources a discovery adds (ZMQ().Add; the

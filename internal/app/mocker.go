@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,6 +33,9 @@ type Mocker struct {
 	ln  net.Listener
 	url string
 	mc  mockerd.Config
+	// epoch is this process start's id in the registration (DESIGN.md
+	// §9): routers drop what they remember of a worker whose epoch changed.
+	epoch string
 }
 
 // NewMocker validates cfg, loads the tokenizer and binds the listener.
@@ -42,7 +47,7 @@ func NewMocker(cfg MockerConfig) (*Mocker, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mocker{cfg: cfg, log: log, ln: cfg.Listener}
+	m := &Mocker{cfg: cfg, log: log, ln: cfg.Listener, epoch: newEpoch()}
 	if m.ln == nil {
 		if m.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 			return nil, fmt.Errorf("mocker: %w", err)
@@ -78,7 +83,7 @@ func (m *Mocker) Worker() discovery.Worker {
 	e := m.mc.Engine
 	return discovery.Worker{ID: m.cfg.WorkerID, Model: m.mc.Model, URL: m.url, BlockSize: e.BlockSize,
 		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, DPSize: 1,
-		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Role: m.cfg.Role}
+		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch, Role: m.cfg.Role}
 }
 
 // Run serves until ctx is done, then drains (up to DrainTimeout),
@@ -152,4 +157,11 @@ func (m *Mocker) run(ctx context.Context, onServer func(*mockerd.Server)) error 
 		return err
 	}
 	return nil
+}
+
+// newEpoch is a random process-start id (16 hex digits).
+func newEpoch() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
 }

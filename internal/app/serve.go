@@ -138,6 +138,8 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	}
 	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) || slices.Contains(cfg.SharedStores, id) }, s.fe.CountIngest)
 	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
+	s.members.OnRefused = s.fe.CountWorkerRefused
+	s.members.OnRestart = func(prev discovery.Worker) { s.ResetWorkerEvents(prev.ID, prev.DPSize) }
 	if err := s.members.AddStatic(static); err != nil {
 		return nil, err
 	}

@@ -75,8 +75,9 @@ func validBind(ep string) error {
 // message asks; the membership changes rarely); any join or leave empties
 // it.
 type podCache struct {
-	mu sync.Mutex
-	m  map[[2]string]podAnswer
+	mu  sync.Mutex
+	m   map[[2]string]podAnswer
+	gen uint64 // resets so far
 }
 
 type podAnswer struct {
@@ -88,16 +89,21 @@ func (c *podCache) resolve(pod, model string, slow func() (uint64, error)) (uint
 	k := [2]string{pod, model}
 	c.mu.Lock()
 	a, ok := c.m[k]
+	gen := c.gen
 	c.mu.Unlock()
 	if ok {
 		return a.id, a.err
 	}
 	id, err := slow()
 	c.mu.Lock()
-	if c.m == nil || len(c.m) > 4096 { // bounded: topics are chosen by whoever connects
-		c.m = map[[2]string]podAnswer{}
+	// NB: a reset while slow ran (a join) may have made its answer stale:
+	// kept, an unknown pod would stay unknown after its worker joined.
+	if c.gen == gen {
+		if c.m == nil || len(c.m) > 4096 { // bounded: topics are chosen by whoever connects
+			c.m = map[[2]string]podAnswer{}
+		}
+		c.m[k] = podAnswer{id, err}
 	}
-	c.m[k] = podAnswer{id, err}
 	c.mu.Unlock()
 	return id, err
 }
@@ -105,6 +111,7 @@ func (c *podCache) resolve(pod, model string, slow func() (uint64, error)) (uint
 func (c *podCache) reset() {
 	c.mu.Lock()
 	c.m = nil
+	c.gen++
 	c.mu.Unlock()
 }
 

@@ -2,37 +2,12 @@ package discovery_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
-	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 )
-
-func tcpServer(t *testing.T, port int) *eventplane.Conn {
-	t.Helper()
-	cfg := eventplane.DefaultConfig()
-	cfg.Port, cfg.StoreDir, cfg.Logger = port, t.TempDir(), eventplanetest.Quiet
-	c, err := eventplane.StartEmbedded(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func tcpClient(t *testing.T, url string) *eventplane.Conn {
-	t.Helper()
-	cfg := eventplane.DefaultConfig()
-	cfg.URL, cfg.Logger = url, eventplanetest.Quiet
-	c, err := eventplane.Connect(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
 
 // TestWatchSurvivesFreshStore: the NATS server restarts with an empty store
 // (the registry bucket is gone). The workers' next heartbeat recreates the
@@ -41,15 +16,10 @@ func tcpClient(t *testing.T, url string) *eventplane.Conn {
 // registers after the restart joins within seconds, far below the 15 s
 // registration TTL (before: never, until the router restarted).
 func TestWatchSurvivesFreshStore(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := tcpServer(t, port)
+	port := eventplanetest.FreePort(t)
+	srv := eventplanetest.Server(t, port)
 	url := srv.ClientURL()
-	routerConn, workerConn := tcpClient(t, url), tcpClient(t, url)
+	routerConn, workerConn := eventplanetest.Dial(t, url), eventplanetest.Dial(t, url)
 	m := &members{joined: map[uint64]discovery.Worker{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -71,7 +41,7 @@ func TestWatchSurvivesFreshStore(t *testing.T) {
 	eventplanetest.WaitFor(t, 10*time.Second, "worker 1 joined", func() bool { return joined(1) })
 
 	srv.Close()
-	srv = tcpServer(t, port)
+	srv = eventplanetest.Server(t, port)
 	defer srv.Close()
 	// A worker registering on the fresh server (retrying as a heartbeat
 	// would, while its client reconnects) recreates the bucket.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -282,12 +281,11 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 						}
 						continue
 					}
-					idStr, ok := strings.CutPrefix(e.Key(), "w.")
-					if !ok {
-						continue
-					}
-					id, err := strconv.ParseUint(idStr, 10, 64)
+					id, err := KeyID(e.Key())
 					if err != nil {
+						if e.Operation() == jetstream.KeyValuePut {
+							refuse(m, 0, err)
+						}
 						continue
 					}
 					switch e.Operation() {
@@ -308,12 +306,13 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 						if had && prev.raw == string(e.Value()) {
 							continue // heartbeat
 						}
-						var w Worker
-						if err := json.Unmarshal(e.Value(), &w); err != nil || w.ID != id {
+						w, err := DecodeRegistration(e.Key(), e.Value())
+						if err != nil {
 							r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
+							refuse(m, id, err)
 							continue
 						}
-						if err := m.Join(w); err != nil {
+						if err := safeJoin(m, w); err != nil {
 							r.cfg.Logger.Error("worker refused", "worker", id, "url", w.URL, "err", err)
 						}
 					}
@@ -356,9 +355,18 @@ type Fleet struct {
 	next      Membership
 	log       *slog.Logger
 
-	mu      sync.Mutex
-	workers map[uint64]Worker
-	refused atomic.Uint64
+	// OnRefused, when set (before use), is called with the reason of
+	// every refusal (kvrouter_workers_refused_total).
+	OnRefused func(reason string)
+	// OnRestart, when set (before use), is called with the previous
+	// registration of a worker that came back with a new epoch, after it
+	// left: the event plane forgets it (its new life numbers events anew).
+	OnRestart func(prev Worker)
+
+	mu       sync.Mutex
+	workers  map[uint64]Worker
+	refused  atomic.Uint64
+	restarts atomic.Uint64
 }
 
 // NewFleet returns a Fleet for a router of the given block size.
@@ -369,21 +377,71 @@ func NewFleet(blockSize int, next Membership, log *slog.Logger) *Fleet {
 	return &Fleet{blockSize: blockSize, next: next, log: log, workers: map[uint64]Worker{}}
 }
 
-// Join checks and forwards a worker.
+// Join checks and forwards a worker. A known worker announcing a new
+// epoch restarted: it leaves first (its index entries and load are
+// dropped), then joins again.
 func (f *Fleet) Join(w Worker) error {
-	if err := CheckBlockSize(f.blockSize, w); err != nil {
-		f.refused.Add(1)
-		f.log.Error("worker refused", "worker", w.ID, "url", w.URL, "worker_block_size", w.BlockSize, "router_block_size", f.blockSize)
+	if err := w.Validate(); err != nil {
+		f.Refuse(w.ID, ReasonInvalid, err)
 		return err
 	}
-	if err := f.next.Join(w); err != nil {
-		f.refused.Add(1)
+	if err := CheckBlockSize(f.blockSize, w); err != nil {
+		f.Refuse(w.ID, ReasonBlockSize, err)
+		return err
+	}
+	f.mu.Lock()
+	prev, known := f.workers[w.ID]
+	f.mu.Unlock()
+	if known && prev.Epoch != w.Epoch {
+		f.log.Info("worker restarted (new epoch); dropping its cache state", "worker", w.ID, "epoch", w.Epoch, "previous_epoch", prev.Epoch)
+		f.restarts.Add(1)
+		f.next.Leave(w.ID) // index entries and load
+		if f.OnRestart != nil {
+			f.OnRestart(prev)
+		}
+	}
+	if err := safeJoin(f.next, w); err != nil {
+		if known {
+			f.mu.Lock()
+			delete(f.workers, w.ID)
+			f.mu.Unlock()
+			f.next.Leave(w.ID)
+		}
+		f.Refuse(w.ID, Reason(err), err)
 		return err
 	}
 	f.mu.Lock()
 	f.workers[w.ID] = w
 	f.mu.Unlock()
 	return nil
+}
+
+// Refuse counts and logs a refused registration and reports it to
+// OnRefused (Refuser).
+func (f *Fleet) Refuse(id uint64, reason string, err error) {
+	f.refused.Add(1)
+	f.log.Error("worker refused", "worker", id, "reason", reason, "err", err)
+	if f.OnRefused != nil {
+		f.OnRefused(reason)
+	}
+}
+
+// refuse tells m about a refused registration when it listens.
+func refuse(m Membership, id uint64, err error) {
+	if r, ok := m.(Refuser); ok {
+		r.Refuse(id, Reason(err), err)
+	}
+}
+
+// safeJoin joins w; a panic below (a bug reached by input) becomes an
+// error wrapping errPanic instead of taking the process down.
+func safeJoin(m Membership, w Worker) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: worker %d: %v", errPanic, w.ID, p)
+		}
+	}()
+	return m.Join(w)
 }
 
 // Leave forwards a leave of a known worker.
@@ -418,6 +476,9 @@ func (f *Fleet) Workers() []Worker {
 	return out
 }
 
-// Refused counts workers refused (block-size mismatch or the Membership's
-// error); export it as a metric.
+// Refused counts workers refused (invalid, undecodable, block-size
+// mismatch or the Membership's error); export it as a metric.
 func (f *Fleet) Refused() uint64 { return f.refused.Load() }
+
+// Restarts counts known workers that registered with a new epoch.
+func (f *Fleet) Restarts() uint64 { return f.restarts.Load() }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"sort"
@@ -27,7 +28,12 @@ type Worker struct {
 	EventEndpoint    string            `json:"event_endpoint,omitempty" yaml:"event_endpoint,omitempty"`   // ZMQ PUB ("" = NATS stream)
 	ReplayEndpoint   string            `json:"replay_endpoint,omitempty" yaml:"replay_endpoint,omitempty"` // ZMQ replay ROUTER
 	Labels           map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
-	Pod              string            `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
+	// Epoch identifies the worker's process start (a fresh random id per
+	// start). A registration with a new epoch means the engine restarted
+	// with an empty cache: the router drops what it remembered of it
+	// (DESIGN.md §9). "" = not announced (static workers).
+	Epoch string `json:"epoch,omitempty" yaml:"epoch,omitempty"`
+	Pod   string `json:"pod,omitempty" yaml:"pod,omitempty"` // pod of the ZMQ topic kv@<pod>@<model> (serve --zmq-bind), when not the URL's host:port or host
 	// Role is the worker's part in disaggregated serving (DESIGN.md §10):
 	// "prefill", "decode", or "both" ("" = both).
 	Role string `json:"role,omitempty" yaml:"role,omitempty"`
@@ -37,26 +43,78 @@ type Worker struct {
 	BootstrapPort int `json:"bootstrap_port,omitempty" yaml:"bootstrap_port,omitempty"`
 }
 
-// Validate reports every problem of w.
+// Bounds of a registration's fields: anything beyond is refused, since a
+// registration is input from the network and its sizes drive allocations
+// and arithmetic in the router.
+const (
+	MaxBlockSize        = 1 << 16
+	MaxTotalKVBlocks    = 1 << 40
+	MaxBatchedTokens    = 1 << 30
+	MaxLabels           = 64
+	maxStringLen        = 1024 // model, label keys and values, epoch, pod
+	maxURLLen           = 2048
+	maxRegistrationSize = 64 << 10
+)
+
+// ErrInvalid is wrapped by Validate's errors.
+var ErrInvalid = errors.New("discovery: invalid worker")
+
+// Validate reports every problem of w (each wraps ErrInvalid): the URL
+// must be http(s)://host, sizes within the bounds above and the dp size
+// within router.MaxDPSize, endpoints tcp://host:port.
 func (w Worker) Validate() error {
 	var errs []error
-	if w.URL == "" {
-		errs = append(errs, fmt.Errorf("discovery: worker %d: url required", w.ID))
-	} else if u, err := url.Parse(w.URL); err != nil || u.Host == "" {
-		errs = append(errs, fmt.Errorf("discovery: worker %d: bad url %q", w.ID, w.URL))
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w %d: "+format, append([]any{ErrInvalid, w.ID}, args...)...))
+	}
+	switch u, err := url.Parse(w.URL); {
+	case w.URL == "":
+		bad("url required")
+	case len(w.URL) > maxURLLen:
+		bad("url longer than %d bytes", maxURLLen)
+	case err != nil || u.Host == "" || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil:
+		bad("bad url %q: want http(s)://host[:port][/path]", w.URL)
+	case u.Port() != "" && !validPort(u.Port()):
+		bad("bad port in url %q", w.URL)
 	}
 	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 || w.BootstrapPort < 0 || w.BootstrapPort > 65535 {
-		errs = append(errs, fmt.Errorf("discovery: worker %d: negative size", w.ID))
+		bad("negative size or bootstrap port out of range")
+	}
+	if w.BlockSize > MaxBlockSize || w.DPSize > router.MaxDPSize || w.TotalKVBlocks > MaxTotalKVBlocks || w.MaxBatchedTokens > MaxBatchedTokens {
+		bad("size out of bounds (block size %d <= %d, dp size %d <= %d, kv blocks %d <= %d, batched tokens %d <= %d)",
+			w.BlockSize, MaxBlockSize, w.DPSize, router.MaxDPSize, w.TotalKVBlocks, MaxTotalKVBlocks, w.MaxBatchedTokens, MaxBatchedTokens)
 	}
 	if _, err := router.ParseRole(w.Role); err != nil {
-		errs = append(errs, fmt.Errorf("discovery: worker %d: %w", w.ID, err))
+		bad("%v", err)
 	}
 	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
-		if ep != "" && !strings.HasPrefix(ep, "tcp://") {
-			errs = append(errs, fmt.Errorf("discovery: worker %d: endpoint %q: want tcp://host:port", w.ID, ep))
+		if ep == "" {
+			continue
+		}
+		hp, ok := strings.CutPrefix(ep, "tcp://")
+		host, port, err := net.SplitHostPort(hp)
+		if !ok || err != nil || host == "" || !validPort(port) || len(ep) > maxURLLen {
+			bad("endpoint %q: want tcp://host:port", ep)
+		}
+	}
+	if len(w.Model) > maxStringLen || len(w.Epoch) > maxStringLen || len(w.Pod) > maxStringLen {
+		bad("model, epoch or pod longer than %d bytes", maxStringLen)
+	}
+	if len(w.Labels) > MaxLabels {
+		bad("%d labels, at most %d", len(w.Labels), MaxLabels)
+	}
+	for k, v := range w.Labels {
+		if k == "" || len(k) > maxStringLen || len(v) > maxStringLen {
+			bad("label %.40q: empty key or longer than %d bytes", k, maxStringLen)
+			break
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func validPort(p string) bool {
+	n, err := strconv.ParseUint(p, 10, 16)
+	return err == nil && n > 0
 }
 
 // ErrBlockSize is wrapped by CheckBlockSize's error.

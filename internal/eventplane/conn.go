@@ -47,7 +47,15 @@ type Config struct {
 	// Restart. Other processes always reach the server by TCP (ClientURL).
 	LoopbackTCP bool `yaml:"loopback_tcp"`
 
-	// External server only: credentials and TLS. All optional.
+	// EmbeddedTLSCert and EmbeddedTLSKey (PEM files) make the embedded
+	// server require TLS. Default "": plain TCP.
+	EmbeddedTLSCert string `yaml:"embedded_tls_cert"`
+	EmbeddedTLSKey  string `yaml:"embedded_tls_key"`
+
+	// Credentials and TLS of the server. All optional. For an external
+	// server, what this client presents; for the embedded one, User and
+	// Password, Token or the NKeySeedFile's key are also what the server
+	// requires (mandatory when Host is not a loopback address).
 	User         string `yaml:"user"`
 	Password     string `yaml:"password"`       // secret: logged masked
 	Token        string `yaml:"token"`          // secret: logged masked
@@ -133,8 +141,11 @@ func (c *Config) setDefaults() {
 // Validate reports every problem of the configuration.
 func (c Config) Validate() error {
 	var errs []error
-	if c.URL == "" && (c.User != "" || c.Token != "" || c.CredsFile != "" || c.NKeySeedFile != "") {
-		errs = append(errs, errors.New("eventplane: credentials given without --nats URL"))
+	if c.URL == "" && c.CredsFile != "" {
+		errs = append(errs, errors.New("eventplane: a .creds file needs an external server (--nats URL)"))
+	}
+	if c.URL == "" {
+		errs = append(errs, c.checkEmbeddedExposure()) // embedauth.go
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("eventplane: TLS client certificate and key go together"))
@@ -246,7 +257,7 @@ func (c *Conn) startServer() error {
 	if port == 0 {
 		port = -1 // random
 	}
-	s, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: "kvrouter-embedded",
 		Host:       c.cfg.Host,
 		Port:       port,
@@ -254,7 +265,11 @@ func (c *Conn) startServer() error {
 		StoreDir:   c.cfg.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
-	})
+	}
+	if err := c.cfg.embeddedAuth(opts); err != nil { // embedauth.go
+		return err
+	}
+	s, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("eventplane: embedded server: %w", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -397,20 +395,6 @@ func (f *Fleet) role(i int) string {
 
 // Pools returns the prefill and decode pool sizes (0, 0: aggregated).
 func (f *Fleet) Pools() (prefill, decode int) { return f.cfg.Prefill, f.cfg.Decode }
-
-// ParseDisagg parses "P:D" (`kvrouter up --disagg`); "" is 0, 0.
-func ParseDisagg(s string) (prefill, decode int, err error) {
-	if s == "" {
-		return 0, 0, nil
-	}
-	ps, ds, ok := strings.Cut(s, ":")
-	p, err1 := strconv.Atoi(ps)
-	d, err2 := strconv.Atoi(ds)
-	if !ok || err1 != nil || err2 != nil || p < 1 || d < 1 {
-		return 0, 0, fmt.Errorf("fleet: --disagg %q: want P:D, two positive pool sizes", s)
-	}
-	return p, d, nil
-}
 
 // Info returns the router.WorkerInfo-style description of a worker (for
 // logs); zero before Run built the worker.

@@ -105,10 +105,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	case rr.Prompt != nil && rr.Prompt.IsTokens:
 		j.tokens = rr.Prompt.Tokens
 	case rr.Prompt != nil:
-		j.tokens, err = s.cfg.Tokenizer.Encode(r.Context(), rr.Prompt.Text)
+		j.tokens, err = s.encode(r.Context(), rr.Prompt.Text)
 	case len(rr.Messages) > 0:
 		msgs, gen := routingMessages(rr.Messages)
-		j.tokens, err = s.cfg.Tokenizer.EncodeChat(r.Context(), msgs, gen)
+		j.tokens, err = s.encodeChat(r.Context(), msgs, gen)
 	default:
 		s.fail(w, ep, oai.BadRequest("prompt", "give one of prompt, messages or tokens"))
 		return
@@ -125,6 +125,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		j.session = rr.Session
 	}
 	if rr.Priority != 0 {
+		if rr.Priority < -MaxPriority || rr.Priority > MaxPriority {
+			s.fail(w, ep, oai.BadRequest("priority", fmt.Sprintf("priority must be in [-%g, %g]", MaxPriority, MaxPriority)))
+			return
+		}
 		j.priority = rr.Priority
 	}
 	hop, err := router.ParseHop(rr.Hop)
@@ -132,10 +136,24 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, oai.BadRequest("hop", err.Error()))
 		return
 	}
+	who := owner(r)
+	if rr.Track {
+		var e *oai.Error
+		if j.id, e = s.reserveBooking(who); e != nil {
+			s.fail(w, ep, e)
+			return
+		}
+	}
 	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace, hop)
 	if err != nil {
+		if rr.Track {
+			s.unreserve(who)
+		}
 		s.fail(w, ep, routeError(err))
 		return
+	}
+	if rr.Track {
+		s.holdBooking(j.id, who)
 	}
 	if !rr.Track {
 		_ = s.rt.Free(j.id, time.Now())
@@ -153,22 +171,22 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	if wk, ok := s.worker(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
+	rc := s.rt.Config()
 	for _, c := range d.Candidates {
-		out.Candidates = append(out.Candidates, s.candidate(c))
+		out.Candidates = append(out.Candidates, s.candidate(c, &rc))
 	}
 	s.m.requests.WithLabelValues(ep, "200").Inc()
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) candidate(c selector.Breakdown) Candidate {
+func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
 	out := Candidate{Worker: c.Worker.ID, DPRank: c.Worker.Rank, Credit: c.Credit, Decay: c.Decay,
 		Prefill: c.Prefill, Decode: c.Decode, Requests: c.Requests, Cost: c.Cost, Prob: c.Prob}
 	if c.Out != selector.ReasonNone {
 		out.Out = c.Out.String()
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
-	rc := s.rt.Config()
-	tierCandidate(&out, &c, &rc)
+	tierCandidate(&out, &c, rc)
 	if wk, ok := s.worker(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}
@@ -187,24 +205,6 @@ func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop route
 		return d, fmt.Errorf("frontend: /route cannot wait in the queue: %w", selector.ErrAllOverloaded)
 	}
 	return d, err
-}
-
-func (s *Server) handleRouteLifecycle(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	now := time.Now()
-	var err error
-	if len(r.URL.Path) > 5 && r.URL.Path[len(r.URL.Path)-5:] == "/free" {
-		err = s.rt.Free(id, now)
-		s.kickRelease()
-	} else {
-		err = s.rt.PrefillDone(id, now)
-		s.kickRelease()
-	}
-	if err != nil {
-		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, err.Error()).Write(w)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "ok"})
 }
 
 // IndexSummary is one worker+rank's line of GET /debug/index.

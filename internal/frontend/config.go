@@ -89,7 +89,8 @@ type Config struct {
 	// blocks cost.
 	TimingFit bool `yaml:"timing_fit"`
 	// PrefillTimeout bounds a disaggregated request's prefill hop
-	// (disagg.go); past it another prefill worker is tried. Default 60 s.
+	// (disagg.go); past it another prefill worker is tried. Default 60 s;
+	// zero means the default.
 	PrefillTimeout time.Duration `yaml:"prefill_timeout"`
 	// KVBytesPerToken is the served model's KV cache size per token, which
 	// turns transferred blocks into kvrouter_disagg_transfer_bytes_total.
@@ -104,6 +105,9 @@ type Config struct {
 	// AdminHandlers are extra endpoints ("GET /debug/loads") served
 	// behind the admin keys like /debug/index. Default none.
 	AdminHandlers map[string]http.Handler `yaml:"-"`
+	// Hardening holds the bounds on what clients may cost the router
+	// (limits.go). Default DefaultHardening().
+	Hardening Hardening `yaml:"hardening"`
 }
 
 // Events are optional callbacks, called on request goroutines.
@@ -136,6 +140,7 @@ func DefaultConfig() Config {
 		SweepInterval:    10 * time.Second,
 		DrainTimeout:     30 * time.Second,
 		TimingFit:        true,
+		Hardening:        DefaultHardening(),
 		PrefillTimeout:   60 * time.Second,
 		KVBytesPerToken:  131072,
 	}
@@ -154,6 +159,9 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("frontend: negative body limit, prompt limit or retries"))
 	}
 	if err := c.Router.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Hardening.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -179,6 +187,7 @@ func (c *Config) setDefaults() {
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = d.DrainTimeout
 	}
+	c.Hardening.setDefaults()
 	if c.PrefillTimeout <= 0 {
 		c.PrefillTimeout = d.PrefillTimeout
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,6 +41,11 @@ import (
 //     A decode worker that cannot be reached or answers 5xx before any
 //     token is replaced, with a fresh prefill hop (the first one's blocks
 //     were never pulled), up to Retries times.
+//
+// The decode hop's time to first token is split into transfer and first
+// decode pass when the decode engine reports its KV pull in the trailer
+// oai.TrailerKVTransfer (the mocker does; vLLM does not: then
+// decode_first keeps both). Trailers are not relayed to the client.
 //
 // The client sees X-Kvrouter-Prefill-Worker and
 // X-Kvrouter-Prefill-Overlap-Blocks for the prefill hop beside the decode
@@ -76,7 +82,7 @@ func newDisaggMetrics(reg *prometheus.Registry) *disaggMetrics {
 		hops: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_disagg_hop_decisions_total",
 			Help: "Routing decisions of disaggregated requests by hop (prefill, decode)."}, []string{"hop"}),
 		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kvrouter_disagg_ttft_phase_seconds",
-			Help:    "Time to first token of disaggregated requests split by phase: prefill (the prefill hop's round trip) and decode_first (decode dispatch to first streamed token: KV transfer and first decode pass).",
+			Help:    "Time to first token of disaggregated requests split by phase: prefill (the prefill hop's round trip), transfer (the decode engine's KV pull, when it reports it in the trailer X-Kvrouter-Kv-Transfer-Seconds: kvrouter mockers do, vLLM does not) and decode_first (decode dispatch to first streamed token less the reported transfer: the first decode pass; KV transfer and first decode pass together when the engine reports no transfer).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18)}, []string{"phase"}),
 		transfer: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_transfer_blocks_total",
 			Help: "Prompt blocks decode workers receive by KV transfer (full blocks they did not hold)."}),
@@ -230,7 +236,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	if pre.boot != nil {
 		dj.body, err = sglangBody(j.body, pre.boot, newRoom())
 	} else {
-		dj.body, err = setFields(j.body, map[string]json.RawMessage{"kv_transfer_params": pre.params}, nil)
+		dj.body, err = oai.SetFields(j.body, map[string]any{"kv_transfer_params": pre.params})
 	}
 	if err != nil {
 		s.dropPrefill(j, pre)
@@ -299,10 +305,29 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))
 	fw := &firstWrite{ResponseWriter: w}
 	s.relay(fw, r, &dj, &d, resp, nil)
-	if dj.stream && !fw.at.IsZero() {
-		s.dm.phase.WithLabelValues("decode_first").Observe(fw.at.Sub(t0).Seconds())
-	}
+	s.observeDecodeFirst(resp, dj.stream, fw.at, t0)
 	return false
+}
+
+// observeDecodeFirst observes the decode hop's phases once its answer was
+// relayed to the end (trailers arrive after the body): transfer when the
+// engine reported its KV pull (oai.TrailerKVTransfer, which kvrouter
+// mockers send and vLLM does not), and decode_first, from dispatch t0 to
+// the first streamed bytes first, less that transfer (clamped at 0: the
+// engine's clock is not the router's). Without the report decode_first
+// is the transfer and the first decode pass together.
+func (s *Server) observeDecodeFirst(resp *http.Response, stream bool, first, t0 time.Time) {
+	transfer, ok := 0.0, false
+	if v := resp.Trailer.Get(oai.TrailerKVTransfer); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if ok = err == nil && f >= 0 && !math.IsInf(f, 0); ok {
+			transfer = f
+			s.dm.phase.WithLabelValues("transfer").Observe(f)
+		}
+	}
+	if stream && !first.IsZero() {
+		s.dm.phase.WithLabelValues("decode_first").Observe(max(0, first.Sub(t0).Seconds()-transfer))
+	}
 }
 
 // dropPrefill releases an SGLang prefill hop's booking when its request
@@ -326,31 +351,16 @@ func (s *Server) failDecode(w http.ResponseWriter, j *job, id uint64, err error)
 // stream false and kv_transfer_params do_remote_decode (vLLM's proxy).
 func prefillBody(body []byte) ([]byte, error) {
 	one := json.RawMessage("1")
-	set := map[string]json.RawMessage{"max_tokens": one, "stream": json.RawMessage("false"), "kv_transfer_params": oai.PrefillParams}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(body, &probe); err != nil {
-		return nil, fmt.Errorf("frontend: prefill body: %w", err)
-	}
-	if _, ok := probe["max_completion_tokens"]; ok {
-		set["max_completion_tokens"] = one
-	}
-	return setFields(body, set, []string{"stream_options", "min_tokens", "min_completion_tokens"})
-}
-
-// setFields returns body with top-level fields set and del removed, every
-// other field kept byte for byte.
-func setFields(body []byte, set map[string]json.RawMessage, del []string) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("frontend: rewrite body: %w", err)
-	}
-	for k, v := range set {
-		m[k] = v
-	}
-	for _, k := range del {
-		delete(m, k)
-	}
-	return json.Marshal(m)
+	return oai.EditFields(body, func(m map[string]json.RawMessage) error {
+		m["max_tokens"], m["stream"], m["kv_transfer_params"] = one, json.RawMessage("false"), oai.PrefillParams
+		if _, ok := m["max_completion_tokens"]; ok {
+			m["max_completion_tokens"] = one
+		}
+		for _, k := range []string{"stream_options", "min_tokens", "min_completion_tokens"} {
+			delete(m, k)
+		}
+		return nil
+	})
 }
 
 // firstWrite records when the first body bytes went to the client.

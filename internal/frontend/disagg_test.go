@@ -19,11 +19,13 @@ import (
 // do_remote_decode answers one token and kv_transfer_params naming this
 // worker; any other request answers (JSON or SSE) and records the
 // kv_transfer_params it got. fail makes every /v1 request answer 500;
-// dead closes the connection (unreachable).
+// dead closes the connection (unreachable); transfer, when set, is the
+// oai.TrailerKVTransfer a decode answer ends with (as the mocker's).
 type pdWorker struct {
 	*httptest.Server
 	id         uint64
 	fail, dead atomic.Bool
+	transfer   atomic.Pointer[string]
 	prefills   atomic.Int64
 	decodes    atomic.Int64
 	mu         sync.Mutex
@@ -68,6 +70,9 @@ func newPDWorker(t *testing.T, id uint64) *pdWorker {
 		w.mu.Lock()
 		w.got = append(w.got, p)
 		w.mu.Unlock()
+		if v := w.transfer.Load(); v != nil {
+			rw.Header().Set(http.TrailerPrefix+oai.TrailerKVTransfer, *v)
+		}
 		if strings.Contains(string(b), `"stream":true`) {
 			rw.Header().Set("Content-Type", "text/event-stream")
 			for _, d := range []string{`{"choices":[{"text":"a"}]}`, `{"choices":[{"text":"b"}]}`, `[DONE]`} {

@@ -28,7 +28,11 @@
 // PD protocol for prefill workers with a bootstrap port (sglang.go); the response
 // then also carries x-kvrouter-prefill-worker and
 // x-kvrouter-prefill-overlap-blocks, and the kvrouter_disagg_* metrics
-// count plans, hops, TTFT phases, transferred blocks and fallbacks.
+// count plans, hops, TTFT phases, transferred blocks and fallbacks. The
+// TTFT phases are prefill, transfer and decode_first (the first decode
+// pass) when the decode engine reports its KV pull in the trailer
+// X-Kvrouter-Kv-Transfer-Seconds (the mocker's extension); vLLM does not,
+// so with vLLM decode_first is the transfer and first pass together.
 //
 // KV events (Apply, the event transports' sink) go to the event-fed index
 // of their tier, flash by default (Config.Index), built with

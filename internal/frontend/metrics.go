@@ -115,6 +115,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			func() float64 { return float64(s.rt.Stats().Workers) }),
 		newIndexCollector(s),
 	)
+	registerRuntime(reg)
 	m.eng = newEngineMetrics(reg)
 	return m
 }

@@ -78,27 +78,32 @@ type predictionTracker struct {
 	// stored marks workers with at least one applied Stored event: a
 	// worker the router predicts nothing for although the engine hits is
 	// unheard (no events) or hashed differently (events, no matches).
-	stored map[uint64]bool
+	// NB: a sync.Map, read without a lock: every applied Stored event
+	// checks it, from the index writers' goroutines.
+	stored sync.Map // uint64 -> struct{}
 }
 
 type workerPrediction struct {
 	Prediction
-	winN, winPred, winRep int // current window
-	winOver, winUnder     int
-	winTokens             int // requests whose prompt length the engine counted differently
+	winN, winOver, winUnder int // current window
+	winTokens               int // requests whose prompt length the engine counted differently
 }
 
 func newPredictionTracker() *predictionTracker {
-	return &predictionTracker{w: map[uint64]*workerPrediction{}, stored: map[uint64]bool{}}
+	return &predictionTracker{w: map[uint64]*workerPrediction{}}
 }
 
 // sawStored records an applied Stored event of worker id.
 func (t *predictionTracker) sawStored(id uint64) {
-	t.mu.Lock()
-	if !t.stored[id] {
-		t.stored[id] = true
+	if _, ok := t.stored.Load(id); !ok {
+		t.stored.Store(id, struct{}{})
 	}
-	t.mu.Unlock()
+}
+
+// heardStores reports whether worker id had a Stored event applied.
+func (t *predictionTracker) heardStores(id uint64) bool {
+	_, ok := t.stored.Load(id)
+	return ok
 }
 
 // observe records one request on worker id: predicted and reported cached
@@ -134,13 +139,11 @@ func (t *predictionTracker) observe(id uint64, predicted, reported, blockSize in
 	if tokensDiffer {
 		p.winTokens++
 	}
-	p.winPred += predicted
-	p.winRep += reported
 	if p.winN < gapWindow {
 		return ""
 	}
-	c := diagnose(p.winN, p.winOver, p.winUnder, p.winTokens, engineBSMismatch, t.stored[id])
-	p.winN, p.winPred, p.winRep, p.winOver, p.winUnder, p.winTokens = 0, 0, 0, 0, 0, 0
+	c := diagnose(p.winN, p.winOver, p.winUnder, p.winTokens, engineBSMismatch, t.heardStores(id))
+	p.winN, p.winOver, p.winUnder, p.winTokens = 0, 0, 0, 0
 	if c == p.Diagnosis {
 		return ""
 	}

@@ -64,6 +64,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
+	release, e := s.acquireBody()
+	if e != nil {
+		return nil, e
+	}
+	defer release()
 	b, err := readAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), r.ContentLength, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -81,12 +86,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.
 // Content-Length (when known and within limit), so a typical body costs
 // one allocation and no copies instead of io.ReadAll's doubling from 512
 // bytes (the frontend's largest allocation per request, bench frontend
-// --memprofile).
+// --memprofile). The first allocation is at most readAllPrealloc: a
+// larger claimed length is grown into as bytes arrive, so a slow client
+// announcing 8 MiB holds only what it sent.
 func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
 	if contentLength <= 0 || contentLength > limit {
 		return io.ReadAll(r)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, contentLength+bytes.MinRead))
+	buf := bytes.NewBuffer(make([]byte, 0, min(contentLength, readAllPrealloc)+bytes.MinRead))
 	_, err := buf.ReadFrom(r)
 	return buf.Bytes(), err
 }
@@ -101,8 +108,8 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 	}
 	if p := r.Header.Get(HeaderPriority); p != "" {
 		v, err := strconv.ParseFloat(p, 64)
-		if err != nil || v != v {
-			return nil, oai.BadRequest(HeaderPriority, "priority header must be a number")
+		if err != nil || v != v || v < -MaxPriority || v > MaxPriority {
+			return nil, oai.BadRequest(HeaderPriority, fmt.Sprintf("priority header must be a number in [-%g, %g]", MaxPriority, MaxPriority))
 		}
 		j.priority = v
 	}
@@ -180,12 +187,12 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 		j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
 		t0 := time.Now()
 		msgs, gen := routingMessages(req.Messages)
-		j.tokens, err = s.cfg.Tokenizer.EncodeChat(ctx, msgs, gen)
+		j.tokens, err = s.encodeChat(ctx, msgs, gen)
 		s.m.tokenize.Observe(time.Since(t0).Seconds())
 		if err != nil {
 			return tokenizeError(err)
 		}
-		return s.checkPrompt(len(j.tokens))
+		return s.checkLimits(len(j.tokens), j.maxTokens)
 	}
 	req, err := oai.ParseCompletion(body)
 	if err != nil {
@@ -196,7 +203,7 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 		j.tokens = req.Prompt.Tokens
 	} else {
 		t0 := time.Now()
-		j.tokens, err = s.cfg.Tokenizer.Encode(ctx, req.Prompt.Text)
+		j.tokens, err = s.encode(ctx, req.Prompt.Text)
 		s.m.tokenize.Observe(time.Since(t0).Seconds())
 		if err != nil {
 			return tokenizeError(err)
@@ -207,7 +214,7 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 			}
 		}
 	}
-	return s.checkPrompt(len(j.tokens))
+	return s.checkLimits(len(j.tokens), j.maxTokens)
 }
 
 func toMessages(in []oai.ChatMessageInput) []tokenizer.Message {
@@ -227,6 +234,10 @@ func asOAI(err error) *oai.Error {
 }
 
 func tokenizeError(err error) *oai.Error {
+	var oe *oai.Error
+	if errors.As(err, &oe) { // a bound of limits.go
+		return oe
+	}
 	if errors.Is(err, tokenizer.ErrTemplate) || errors.Is(err, tokenizer.ErrNoChatTemplate) {
 		return oai.BadRequest("messages", err.Error())
 	}

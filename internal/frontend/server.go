@@ -73,6 +73,9 @@ type Server struct {
 
 	draining atomic.Bool
 	handler  http.Handler
+	bk       bookings // tracked /route decisions (bookings.go)
+	lim      limiter  // bodies and tokenizations in flight (limits.go)
+	drain    drainState
 }
 
 // New validates cfg and builds a server. It starts nothing.
@@ -155,7 +158,13 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // is queued to its worker+rank's writer and applied by RunIndex's
 // goroutines (blocking while that writer's queue is full); Flush waits
 // for it. Its slices must not be modified afterwards.
-func (s *Server) Apply(ev *kvevents.Event) error { return s.rt.ApplyEvent(ev) }
+func (s *Server) Apply(ev *kvevents.Event) (err error) {
+	defer s.recoverApply(ev, &err)
+	if err := s.checkRank(ev); err != nil {
+		return err
+	}
+	return s.rt.ApplyEvent(ev)
+}
 
 // RunIndex runs the sticky writers of the event-fed indexes until ctx is
 // done (outside the kv policy there are none and it just waits). Events
@@ -319,7 +328,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBG()
 	bgDone := make(chan error, 1)
 	go func() { bgDone <- s.Run(bg) }()
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.drainGate(s.handler), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: positive(s.cfg.Hardening.BodyTimeout), IdleTimeout: positive(s.cfg.Hardening.IdleTimeout)}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var err error
@@ -327,6 +337,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		s.draining.Store(true)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
+		s.awaitIdle(sctx) // the listener stays open: /readyz answers 503 meanwhile
 		if e := srv.Shutdown(sctx); e != nil {
 			s.log.Warn("drain timed out; closing remaining streams", "err", e)
 			_ = srv.Close()
@@ -358,10 +369,20 @@ func (s *Server) routes() http.Handler {
 	for pattern, h := range s.cfg.AdminHandlers {
 		mux.Handle(pattern, admin(h))
 	}
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	metrics := http.Handler(promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}))
+	if s.cfg.Hardening.MetricsAuth {
+		metrics = admin(metrics)
+	}
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", s.handleReady)
+	s.routeExtras(mux, admin)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowed(mux, r); allow != "" {
+			w.Header().Set("Allow", allow)
+			oai.Errorf(http.StatusMethodNotAllowed, oai.TypeInvalidRequest, r.Method+" is not allowed on "+r.URL.Path+" (allowed: "+allow+")").Write(w)
+			return
+		}
 		oai.Errorf(http.StatusNotFound, oai.TypeNotFound, "no route for "+r.Method+" "+r.URL.Path).Write(w)
 	})
 	return mux

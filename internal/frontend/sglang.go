@@ -3,7 +3,6 @@ package frontend
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 )
 
 // SGLang's PD protocol (DESIGN.md §10), chosen per prefill worker: one
@@ -39,12 +39,7 @@ func sglangBody(body []byte, p *Worker, room uint64) ([]byte, error) {
 		return nil, fmt.Errorf("frontend: prefill worker %d url: %w", p.ID, err)
 	}
 	host := u.Hostname()
-	hb, _ := json.Marshal(host)
-	return setFields(body, map[string]json.RawMessage{
-		"bootstrap_host": hb,
-		"bootstrap_port": json.RawMessage(strconv.Itoa(p.BootstrapPort)),
-		"bootstrap_room": json.RawMessage(strconv.FormatUint(room, 10)),
-	}, nil)
+	return oai.SetFields(body, map[string]any{"bootstrap_host": host, "bootstrap_port": p.BootstrapPort, "bootstrap_room": room})
 }
 
 // newRoom draws a bootstrap room. SGLang's router draws them at random

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,31 +19,34 @@ import (
 // cached_tokens. The client still gets one JSON body in OpenAI's
 // non-streaming shape, assembled from the chunks by unstreamer.
 
-// unstreamFields are set on a non-streaming request's forwarded body.
-var unstreamFields = map[string]any{"stream": true, "stream_options": map[string]any{"include_usage": true}}
-
 // prepareUnstream rewrites a non-streaming completion or chat request to
-// stream from the engine. A body that cannot be rewritten is forwarded as
-// it is (the relay then copies the engine's JSON).
+// stream from the engine (stream true, stream_options.include_usage),
+// decoding the body once. A body that cannot be rewritten or folded is
+// forwarded as it is (the relay then copies the engine's JSON).
 func (s *Server) prepareUnstream(j *job) {
-	if j.stream || (j.endpoint != "completions" && j.endpoint != "chat") || !foldable(j.body) {
+	if j.stream || (j.endpoint != "completions" && j.endpoint != "chat") {
 		return
 	}
-	b, err := oai.SetFields(j.body, unstreamFields)
+	b, err := oai.EditFields(j.body, func(m map[string]json.RawMessage) error {
+		if !foldable(m) {
+			return errNotFoldable
+		}
+		m["stream"], m["stream_options"] = json.RawMessage("true"), json.RawMessage(`{"include_usage":true}`)
+		return nil
+	})
 	if err != nil {
 		return
 	}
 	j.body, j.unstream = b, true
 }
 
-// foldable reports whether a non-streaming body's answer can be folded
-// from chunks: requests for log probabilities or an echoed prompt are
-// forwarded as they are (the folder does not rebuild those fields).
-func foldable(body []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil {
-		return false
-	}
+var errNotFoldable = errors.New("frontend: answer not foldable from chunks")
+
+// foldable reports whether a non-streaming request's answer (its body's
+// top-level fields) can be folded from chunks: requests for log
+// probabilities or an echoed prompt are forwarded as they are (the folder
+// does not rebuild those fields).
+func foldable(m map[string]json.RawMessage) bool {
 	for _, k := range []string{"logprobs", "top_logprobs", "prompt_logprobs", "echo", "best_of"} {
 		if v, ok := m[k]; ok && string(v) != "null" && string(v) != "false" {
 			return false

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/mocker"
 )
 
 // Disaggregated prefill and decode (DESIGN.md §10) with vLLM's NIXL
@@ -33,6 +34,8 @@ import (
 //     usage reports them as cached_tokens. When the pull lands the mocker
 //     tells the prefill mocker (POST /kv/release on remote_host:remote_port,
 //     the mocker's stand-in for NIXL's notification) to free the blocks.
+//     Its answer ends with the trailer oai.TrailerKVTransfer: how long it
+//     waited for the pull (a kvrouter extension; vLLM sends no such thing).
 //
 // NB: the mocker moves no bytes; a prefill mocker that no longer holds the
 // blocks (timed out) answers the release with 404, which is logged: the
@@ -87,6 +90,19 @@ func (s *Server) transferParams(st *stream) *oai.KVTransferParams {
 		}
 	}
 	return p
+}
+
+// reportTransfer sets, on a decode hop's answer, the trailer
+// oai.TrailerKVTransfer with res.TransferTime (0 when no full block was
+// pulled): the router splits the decode hop's time to first token into
+// the transfer and the first decode pass with it. Set through
+// http.TrailerPrefix, so that it needs no declaration before the headers
+// of a stream already sent.
+func reportTransfer(w http.ResponseWriter, st *stream, res *mocker.Result) {
+	if st.kv.remote == nil {
+		return
+	}
+	w.Header().Set(http.TrailerPrefix+oai.TrailerKVTransfer, strconv.FormatFloat(res.TransferTime.Seconds(), 'f', -1, 64))
 }
 
 // withKV adds p to a whole response of either endpoint.

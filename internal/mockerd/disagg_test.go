@@ -78,7 +78,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // TestDisaggProtocol runs vLLM's NIXL proxy flow between two mockers: the
 // prefill mocker answers with kv_transfer_params and holds its blocks; the
 // decode mocker pulls them (cached_tokens, Stored events for them), then
-// tells the prefill mocker, which releases them.
+// tells the prefill mocker, which releases them; the decode answers,
+// streamed or not, report the pull's time in oai.TrailerKVTransfer.
 func TestDisaggProtocol(t *testing.T) {
 	pre, preURL, _ := newDisaggServer(t, 1, 0)
 	_, decURL, decRec := newDisaggServer(t, 2, 0)
@@ -95,6 +96,9 @@ func TestDisaggProtocol(t *testing.T) {
 	raw, err := oai.RawKVTransferParams(b)
 	if err != nil || raw == nil {
 		t.Fatalf("prefill answer has no kv_transfer_params: %s (%v)", b, err)
+	}
+	if v, ok := resp.Trailer[oai.TrailerKVTransfer]; ok {
+		t.Fatalf("prefill answer has the transfer trailer %q", v)
 	}
 	p, _ := oai.ParseKVTransferParams(b)
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(preURL, "http://"))
@@ -116,6 +120,11 @@ func TestDisaggProtocol(t *testing.T) {
 	if c.Usage == nil || c.Usage.CompletionTokens != 4 || c.Usage.PromptTokensDetails.CachedTokens != 32 || c.KVTransferParams != nil {
 		t.Fatalf("decode answer %s: want 4 tokens, 32 cached (the pulled blocks)", b)
 	}
+	// The decode hop reports its pull (DefaultKVTransfer: 1 ms latency at
+	// least) in the trailer.
+	if v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64); err != nil || v < 0.001 {
+		t.Fatalf("decode transfer trailer %q (%v), want >= 0.001 s", resp.Trailer.Get(oai.TrailerKVTransfer), err)
+	}
 	stored := 0
 	for _, ev := range decRec.events() {
 		if ev.Kind == kvevents.KindStored {
@@ -131,6 +140,23 @@ func TestDisaggProtocol(t *testing.T) {
 	resp, _ = post(t, preURL+"/kv/release", `{"remote_request_id":"`+p.RemoteRequestID+`"}`)
 	if resp.StatusCode != 404 {
 		t.Fatalf("second release: %d, want 404", resp.StatusCode)
+	}
+
+	// A streamed decode hop ends with the trailer too, after [DONE] (a new
+	// prompt: the decode mocker holds the first one's blocks, no pull).
+	for i := range ids {
+		ids[i] = strconv.Itoa(2000 + i)
+	}
+	prompt = "[" + strings.Join(ids, ",") + "]"
+	body = fmt.Sprintf(`{"prompt":%s,"max_tokens":1,"stream":false,"kv_transfer_params":%s}`, prompt, oai.PrefillParams)
+	if resp, b = post(t, preURL+"/v1/completions", body); resp.StatusCode != 200 {
+		t.Fatalf("prefill: %d %s", resp.StatusCode, b)
+	}
+	raw, _ = oai.RawKVTransferParams(b)
+	body = fmt.Sprintf(`{"prompt":%s,"max_tokens":3,"stream":true,"kv_transfer_params":%s}`, prompt, raw)
+	resp, b = post(t, decURL+"/v1/completions", body)
+	if v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64); resp.StatusCode != 200 || !strings.Contains(string(b), "[DONE]") || err != nil || v < 0.001 {
+		t.Fatalf("streamed decode: %d trailer %q (%v): %s", resp.StatusCode, resp.Trailer.Get(oai.TrailerKVTransfer), err, b)
 	}
 }
 

@@ -154,10 +154,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 	if g.maxTokens == 0 {
 		g.maxTokens = s.cfg.DefaultMaxTokens
 	}
-	if n := len(g.tokens) + g.maxTokens; n > s.cfg.MaxModelLen {
+	// NB: "max > len - prompt", never a sum: max_tokens near 2^63 would
+	// wrap it negative and admit an endless request.
+	if g.maxTokens > s.cfg.MaxModelLen-len(g.tokens) {
 		oai.BadRequest("max_tokens", "This model's maximum context length is "+strconv.Itoa(s.cfg.MaxModelLen)+
-			" tokens. However, you requested "+strconv.Itoa(n)+" tokens ("+strconv.Itoa(len(g.tokens))+
-			" in the messages, "+strconv.Itoa(g.maxTokens)+" in the completion).").Write(w)
+			" tokens. However, you requested "+strconv.FormatUint(uint64(len(g.tokens))+uint64(g.maxTokens), 10)+
+			" tokens ("+strconv.Itoa(len(g.tokens))+" in the messages, "+strconv.Itoa(g.maxTokens)+" in the completion).").Write(w)
 		return
 	}
 	if g.model == "" {
@@ -227,6 +229,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 			}
 			return
 		}
+		reportTransfer(w, st, res)
 		if g.stream {
 			if g.includeUsage {
 				_ = e.usage(w, usage)

@@ -195,6 +195,9 @@ func (s *Server) Run(ctx context.Context) error {
 			st.push(nil, &res)
 		}
 	}()
+	// A (re)started engine holds nothing: say so first, as vLLM does.
+	cleared := s.eng.Cleared()
+	s.publish(ctx, &cleared, bt)
 	apply := func(o op) {
 		if o.release {
 			s.releaseOp(o)

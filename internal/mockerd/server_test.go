@@ -105,8 +105,11 @@ func TestCompletionUsageAndCache(t *testing.T) {
 	if u := usages[1]; u.Cached() != 48 {
 		t.Errorf("second usage cached %d, want 48", u.Cached())
 	}
+	// The engine announces an empty cache at start (AllBlocksCleared, as
+	// vLLM after a restart), then stores the prompt's blocks.
 	evs := rec.events()
-	if len(evs) == 0 || evs[0].Kind != kvevents.KindStored || evs[0].WorkerID != 7 || len(evs[0].Blocks) != 3 {
+	if len(evs) < 2 || evs[0].Kind != kvevents.KindCleared || evs[0].WorkerID != 7 ||
+		evs[1].Kind != kvevents.KindStored || evs[1].WorkerID != 7 || len(evs[1].Blocks) != 3 {
 		t.Fatalf("events %v", evs)
 	}
 }

@@ -2,49 +2,12 @@ package replica_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/kvrouter/kvrouter/indexer"
-	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 )
-
-// natsServer runs a NATS server as an external one would be: its own
-// process state, reached over TCP on 127.0.0.1:port, store in dir.
-func natsServer(t *testing.T, port int, dir string) *eventplane.Conn {
-	t.Helper()
-	cfg := eventplane.DefaultConfig()
-	cfg.Port, cfg.StoreDir, cfg.Logger = port, dir, eventplanetest.Quiet
-	c, err := eventplane.StartEmbedded(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func dial(t *testing.T, url string) *eventplane.Conn {
-	t.Helper()
-	cfg := eventplane.DefaultConfig()
-	cfg.URL, cfg.Logger = url, eventplanetest.Quiet
-	c, err := eventplane.Connect(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // TestFreshStoreRestart: the external NATS server restarts with an empty
 // store (the stream is gone, sequences start over) while a router replica
@@ -55,10 +18,10 @@ func freePort(t *testing.T) int {
 // the replica resumed at its old sequence on a stream nobody recreated,
 // blind until restarted.
 func TestFreshStoreRestart(t *testing.T) {
-	port := freePort(t)
-	srv := natsServer(t, port, t.TempDir())
+	port := eventplanetest.FreePort(t)
+	srv := eventplanetest.Server(t, port)
 	url := srv.ClientURL()
-	router, worker := dial(t, url), dial(t, url)
+	router, worker := eventplanetest.Dial(t, url), eventplanetest.Dial(t, url)
 	cfg := fastConfig("r")
 	cfg.SnapshotInterval = 0
 	r := startNode(t, router, cfg)
@@ -68,7 +31,7 @@ func TestFreshStoreRestart(t *testing.T) {
 	eventplanetest.WaitFor(t, 30*time.Second, "caught up", func() bool { return r.rep.Status().Applied > 0 && r.rep.Status().Ready })
 
 	srv.Close()
-	srv = natsServer(t, port, t.TempDir())
+	srv = eventplanetest.Server(t, port)
 	t.Cleanup(srv.Close)
 	// An external server starts with no stream (this test server's own
 	// client created one at start).

@@ -28,6 +28,14 @@ type KVTransferParams struct {
 	TPSize          int    `json:"tp_size,omitempty"`
 }
 
+// TrailerKVTransfer is a kvrouter mocker extension, not vLLM's: the HTTP
+// trailer in which a decode hop's answer (streamed or not) reports how
+// long the engine waited for its KV pull, in seconds on the engine's
+// clock. A trailer because the time is known only once the request
+// finishes, and a relaying proxy reads it at the end of the body without
+// buffering or rewriting the client-visible stream.
+const TrailerKVTransfer = "X-Kvrouter-Kv-Transfer-Seconds"
+
 // PrefillParams are the kv_transfer_params of a prefill request (the
 // proxy's, verbatim).
 var PrefillParams = json.RawMessage(`{"do_remote_decode":true,"do_remote_prefill":false,"remote_engine_id":null,"remote_block_ids":null,"remote_host":null,"remote_port":null}`)

@@ -21,6 +21,13 @@ type Prompt struct {
 // UnmarshalJSON accepts a string, a list of ints, or a one-element list of
 // either. Batched prompts (several prompts in one request) are refused.
 func (p *Prompt) UnmarshalJSON(b []byte) error {
+	return p.unmarshal(b, 0)
+}
+
+// unmarshal decodes a prompt nested depth lists deep: one wrapping list
+// is accepted (["text"], [[ids]]), deeper nesting is refused at once
+// rather than re-parsed level by level (quadratic in the body size).
+func (p *Prompt) unmarshal(b []byte, depth int) error {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return fmt.Errorf("prompt: empty")
@@ -38,6 +45,12 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 			p.Text, p.Tokens, p.IsTokens = "", toks, true
 			return nil
 		}
+		if depth > 0 {
+			return fmt.Errorf("prompt: nested lists (at most one level: [[ids]] or [\"text\"])")
+		}
+		if nestedTooDeep(b) {
+			return fmt.Errorf("prompt: nested lists (at most one level: [[ids]] or [\"text\"])")
+		}
 		var raw []json.RawMessage
 		if err := json.Unmarshal(b, &raw); err != nil {
 			return fmt.Errorf("prompt: %w", err)
@@ -50,7 +63,7 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 			if len(raw) != 1 {
 				return fmt.Errorf("prompt: batched prompts (%d) are not supported; send one prompt per request", len(raw))
 			}
-			return p.UnmarshalJSON(first)
+			return p.unmarshal(first, depth+1)
 		}
 		toks := make([]uint32, len(raw))
 		for i, r := range raw {
@@ -69,6 +82,24 @@ func (p *Prompt) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return fmt.Errorf("prompt: must be a string or a list of token ids")
+}
+
+// nestedTooDeep reports whether b (a JSON list) opens three lists before
+// anything else: [[[ is never a prompt.
+func nestedTooDeep(b []byte) bool {
+	n := 0
+	for _, c := range b {
+		switch c {
+		case '[':
+			if n++; n == 3 {
+				return true
+			}
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // parseUintList is the fast path for a token-id list: a JSON array of
@@ -149,6 +180,8 @@ type CompletionRequest struct {
 	N             *int           `json:"n"`
 	// IgnoreEOS is vLLM's extension; the mocker always emits max tokens.
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Temperature is only checked (a number >= 0, or null) and forwarded.
+	Temperature *float64 `json:"temperature"`
 
 	Raw []byte `json:"-"`
 }
@@ -244,6 +277,7 @@ type ChatRequest struct {
 	StreamOptions       *StreamOptions     `json:"stream_options"`
 	N                   *int               `json:"n"`
 	IgnoreEOS           bool               `json:"ignore_eos"`
+	Temperature         *float64           `json:"temperature"` // checked, forwarded
 
 	Raw []byte `json:"-"`
 }
@@ -294,6 +328,9 @@ func ParseCompletion(body []byte) (*CompletionRequest, error) {
 	if err := checkCommon(r.MaxTokens, r.N); err != nil {
 		return nil, err
 	}
+	if err := checkTemperature(r.Temperature); err != nil {
+		return nil, err
+	}
 	r.Raw = body
 	return &r, nil
 }
@@ -318,6 +355,9 @@ func ParseChat(body []byte) (*ChatRequest, error) {
 	if r.MaxCompletionTokens != nil && *r.MaxCompletionTokens < 1 {
 		return nil, BadRequest("max_completion_tokens", "max_completion_tokens must be at least 1")
 	}
+	if err := checkTemperature(r.Temperature); err != nil {
+		return nil, err
+	}
 	r.Raw = body
 	return &r, nil
 }
@@ -328,6 +368,15 @@ func checkCommon(maxTokens, n *int) *Error {
 	}
 	if n != nil && *n != 1 {
 		return BadRequest("n", "only n=1 is supported")
+	}
+	return nil
+}
+
+// checkTemperature: a temperature of the wrong type already failed to
+// decode; a negative one is refused here (as vLLM does).
+func checkTemperature(t *float64) *Error {
+	if t != nil && *t < 0 {
+		return BadRequest("temperature", "temperature must be a number >= 0")
 	}
 	return nil
 }
@@ -356,16 +405,28 @@ func hasKey(body []byte, key string) bool {
 // added), every other field kept byte for byte. Values are marshaled with
 // encoding/json.
 func SetFields(body []byte, fields map[string]any) ([]byte, error) {
+	return EditFields(body, func(m map[string]json.RawMessage) error {
+		for k, v := range fields {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("oai: rewrite field %q: %w", k, err)
+			}
+			m[k] = b
+		}
+		return nil
+	})
+}
+
+// EditFields decodes body's top-level object once, lets edit change its
+// fields, and encodes it again: fields edit leaves alone are kept byte for
+// byte. An error from edit is returned as it is.
+func EditFields(body []byte, edit func(map[string]json.RawMessage) error) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("oai: rewrite body: %w", err)
 	}
-	for k, v := range fields {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("oai: rewrite field %q: %w", k, err)
-		}
-		m[k] = b
+	if err := edit(m); err != nil {
+		return nil, err
 	}
 	return json.Marshal(m)
 }

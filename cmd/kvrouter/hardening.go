@@ -1,0 +1,32 @@
+package main
+
+import (
+	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/spf13/pflag"
+)
+
+// bindServeHardeningFlags binds serve's trust-boundary flags: the client
+// bounds and where the embedded NATS listens (beyond loopback only with
+// --nats-user/--nats-password, --nats-token or --nats-nkey).
+func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
+	bindHardeningFlags(f, &c.Frontend.Hardening)
+	f.StringVar(&c.NATS.Host, "embedded-nats-host", c.NATS.Host, "embedded NATS listen host; beyond loopback it requires credentials (--nats-user and --nats-password, --nats-token or --nats-nkey)")
+	f.StringVar(&c.NATS.EmbeddedTLSCert, "embedded-nats-tls-cert", c.NATS.EmbeddedTLSCert, "embedded NATS server certificate (PEM): clients must use TLS")
+	f.StringVar(&c.NATS.EmbeddedTLSKey, "embedded-nats-tls-key", c.NATS.EmbeddedTLSKey, "embedded NATS server key (PEM)")
+}
+
+// bindHardeningFlags binds the frontend's client bounds (frontend.Hardening).
+func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
+	f.IntVar(&h.MaxModelLen, "max-model-len", h.MaxModelLen, "the model's context in tokens: prompt + max_tokens beyond it is a 400 context_length_exceeded (0 = unknown: max_tokens bounded by 2^24)")
+	f.DurationVar(&h.BodyTimeout, "body-timeout", h.BodyTimeout, "a request's headers and body must arrive within this (negative = no bound)")
+	f.DurationVar(&h.IdleTimeout, "idle-timeout", h.IdleTimeout, "close keep-alive connections idle this long (negative = never)")
+	f.IntVar(&h.MaxBodies, "max-bodies", h.MaxBodies, "request bodies read at once; beyond, 503 (negative = no bound)")
+	f.IntVar(&h.PromptBytesPerToken, "prompt-bytes-per-token", h.PromptBytesPerToken, "with --max-prompt-tokens: refuse text longer than this many bytes per allowed token before tokenizing (negative = no byte check)")
+	f.IntVar(&h.Tokenizers, "tokenizers", h.Tokenizers, "concurrent tokenizations (0 = GOMAXPROCS, negative = no bound)")
+	f.IntVar(&h.TokenizeQueue, "tokenize-queue", h.TokenizeQueue, "tokenizations waiting for a slot; beyond, 529")
+	f.DurationVar(&h.BookingTTL, "booking-ttl", h.BookingTTL, "release a tracked /route booking not freed within this (negative = the stale limit only)")
+	f.IntVar(&h.MaxTrackedPerKey, "max-tracked-per-key", h.MaxTrackedPerKey, "tracked /route bookings one API key (or client address) may hold; beyond, 429 (negative = no bound)")
+	f.BoolVar(&h.MetricsAuth, "metrics-auth", h.MetricsAuth, "put /metrics behind the admin key")
+	f.BoolVar(&h.Pprof, "pprof", h.Pprof, "serve /debug/pprof/ behind the admin key")
+}
