@@ -352,11 +352,7 @@ func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh
 		return eventplane.Position{}, 0, []string{"snapshot store failed: " + err.Error()}, nil
 	case s == nil:
 		return eventplane.Position{}, 0, []string{"no snapshot yet"}, nil
-	// NB: with a stream identity, it alone decides: a node that just
-	// recovered can report a stale, lower last sequence for the same
-	// stream, and a snapshot ahead of it is still this stream's.
-	case s.Stream != "" && s.Stream != streamIdentity(info),
-		s.Stream == "" && s.Position.StreamSeq > info.State.LastSeq:
+	case (s.Stream != "" && s.Stream != streamIdentity(info)) || s.Position.StreamSeq > info.State.LastSeq:
 		r.cfg.Logger.Warn("snapshot of an earlier stream ignored", "snapshot_seq", s.Position.StreamSeq,
 			"stream_last_seq", info.State.LastSeq, "snapshot_stream", s.Stream, "stream", streamIdentity(info))
 		return eventplane.Position{}, 0, []string{"snapshot of an earlier stream ignored"}, nil
