@@ -35,19 +35,7 @@ func TestPoolWithBoundZMQ(t *testing.T) {
 		Status: corev1.PodStatus{PodIP: "10.0.0.7", Conditions: ready},
 	})
 	zport := freePort(t)
-	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grpcLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := epp.DefaultConfig()
-	cfg.Serve.Listener, cfg.GRPCListener = httpLn, grpcLn
-	cfg.Serve.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Serve.Frontend.Router.BlockSize = 16
-	cfg.Serve.Frontend.LoadPollInterval = -1
+	cfg := loopbackConfig(t)
 	cfg.Serve.ZMQBind = []string{"tcp://127.0.0.1:" + zport}
 	cfg.Pool.Selector, cfg.Pool.Namespace, cfg.Pool.TargetPort = "app=vllm", "llm", 8000
 	cfg.KubeClient = client
@@ -60,7 +48,7 @@ func TestPoolWithBoundZMQ(t *testing.T) {
 			t.Errorf("epp: %v", err)
 		}
 	})
-	base := "http://" + httpLn.Addr().String()
+	base := "http://" + cfg.Serve.Listener.Addr().String()
 	var rep frontend.IndexReport
 	index := func() frontend.IndexReport {
 		resp, err := http.Get(base + "/debug/index")
@@ -117,4 +105,24 @@ func freePort(t *testing.T) string {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
+}
+
+// loopbackConfig is a picker on 127.0.0.1 listeners with 16-token blocks
+// and no load polling, the base of the pool tests.
+func loopbackConfig(t *testing.T) epp.Config {
+	t.Helper()
+	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := epp.DefaultConfig()
+	cfg.Serve.Listener, cfg.GRPCListener = httpLn, grpcLn
+	cfg.Serve.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Serve.Frontend.Router.BlockSize = 16
+	cfg.Serve.Frontend.LoadPollInterval = -1
+	return cfg
 }

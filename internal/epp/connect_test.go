@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -54,19 +52,7 @@ func TestPoolDialsPodZMQ(t *testing.T) {
 		once.Do(func() { close(watching) })
 		return true, w, err
 	})
-	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grpcLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := epp.DefaultConfig()
-	cfg.Serve.Listener, cfg.GRPCListener = httpLn, grpcLn
-	cfg.Serve.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Serve.Frontend.Router.BlockSize = 16
-	cfg.Serve.Frontend.LoadPollInterval = -1
+	cfg := loopbackConfig(t)
 	cfg.Serve.NoNATS, cfg.Serve.ZMQDynamic = true, true // as epp.Run sets them with a pool
 	cfg.Pool.Selector, cfg.Pool.Namespace, cfg.Pool.TargetPort, cfg.Pool.ZMQPort = "app=vllm", "llm", 8000, zport
 	s, err := app.NewServe(cfg.Serve)
@@ -86,7 +72,7 @@ func TestPoolDialsPodZMQ(t *testing.T) {
 		}
 	})
 	index := func() frontend.IndexReport {
-		resp, err := http.Get("http://" + httpLn.Addr().String() + "/debug/index")
+		resp, err := http.Get("http://" + cfg.Serve.Listener.Addr().String() + "/debug/index")
 		if err != nil {
 			return frontend.IndexReport{}
 		}
