@@ -11,7 +11,7 @@ import (
 // decisions at one timestamp) adds no queue records: the queue stays as
 // long as the blocks, so compaction does not run on every insert.
 func TestApproxSameInstantRefresh(t *testing.T) {
-	a := NewApprox(Config{})
+	a := NewApprox(ApproxConfig{})
 	now := time.Unix(100, 0)
 	locals := []uint64{11, 22, 33, 44}
 	for range 1000 {
