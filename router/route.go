@@ -114,6 +114,10 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	r.cands = cands
 	nb := r.loads.NewBlocksBySlot(p.seq, r.newBlocks)
 	r.newBlocks = nb
+	// The active prefix of a rank is its prompt blocks minus the new ones
+	// (the active set is prefix-closed): resident while the requests run.
+	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
+	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
 	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
@@ -136,6 +140,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
+		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
 		switch {
@@ -160,6 +165,9 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			if pos[t] < len(o) && o[pos[t]].Worker == w {
 				c.Overlap[t] = o[pos[t]].Blocks
 			}
+		}
+		if active {
+			c.Overlap[kvevents.TierDevice] = max(c.Overlap[kvevents.TierDevice], len(p.seq)-nb[s])
 		}
 	}
 	return cands[:k]
@@ -383,4 +391,37 @@ func transferBlocks(h Hop, blocks, held int) int {
 		return 0
 	}
 	return max(0, blocks-held)
+}
+
+// rankUtilStep is the weight of a sample taken at now in the ranks'
+// running utilization (rankUtil): the fleet estimate's window and clock
+// (utilization runs after candidates, so r.utilAt is the last decision's
+// time); 0 when no time passed or there is no estimate.
+func (r *Router) rankUtilStep(now time.Time) float64 {
+	if r.utilAt.IsZero() || r.cfg.UtilizationWindow <= 0 {
+		return 0
+	}
+	dt := now.Sub(r.utilAt)
+	if dt <= 0 {
+		return 0
+	}
+	return 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
+}
+
+// rankUtil returns slot s's running prefill utilization before this
+// decision's sample, and folds the sample (busy: a request in prefill) in
+// with weight a (rankUtilStep).
+func (r *Router) rankUtil(s int32, busy bool, a float64) float64 {
+	for int(s) >= len(r.utilW) {
+		r.utilW = append(r.utilW, 0)
+	}
+	u := r.utilW[s]
+	if a > 0 {
+		x := 0.0
+		if busy {
+			x = 1
+		}
+		r.utilW[s] += a * (x - u)
+	}
+	return u
 }

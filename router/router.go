@@ -114,6 +114,7 @@ type Router struct {
 	reasons   []selector.Reason
 	util      float64              // utilization estimate (utilization)
 	utilAt    time.Time            // its last update
+	utilW     []float64            // per loads slot utilization (rankUtil)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
@@ -311,6 +312,11 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		r.predict.RemoveWorker(id)
 	}
 	delete(r.workers, id)
+	for i, w := range r.ranks {
+		if s := int(r.rankSlot[i]); w.ID == id && s < len(r.utilW) {
+			r.utilW[s] = 0 // the slot may go to a new worker
+		}
+	}
 	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks
 	r.rebuildRanks()
 	for _, rid := range ids {

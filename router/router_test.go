@@ -131,6 +131,8 @@ func newRouter(t *testing.T, a targs) *Router {
 		case "preset":
 		case "predict":
 			cfg.Predict.TTL = a.dur(t, k)
+		case "active":
+			cfg.Predict.Active = a[k] == "true"
 		case "mode":
 			m, err := ParsePolicy(v)
 			if err != nil {
