@@ -41,14 +41,16 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		}
 	}
 	if r.cfg.Policy == PolicyApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
-		if a, ok := r.approx.(approxAppender); ok {
+		if a, ok := r.approx.(approxSeq); ok {
+			ov[kvevents.TierDevice] = a.AppendMatchesSeq(ov[kvevents.TierDevice][:0], p.seq, now)
+		} else if a, ok := r.approx.(approxAppender); ok {
 			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
 		} else {
 			ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
 		}
 	}
 	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
-		r.predicted = r.predict.AppendMatches(r.predicted[:0], p.locals, now)
+		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.seq, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	outBlocks := r.outputBlocks(req)
@@ -243,10 +245,14 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	}
 	r.bookLoads(c, now)
 	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
-		r.approx.Insert(c.Worker, p.locals, now)
+		if a, ok := r.approx.(approxSeq); ok {
+			a.InsertSeq(c.Worker, p.seq, now)
+		} else {
+			r.approx.Insert(c.Worker, p.locals, now)
+		}
 	}
 	if r.predict != nil && len(p.locals) > 0 {
-		r.predict.Insert(c.Worker, p.locals, now)
+		r.predict.InsertSeq(c.Worker, p.seq, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)
