@@ -63,7 +63,7 @@ type refEntry struct {
 
 type refMember struct {
 	slot uint32
-	exp  int64 // unix nanoseconds
+	exp  int64  // unix nanoseconds
 	rec  uint64 // ticket of its live queue record
 }
 
