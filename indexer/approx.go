@@ -40,7 +40,7 @@ type Approx struct {
 	maxBlocks int
 	pruneTo   int
 
-	m         map[uint64]uint32 // sequence hash -> entries index
+	m         *htable // sequence hash -> entries index
 	entries   []aentry
 	freeEntry []uint32 // unused entries (their member slices kept for reuse)
 	slots     slotTable
@@ -94,12 +94,22 @@ func NewApprox(cfg Config) *Approx {
 		ttl:       int64(cfg.TTL),
 		maxBlocks: cfg.MaxBlocks,
 		pruneTo:   int(float64(cfg.MaxBlocks) * cfg.PruneFraction),
-		m:         make(map[uint64]uint32),
+		m:         newHtable(0),
 		nodes:     make([]anode, 1),
 	}
 }
 
+// find returns the index of slot's member, or where it would be inserted.
 func (e *aentry) find(slot uint32) (int, bool) {
+	if ms := e.members; len(ms) <= 8 {
+		// Most blocks have a few holders: a scan beats the bisection.
+		for i := range ms {
+			if ms[i].slot >= slot {
+				return i, ms[i].slot == slot
+			}
+		}
+		return len(ms), false
+	}
 	return slices.BinarySearchFunc(e.members, slot, func(m amember, s uint32) int { return cmp.Compare(m.slot, s) })
 }
 
@@ -140,10 +150,12 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 		} else {
 			seq = kvhash.SeqNext(seq, h)
 		}
-		ei, ok := a.m[seq]
-		if !ok {
+		var ei uint32
+		if k, ok := a.m.find(seq); ok {
+			ei = a.m.s[k].v
+		} else {
 			ei = a.newEntry(seq)
-			a.m[seq] = ei
+			a.m.putAt(k, seq, ei)
 		}
 		e := &a.entries[ei]
 		j, ok := e.find(slot)
@@ -231,7 +243,7 @@ func (a *Approx) sweep(t int64, keep int, n *uint64) {
 			return
 		}
 		nd := &a.nodes[ni]
-		ei := a.m[nd.seq]
+		ei, _ := a.m.get(nd.seq)
 		j, _ := a.entries[ei].find(nd.slot)
 		a.drop(ei, j)
 		*n++
@@ -252,7 +264,7 @@ func (a *Approx) drop(ei uint32, j int) {
 		a.slots.release(mb.slot)
 	}
 	if len(e.members) == 0 {
-		delete(a.m, e.seq)
+		a.m.del(e.seq)
 		e.seq = 0
 		a.freeEntry = append(a.freeEntry, ei)
 	}
@@ -292,7 +304,7 @@ func (a *Approx) appendMatches(dst Overlaps, hs []uint64, isSeq bool, now time.T
 			seq = kvhash.SeqNext(seq, h)
 		}
 		var ms []amember
-		if ei, ok := a.m[seq]; ok {
+		if ei, ok := a.m.get(seq); ok {
 			ms = a.entries[ei].members
 		}
 		if i == 0 {
@@ -336,10 +348,10 @@ func (a *Approx) RemoveWorker(id uint64) {
 	if len(slots) == 0 {
 		return
 	}
-	for _, ei := range a.m {
+	for ei := range a.entries {
 		for _, s := range slots {
 			if j, ok := a.entries[ei].find(s); ok {
-				a.drop(ei, j)
+				a.drop(uint32(ei), j)
 			}
 		}
 	}
@@ -351,11 +363,11 @@ func (a *Approx) Stats() ApproxStats {
 	defer a.mu.RUnlock()
 	bytes := int64(cap(a.entries))*int64(unsafe.Sizeof(aentry{})) +
 		int64(a.memberCap)*int64(unsafe.Sizeof(amember{})) +
-		mapBytes(len(a.m), 8+4) +
+		a.m.bytes() +
 		int64(cap(a.nodes))*int64(unsafe.Sizeof(anode{})) +
 		int64(cap(a.freeEntry))*4
 	return ApproxStats{
-		Blocks: a.blocks, Nodes: len(a.m), Workers: len(a.slots.ids), Bytes: bytes,
+		Blocks: a.blocks, Nodes: a.m.len(), Workers: len(a.slots.ids), Bytes: bytes,
 		Expired: a.expired, Pruned: a.pruned,
 	}
 }

@@ -22,7 +22,7 @@ func (a *Approx) check() error {
 		if n.prev != prev {
 			return fmt.Errorf("approx: node %d: prev %d, want %d", ni, n.prev, prev)
 		}
-		ei, ok := a.m[n.seq]
+		ei, ok := a.m.get(n.seq)
 		if !ok {
 			return fmt.Errorf("approx: node %d: block %x not in the map", ni, n.seq)
 		}
@@ -51,7 +51,7 @@ func (a *Approx) check() error {
 	}
 	counts := make([]int, len(a.counts))
 	members := 0
-	for seq, ei := range a.m {
+	for seq, ei := range a.m.all() {
 		e := &a.entries[ei]
 		if e.seq != seq || len(e.members) == 0 {
 			return fmt.Errorf("approx: entry %d of %x: seq %x, %d members", ei, seq, e.seq, len(e.members))
@@ -75,8 +75,8 @@ func (a *Approx) check() error {
 			return fmt.Errorf("approx: free entry %d has members", ei)
 		}
 	}
-	if len(a.m)+len(a.freeEntry) != len(a.entries) {
-		return fmt.Errorf("approx: %d entries = %d used + %d free?", len(a.entries), len(a.m), len(a.freeEntry))
+	if a.m.len()+len(a.freeEntry) != len(a.entries) {
+		return fmt.Errorf("approx: %d entries = %d used + %d free?", len(a.entries), a.m.len(), len(a.freeEntry))
 	}
 	for s, c := range counts {
 		if c != a.counts[s] {
