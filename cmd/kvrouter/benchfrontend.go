@@ -118,8 +118,8 @@ func writeBenchFrontend(w io.Writer, rep *replay.BenchReport) error {
 		if v == rep.FloorP99 {
 			q = "p99"
 		}
-		fmt.Fprintf(w, "frontend/floor ttft %s <= %.2fx: %s over %d rounds (mean %.3fx, 95%% bound %.3f-%.3fx, log spread %.3f)",
-			q, v.Goal, v.Outcome, v.Rounds, v.Mean, v.Low, v.High, v.Spread)
+		fmt.Fprintf(w, "frontend/floor ttft %s <= %.2fx: %s over %d rounds (mean %.3fx, 95%% bound %.3f-%.3fx, log spread %.3f; median %.3fx)",
+			q, v.Goal, v.Outcome, v.Rounds, v.Mean, v.Low, v.High, v.Spread, v.Median)
 		switch {
 		case v.Outcome == "undecided" && v.RoundsNeeded > 0:
 			fmt.Fprintf(w, "; ~%d rounds would decide it", v.RoundsNeeded)

@@ -1,6 +1,9 @@
 package replay
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Verdict judges a latency ratio goal (e.g. frontend TTFT <= 1.05x the
 // floor proxy's at p50) from per-round ratios, each round measuring both
@@ -16,11 +19,14 @@ import "math"
 // would decide it if the mean and spread stayed as measured:
 // ⌈(1.645·s / |log(goal) − m|)²⌉. ResolutionRounds is the rounds a bound
 // of ±(goal−1)/2 (2.5% for 1.05x) needs whatever the mean: the rounds to
-// resolve the goal's own step.
+// resolve the goal's own step. Median is reported beside: one round in
+// which the shared machine stalled a phase for seconds moves the mean
+// (and the spread) far more than the median.
 type Verdict struct {
 	Goal             float64 `json:"goal"`
 	Rounds           int     `json:"rounds"`        // measured rounds
 	Mean             float64 `json:"mean_ratio"`    // exp of the mean log ratio
+	Median           float64 `json:"median_ratio"`  // robust to a round hit by a stall of the machine
 	Spread           float64 `json:"spread"`        // standard deviation of the log ratios
 	Low              float64 `json:"low"`           // one-sided 95% bounds on the ratio
 	High             float64 `json:"high"`          //
@@ -44,6 +50,11 @@ func Judge(ratios []float64, goal float64) Verdict {
 		}
 	}
 	v.Rounds = len(logs)
+	if len(logs) == 0 {
+		return v
+	}
+	sorted := slices.Sorted(slices.Values(logs))
+	v.Median = math.Exp((sorted[(len(sorted)-1)/2] + sorted[len(sorted)/2]) / 2)
 	if len(logs) < 2 {
 		return v
 	}

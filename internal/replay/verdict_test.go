@@ -19,12 +19,19 @@ func TestJudge(t *testing.T) {
 	if want := int(math.Ceil(math.Pow(z95*s/math.Log(1.025), 2))); v.ResolutionRounds != want {
 		t.Fatalf("resolution rounds %d, want %d", v.ResolutionRounds, want)
 	}
+	if want := math.Exp(0.01); math.Abs(v.Median-want) > 1e-12 {
+		t.Fatalf("median %v, want %v", v.Median, want)
+	}
 	// The same spread around 1.2x misses 1.05x.
 	for i := range r {
 		r[i] *= 1.2
 	}
 	if v := Judge(r, 1.05); v.Outcome != "missed" {
 		t.Fatalf("%+v, want missed", v)
+	}
+	// One stalled round moves the mean, not the median.
+	if v := Judge([]float64{1.01, 1.02, 1.03, 100}, 1.05); math.Abs(v.Median-math.Sqrt(1.02*1.03)) > 1e-12 || v.Mean < 3 {
+		t.Fatalf("stalled round: %+v", v)
 	}
 	// Around the goal with a wide spread: undecided, and the rounds that
 	// would decide it follow the formula.
@@ -39,7 +46,7 @@ func TestJudge(t *testing.T) {
 	if want := int(math.Ceil(math.Pow(z95*s/m, 2))); v.Outcome != "undecided" || v.RoundsNeeded != want {
 		t.Fatalf("%+v, want undecided with %d rounds needed", v, want)
 	}
-	if v := Judge([]float64{1.1, 0}, 1.05); v.Rounds != 1 || v.Outcome != "undecided" || v.RoundsNeeded != -1 {
+	if v := Judge([]float64{1.1, 0}, 1.05); v.Rounds != 1 || v.Outcome != "undecided" || v.RoundsNeeded != -1 || math.Abs(v.Median-1.1) > 1e-12 {
 		t.Fatalf("one usable round: %+v", v)
 	}
 }
