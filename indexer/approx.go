@@ -88,7 +88,7 @@ type ApproxStats struct {
 
 // NewApprox returns an empty approximate index using cfg.TTL (default
 // 120 s), cfg.MaxBlocks (default 2^20) and cfg.PruneFraction (default 0.8).
-func NewApprox(cfg Config) *Approx {
+func NewApprox(cfg ApproxConfig) *Approx {
 	cfg = cfg.withDefaults()
 	return &Approx{
 		ttl:       int64(cfg.TTL),

@@ -11,7 +11,7 @@ import (
 // decisions at one timestamp) neither grows the expiry list nor reorders
 // it, and a later refresh still extends their life.
 func TestApproxSameInstantRefresh(t *testing.T) {
-	a := NewApprox(Config{})
+	a := NewApprox(ApproxConfig{})
 	now := time.Unix(100, 0)
 	locals := []uint64{11, 22, 33, 44}
 	for range 1000 {

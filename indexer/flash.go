@@ -46,7 +46,7 @@ import (
 type Flash struct {
 	mu     spinRW // see spinRW
 	stride int
-	hint   int    // Config.BlocksPerWorker
+	hint   int    // FlashConfig.BlocksPerWorker
 	m      ptable // prefix id -> entry index
 	chunks []*[fchunkSize]fentry
 	free   uint32     // head of the free-entry list (through fentry.parent)
@@ -139,7 +139,7 @@ var _ Index = (*Flash)(nil)
 
 // NewFlash returns an empty flash index with jump stride cfg.Stride
 // (default 64).
-func NewFlash(cfg Config) *Flash {
+func NewFlash(cfg FlashConfig) *Flash {
 	cfg = cfg.withDefaults()
 	return &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
 }

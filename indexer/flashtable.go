@@ -25,7 +25,7 @@ func hugeRange(p, n uintptr) (off, size uintptr) {
 // stays at most 1/2 (3/4 before: shorter probe runs for get, insert and
 // the backward-shift delete made the events phase of BenchmarkReplay
 // ~8% faster, e.g. 239 -> 208 ms and 509 -> 456 ms in alternated runs on
-// the shared machine, together with Config.BlocksPerWorker). Deletion shifts the following run back (no
+// the shared machine, together with FlashConfig.BlocksPerWorker). Deletion shifts the following run back (no
 // tombstones).
 //
 // Measured (BenchmarkBytesPerBlock shape=unique, 65536 single-holder
@@ -90,7 +90,7 @@ func (t *ptable) insert(seq, v uint64) {
 func (f *Flash) grow() { f.rehash(max(16, 2*len(f.m.slots))) }
 
 // reserve sizes the id table for n entries at load 1/2. store calls it
-// with workers x Config.BlocksPerWorker when it meets a new worker: the
+// with workers x FlashConfig.BlocksPerWorker when it meets a new worker: the
 // bound on the entries the workers seen so far can hold, so the table
 // costs at most 16 bytes per (worker, hinted block), as the worker
 // tables do. Workers appear early in a stream, so the table then grows

@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/loads"
 	"github.com/kvrouter/kvrouter/queue"
 	"github.com/kvrouter/kvrouter/selector"
@@ -62,9 +61,10 @@ type Config struct {
 	// BlockSize is B in tokens, which must equal every worker's block size.
 	// Default 64; must be > 0.
 	BlockSize int `yaml:"block_size"`
-	// Index configures the default indexes (Flash stride; Approx TTL,
-	// size bound). Zero fields mean the indexer defaults.
-	Index indexer.Config `yaml:"index"`
+	// Index configures the default indexes, one config per index kind
+	// (Flash stride; Approx TTL, size bound; ...). Default
+	// DefaultIndexConfig; zero fields mean the indexer defaults.
+	Index IndexConfig `yaml:"index"`
 	// Selector holds the cost knobs, temperature and busy thresholds.
 	Selector selector.Config `yaml:"selector"`
 	// Loads holds the stale limit of the load tracker.
@@ -106,7 +106,7 @@ func DefaultConfig() Config {
 	return Config{
 		Policy:    PolicyKV,
 		BlockSize: DefaultBlockSize,
-		Index:     indexer.DefaultConfig(),
+		Index:     DefaultIndexConfig(),
 		Selector:  selector.DefaultConfig(),
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},

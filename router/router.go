@@ -141,16 +141,16 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
 			if t == kvevents.TierDevice || !cfg.TierChains {
-				return indexer.NewFlash(cfg.Index)
+				return indexer.NewFlash(cfg.Index.Flash)
 			}
 			// The derived lower-tier indexes (tierview.go) see a removal
 			// with live descendants on most evictions: Radix drops a
 			// subtree in its size, Flash scans the worker's blocks.
-			return indexer.NewRadix(cfg.Index)
+			return indexer.NewRadix(cfg.Index.Radix)
 		}
 	}
 	if cfg.Policy == PolicyApprox && opts.Approx == nil {
-		opts.Approx = indexer.NewApprox(cfg.Index)
+		opts.Approx = indexer.NewApprox(cfg.Index.Approx)
 	}
 	r := &Router{
 		cfg:      cfg,
@@ -164,7 +164,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 		sessions: make(map[string]string),
 	}
 	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
-		pc := cfg.Index
+		pc := cfg.Index.Approx
 		pc.TTL = cfg.Predict.TTL
 		r.predict = indexer.NewApprox(pc)
 	}

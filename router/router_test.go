@@ -180,7 +180,7 @@ func newRouter(t *testing.T, a targs) *Router {
 		case "output":
 			cfg.TrackOutputBlocks = v == "true"
 		case "approx-ttl":
-			cfg.Index.TTL = a.dur(t, k)
+			cfg.Index.Approx.TTL = a.dur(t, k)
 		case "disagg":
 			p, err := ParseDisaggPolicy(v)
 			if err != nil {

@@ -226,7 +226,7 @@ flags and --seed always give the same figures.`,
 	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
 	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
-	f.DurationVar(&cfg.Router.Index.TTL, "approx-ttl", cfg.Router.Index.TTL, "router: approx TTL")
+	f.DurationVar(&cfg.Router.Index.Approx.TTL, "approx-ttl", cfg.Router.Index.Approx.TTL, "router: approx TTL")
 	// Disaggregated prefill and decode (DESIGN.md §10).
 	f.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode workers (sets --workers to P+D); every router policy runs once per --disagg-policy")
 	f.StringVar(&disaggPolicies, "disagg-policy", cfg.Router.Disagg.Policy.String(), "with --disagg: comma-separated conditional policies to compare, each a row: "+strings.Join(router.DisaggPolicyNames(), ", "))
