@@ -28,14 +28,14 @@ func TestApproxDifferential(t *testing.T) {
 	} {
 		for seed := range uint64(20) {
 			t.Run(fmt.Sprintf("ttl=%v/max=%d/seed=%d", tc.ttl, tc.maxBlocks, seed), func(t *testing.T) {
-				cfg := Config{TTL: tc.ttl, MaxBlocks: tc.maxBlocks, PruneFraction: tc.prune}
+				cfg := ApproxConfig{TTL: tc.ttl, MaxBlocks: tc.maxBlocks, PruneFraction: tc.prune}
 				approxDifferential(t, cfg, rand.New(rand.NewPCG(seed, 16)))
 			})
 		}
 	}
 }
 
-func approxDifferential(t *testing.T, cfg Config, rng *rand.Rand) {
+func approxDifferential(t *testing.T, cfg ApproxConfig, rng *rand.Rand) {
 	a, ref := NewApprox(cfg), newRefApprox(cfg)
 	// Prompts over a 3-letter alphabet share prefixes often.
 	prompt := func() []uint64 {
@@ -90,7 +90,7 @@ func approxDifferential(t *testing.T, cfg Config, rng *rand.Rand) {
 // stays consistent, and nothing matches after the latest expiry.
 func TestApproxNowBackwards(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	a := NewApprox(Config{TTL: 5 * time.Second, MaxBlocks: 30, PruneFraction: 0.5})
+	a := NewApprox(ApproxConfig{TTL: 5 * time.Second, MaxBlocks: 30, PruneFraction: 0.5})
 	base := time.Unix(1000, 0)
 	for step := range 2000 {
 		now := base.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))

@@ -88,7 +88,7 @@ type refApproxStats struct {
 
 // newRefApprox returns an empty approximate index using cfg.TTL (default
 // 120 s), cfg.MaxBlocks (default 2^20) and cfg.PruneFraction (default 0.8).
-func newRefApprox(cfg Config) *refApprox {
+func newRefApprox(cfg ApproxConfig) *refApprox {
 	cfg = cfg.withDefaults()
 	return &refApprox{
 		ttl:       int64(cfg.TTL),
