@@ -97,5 +97,6 @@
 // (loads.Tracker.Slot). The one per-decision memory is
 // Decision.Candidates, which the caller owns: it is cut (with its capacity
 // capped) from a slab of about 64 KB shared by a few consecutive
-// decisions, so a retained Decision keeps its slab alive.
+// decisions, so a retained Decision keeps its slab alive; a caller that
+// passes its own buffer (Request.Candidates) routes without allocating.
 package router

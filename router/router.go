@@ -80,6 +80,13 @@ type approxAppender interface {
 	AppendMatches(dst indexer.Overlaps, locals []uint64, now time.Time) indexer.Overlaps
 }
 
+// approxSeq is indexer.Approx given the sequence hashes the router has
+// already computed (no second hash chain per lookup and per insert).
+type approxSeq interface {
+	AppendMatchesSeq(dst indexer.Overlaps, seqs []uint64, now time.Time) indexer.Overlaps
+	InsertSeq(w kvevents.Worker, seqs []uint64, now time.Time)
+}
+
 // Router composes index, approximate index, loads, selector, queue and
 // affinity. Build with New. Safe for concurrent use (see the package doc).
 type Router struct {
