@@ -83,8 +83,8 @@ func (f *Flash) check() error {
 			if !ok || !f.holds(e.seq, ei) {
 				return fmt.Errorf("flash: slot %d hash %d: entry does not list it", slot, h)
 			}
-			if got := kids[[2]uint64{e.seq, uint64(slot)}]; got != int(*f.kids(e, i)) {
-				return fmt.Errorf("flash: slot %d hash %d kids %d want %d", slot, h, *f.kids(e, i), got)
+			if got := kids[[2]uint64{e.seq, uint64(slot)}]; got != int(f.kids(e, i)) {
+				return fmt.Errorf("flash: slot %d hash %d kids %d want %d", slot, h, f.kids(e, i), got)
 			}
 		}
 	}

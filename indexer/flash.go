@@ -81,10 +81,9 @@ const (
 // in the id table, and mem atomically.
 type fentry struct {
 	seq    uint64 // prefix id (the key in Flash.m); see (*Flash).local
-	mem    uint64 // member set: n<<32 | slot (n == 1) or block offset (n >= 2); see flashmembers.go
+	mem    uint64 // member set; see flashmembers.go
 	parent uint32 // entry index; noEntry at position 0
 	pos    uint32
-	kids   uint32 // the member's child count when n == 1
 }
 
 // fmember is one worker holding an entry and the number of the entry's
@@ -383,7 +382,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		f.addMember(e, i, fmember{slot: slot})
 		if c != nil {
 			j, _ := f.find(c, slot)
-			*f.kids(c, j)++
+			f.addKids(c, j, 1)
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
@@ -477,7 +476,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		ei := table.s[ti].v
 		e := f.at(ei)
 		i, _ := f.find(e, slot)
-		if *f.kids(e, i) > 0 {
+		if f.kids(e, i) > 0 {
 			f.removeDescendants(slot, table, ei)
 			ti = table.slot(k.h)
 			i, _ = f.find(e, slot)
@@ -515,7 +514,7 @@ func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i in
 	f.blocks--
 	if p := f.parentOf(e); p != nil {
 		j, _ := f.find(p, slot)
-		*f.kids(p, j)--
+		f.addKids(p, j, -1)
 	}
 	if e.count() == 0 {
 		f.freeEntry(ei)

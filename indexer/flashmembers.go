@@ -9,38 +9,59 @@ import (
 
 // Flash's member sets: which worker slots hold an entry.
 //
-// An entry's set is one word, fentry.mem = n<<32 | x: x is the member's
-// slot when n == 1 (its child count is fentry.kids) and the offset of a
-// block of the member arena when n >= 2. Lookups read the word once,
+// An entry's set is one word, fentry.mem: 0 for none; 1<<63 | kids<<32 |
+// slot for one member, with its child count (so that entries need no
+// field of their own for it: 24 bytes, not 32); n<<32 | offset of a block
+// of the member arena for n >= 2. Lookups read the word once,
 // atomically, without a lock (flashread.go), so a set is never changed in
 // place: adding or dropping a member builds a new block and swaps the
 // word, and the old block is reused only once no lookup can still read it
 // (flashrcu.go). Child counts are the writers' alone and do change in
 // place.
 
-// memWord packs a member set.
-func memWord(n, x uint32) uint64 { return uint64(n)<<32 | uint64(x) }
+const memOne = 1 << 63
 
-// count is e's number of members (writers; lookups use loadMem).
-func (e *fentry) count() uint32 { return uint32(e.mem >> 32) }
+// memN is the number of members of set word m.
+func memN(m uint64) uint32 {
+	if m&memOne != 0 {
+		return 1
+	}
+	return uint32(m >> 32)
+}
+
+// oneWord is the set word of the single member m (kids < 2^31: a worker
+// holds fewer blocks).
+func oneWord(m fmember) uint64 { return memOne | uint64(m.kids)<<32 | uint64(m.slot) }
+
+// count is e's number of members (writers; lookups load mem atomically).
+func (e *fentry) count() uint32 { return memN(e.mem) }
 
 // setMem publishes e's member set (a store lookups may observe).
-func (e *fentry) setMem(n, x uint32) { atomic.StoreUint64(&e.mem, memWord(n, x)) }
+func (e *fentry) setMem(m uint64) { atomic.StoreUint64(&e.mem, m) }
 
-// slotAt returns the slot of e's i-th member (writers).
-func (f *Flash) slotAt(e *fentry, i int) uint32 {
-	if e.count() == 1 {
-		return uint32(e.mem)
-	}
-	return f.arena[uint32(e.mem)+uint32(i)].slot
+// one returns e's single member (n == 1).
+func (e *fentry) one() fmember {
+	return fmember{slot: uint32(e.mem), kids: uint32(e.mem>>32) &^ (1 << 31)}
 }
 
 // kids returns the child count of e's i-th member (writers).
-func (f *Flash) kids(e *fentry, i int) *uint32 {
+func (f *Flash) kids(e *fentry, i int) uint32 {
 	if e.count() == 1 {
-		return &e.kids
+		return e.one().kids
 	}
-	return &f.arena[uint32(e.mem)+uint32(i)].kids
+	return f.arena[uint32(e.mem)+uint32(i)].kids
+}
+
+// addKids adds d to the child count of e's i-th member (writers).
+func (f *Flash) addKids(e *fentry, i int, d int32) {
+	if e.count() == 1 {
+		m := e.one()
+		m.kids = uint32(int32(m.kids) + d)
+		e.setMem(oneWord(m))
+		return
+	}
+	k := &f.arena[uint32(e.mem)+uint32(i)].kids
+	*k = uint32(int32(*k) + d)
 }
 
 // block returns e's member block (n >= 2; writers).
@@ -55,7 +76,7 @@ func (f *Flash) memberList(e *fentry) []fmember {
 	case 0:
 		return nil
 	case 1:
-		return []fmember{{slot: uint32(e.mem), kids: e.kids}}
+		return []fmember{e.one()}
 	}
 	return slices.Clone(f.block(e))
 }
@@ -133,28 +154,36 @@ func (f *Flash) addMember(e *fentry, i int, m fmember) {
 	n := e.count()
 	switch n {
 	case 0:
-		e.kids = m.kids
-		e.setMem(1, m.slot)
+		e.setMem(oneWord(m))
 		return
 	case 1:
 		off := f.allocBlock(1)
 		b := f.arena[off : off+2]
-		one := fmember{slot: uint32(e.mem), kids: e.kids}
+		one := e.one()
 		b[0], b[1] = one, m
 		if i == 0 {
 			b[0], b[1] = m, one
 		}
-		e.kids = 0
-		e.setMem(2, off)
+		e.setMem(2<<32 | uint64(off))
 		return
 	}
 	old := uint32(e.mem)
+	if i == int(n) && blockClass(n+1) == blockClass(n) {
+		// Appending within the block's room changes nothing a lookup
+		// may be reading: the block's first n members stay, and the slot
+		// after them is published by the new word. (A block only grows
+		// in place: removal always moves the set to a new block, so a
+		// slot past n was never visible in this block's life.)
+		f.arena[old+n] = m
+		e.setMem(uint64(n+1)<<32 | uint64(old))
+		return
+	}
 	off := f.allocBlock(blockClass(n + 1)) // may move arena: slice after
 	src, dst := f.arena[old:old+n], f.arena[off:off+n+1]
 	copy(dst, src[:i])
 	dst[i] = m
 	copy(dst[i+1:], src[i:])
-	e.setMem(n+1, off)
+	e.setMem(uint64(n+1)<<32 | uint64(off))
 	f.retireBlock(old, blockClass(n))
 }
 
@@ -163,14 +192,11 @@ func (f *Flash) delMember(e *fentry, i int) {
 	n := e.count()
 	switch n {
 	case 1:
-		e.kids = 0
-		e.setMem(0, 0)
+		e.setMem(0)
 		return
 	case 2:
 		old := uint32(e.mem)
-		keep := f.arena[old+1-uint32(i)]
-		e.kids = keep.kids
-		e.setMem(1, keep.slot)
+		e.setMem(oneWord(f.arena[old+1-uint32(i)]))
 		f.retireBlock(old, 1)
 		return
 	}
@@ -179,6 +205,6 @@ func (f *Flash) delMember(e *fentry, i int) {
 	src, dst := f.arena[old:old+n], f.arena[off:off+n-1]
 	copy(dst, src[:i])
 	copy(dst[i:], src[i+1:])
-	e.setMem(n-1, off)
+	e.setMem(uint64(n-1)<<32 | uint64(off))
 	f.retireBlock(old, blockClass(n))
 }

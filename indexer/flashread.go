@@ -58,7 +58,7 @@ func (r *reader) get(seq uint64) *fentry {
 }
 
 // A member-set snapshot is the entry's mem word as one atomic load read
-// it (n<<32 | slot or block offset; 0 for no entry), resolved against the
+// it (flashmembers.go; 0 for no entry), resolved against the
 // arena of the reader's view when its slots are needed. Blocks are never
 // changed in place and not reused while the lookup runs, and every newer
 // arena holds an older one's blocks, so the newest view resolves every
@@ -84,7 +84,7 @@ func (s *mset) slot(i int) uint32 {
 // resolve returns the members of snapshot m. Safe mode loads the newest
 // view (see above); exact mode only when m is beyond the view's arena.
 func (r *reader) resolve(m uint64, safe bool) mset {
-	n, x := uint32(m>>32), uint32(m)
+	n, x := memN(m), uint32(m)
 	if n < 2 {
 		return mset{one: x, n: int(n)}
 	}
@@ -94,7 +94,7 @@ func (r *reader) resolve(m uint64, safe bool) mset {
 	return mset{blk: r.v.arena[x : x+n : x+n], n: int(n)}
 }
 
-func memCount(m uint64) int { return int(m >> 32) }
+func memCount(m uint64) int { return int(memN(m)) }
 
 // name returns slot's worker (the view must be newer than the set that
 // holds slot).
@@ -113,8 +113,8 @@ type window struct {
 	sets []uint64 // snapshots; notRead until read
 }
 
-// notRead marks a window position not probed yet (no mem word has n =
-// 2^32-1).
+// notRead marks a window position not probed yet (no set word is all
+// ones: that would be a single member in slot 2^32-1).
 const notRead = ^uint64(0)
 
 func (w *window) get(r *reader, pos int) uint64 {
