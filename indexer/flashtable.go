@@ -30,8 +30,9 @@ func hugeRange(p, n uintptr) (off, size uintptr) {
 // and 509 -> 456 ms in alternated runs on the shared machine, together
 // with Config.BlocksPerWorker).
 //
-// Deletion leaves a tombstone (a slot whose index bits are 0), which a
-// later insert reuses; a table too full of them is rebuilt. Lookups probe
+// Deletion leaves a tombstone (a slot whose index bits are 0), unless it
+// empties the end of a run; a later insert reuses it, and a table too full
+// of them is rebuilt. Lookups probe
 // without a lock (flashrcu.go): a deletion that shifted the rest of the
 // run back, as before, could move a slot behind a probe passing by.
 //
@@ -179,9 +180,20 @@ func (f *Flash) del(seq uint64, idx uint32) {
 	for t.slots[i] != want {
 		i = (i + 1) & mask
 	}
-	atomic.StoreUint64(&t.slots[i], ptomb)
 	t.n--
-	t.tomb++
+	if t.slots[(i+1)&mask] != 0 {
+		atomic.StoreUint64(&t.slots[i], ptomb)
+		t.tomb++
+		return
+	}
+	// The last slot of its run: no probe passes it, so it can be empty,
+	// and so can the tombstones right before it (most deletions leave no
+	// tombstone at load 1/2, and rebuilds for tombstones are rare).
+	atomic.StoreUint64(&t.slots[i], 0)
+	for j := (i - 1) & mask; t.slots[j] == ptomb; j = (j - 1) & mask {
+		atomic.StoreUint64(&t.slots[j], 0)
+		t.tomb--
+	}
 }
 
 // each calls fn for every (id, entry index) pair.
