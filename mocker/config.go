@@ -53,8 +53,8 @@ type Config struct {
 	Tiers TierConfig `yaml:"tiers"`
 	// KVTransfer is the link a decode engine pulls a remote prefill
 	// worker's blocks over (Request.RemoteBlocks, disagg.go). Default
-	// DefaultKVTransfer (25 GB/s, 1 ms per transfer); zero Bandwidth means
-	// the default.
+	// DefaultKVTransferBandwidth and DefaultKVTransferLatency (25 GB/s,
+	// 1 ms per transfer); zero Bandwidth means the default.
 	KVTransfer Link `yaml:"kv_transfer"`
 	// HoldTimeout is how long a finished Request.Hold keeps its blocks for
 	// a pull that does not come. Default DefaultHoldTimeout (480 s); zero
@@ -73,7 +73,7 @@ func DefaultConfig() Config {
 		EnablePrefixCaching: true,
 		SpeedupRatio:        1,
 		HashSeed:            kvhash.DefaultSeed,
-		KVTransfer:          DefaultKVTransfer,
+		KVTransfer:          defaultKVTransfer(),
 		HoldTimeout:         DefaultHoldTimeout,
 	}
 }

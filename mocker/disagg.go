@@ -33,11 +33,20 @@ import (
 // rather than staged from a lower tier.
 const remoteLevel = -1
 
-// DefaultKVTransfer is the prefill-to-decode KV link of a disaggregated
-// pair: 25 GB/s (a 200 Gb/s RDMA NIC, the common NIXL/UCX deployment) and
-// 1 ms per transfer (the read request, its completion and the notification
-// to the prefill worker). Public figures, not measured here.
-var DefaultKVTransfer = Link{Bandwidth: 25e9, Latency: time.Millisecond}
+// The default prefill-to-decode KV link of a disaggregated pair: 25 GB/s
+// (a 200 Gb/s RDMA NIC, the common NIXL/UCX deployment) and 1 ms per
+// transfer (the read request, its completion and the notification to the
+// prefill worker). Public figures, not measured here. Constants, so no
+// embedder can change another's default.
+const (
+	DefaultKVTransferBandwidth = 25e9
+	DefaultKVTransferLatency   = time.Millisecond
+)
+
+// defaultKVTransfer is the Link of the two constants above.
+func defaultKVTransfer() Link {
+	return Link{Bandwidth: DefaultKVTransferBandwidth, Latency: DefaultKVTransferLatency}
+}
 
 // DefaultHoldTimeout is how long a prefill engine keeps a finished
 // request's blocks for a decode worker that never pulls them: vLLM's

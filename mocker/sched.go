@@ -100,7 +100,7 @@ func New(cfg Config) *Engine {
 		panic(err)
 	}
 	if cfg.KVTransfer.Bandwidth == 0 {
-		cfg.KVTransfer = DefaultKVTransfer
+		cfg.KVTransfer = defaultKVTransfer()
 	}
 	if cfg.HoldTimeout == 0 {
 		cfg.HoldTimeout = DefaultHoldTimeout

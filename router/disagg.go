@@ -45,16 +45,22 @@ func (r Role) String() string {
 
 // ParseRole parses "both" (or ""), "prefill" or "decode".
 func ParseRole(s string) (Role, error) {
+	i, err := parseName("role", s, roleNames[:])
+	return Role(i), err
+}
+
+// parseName returns the index of s in names; "" is index 0, the zero value.
+func parseName(kind, s string, names []string) (int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return RoleBoth, nil
+		return 0, nil
 	}
-	for i, n := range roleNames {
+	for i, n := range names {
 		if n == s {
-			return Role(i), nil
+			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("router: unknown role %q (want both, prefill or decode)", s)
+	return 0, fmt.Errorf("router: unknown %s %q (want %s, %s or %s)", kind, s, names[0], names[1], names[2])
 }
 
 // MarshalText implements encoding.TextMarshaler.
@@ -93,16 +99,8 @@ func (h Hop) String() string {
 
 // ParseHop parses "aggregated" (or ""), "prefill" or "decode".
 func ParseHop(s string) (Hop, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return HopAggregated, nil
-	}
-	for i, n := range hopNames {
-		if n == s {
-			return Hop(i), nil
-		}
-	}
-	return 0, fmt.Errorf("router: unknown hop %q (want aggregated, prefill or decode)", s)
+	i, err := parseName("hop", s, hopNames[:])
+	return Hop(i), err
 }
 
 // Serves reports whether a worker of role r may take hop h.

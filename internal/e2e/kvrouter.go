@@ -85,7 +85,7 @@ func (r *Router) Get(path string) (status int, body string, err error) {
 // Ready asks GET /readyz: 200 means ready; the body says why not.
 func (r *Router) Ready() (bool, string) {
 	if r.Proc.Exited() {
-		return false, fmt.Sprintf("%s exited: %v", r.Name, r.Proc.ExitErr())
+		return false, r.Proc.ExitReport()
 	}
 	status, body, err := r.Get("/readyz")
 	if err != nil {

@@ -39,7 +39,7 @@ func (n *NATSNode) Restart(t testing.TB, timeout time.Duration) {
 // leader and its streams.
 func (n *NATSNode) Healthy() (bool, string) {
 	if n.Proc.Exited() {
-		return false, n.Name + " exited"
+		return false, n.Proc.ExitReport()
 	}
 	status, body, err := httpGet("http://127.0.0.1:" + strconv.Itoa(n.MonitorPort) + "/healthz")
 	if err != nil {

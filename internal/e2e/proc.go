@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -125,6 +126,23 @@ func (p *Proc) ExitErr() error {
 	defer p.mu.Unlock()
 	return p.err
 }
+
+// ExitReport says how the process ended and what it wrote last: a
+// process that exits at start says why on its last lines, which a failure
+// message should carry (the log tail printed at cleanup can be long).
+func (p *Proc) ExitReport() string {
+	lines := strings.Split(strings.TrimRight(p.Log(4<<10), "\n"), "\n")
+	lines = lines[max(0, len(lines)-exitLines):]
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "..."
+		}
+	}
+	return fmt.Sprintf("%s exited (%v); last output:\n%s", p.Name, p.ExitErr(), strings.Join(lines, "\n"))
+}
+
+// exitLines is how many last lines of output ExitReport quotes.
+const exitLines = 5
 
 // Kill sends SIGKILL (kill -9) and waits for the process to be gone.
 func (p *Proc) Kill() {

@@ -160,7 +160,7 @@ func TestReplicaKilledRestoresSnapshot(t *testing.T) {
 	not200 := 0
 	WaitFor(t, 30*time.Second, victim.Name+" /readyz 200", func() (bool, string) {
 		if victim.Proc.Exited() {
-			t.Fatalf("%s exited: %v", victim.Name, victim.Proc.ExitErr())
+			t.Fatal(victim.Proc.ExitReport())
 		}
 		code, body, err := victim.Get("/readyz")
 		if err != nil {

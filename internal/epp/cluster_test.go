@@ -85,8 +85,10 @@ func TestPoolWithBoundZMQ(t *testing.T) {
 	var seq [8]byte
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	// PUB drops messages until the connection is up: resend (same seq,
-	// deduplicated by the subscriber) until the blocks show.
+	// PUB drops messages until the connection is up: resend until the
+	// blocks show. The subscriber reads a repeated seq as an engine restart
+	// (ZMQ never redelivers), which resets the worker and applies the same
+	// two stores again, so the end state is the same.
 	waitFor(t, "worker 42's blocks from the bound ZMQ SUB", func() bool {
 		binary.BigEndian.PutUint64(seq[:], 0)
 		_ = pub.Send(zmq4.NewMsgFrom([]byte("kv@10.0.0.7@kvrouter-mock"), seq[:], payload))

@@ -250,14 +250,23 @@ func TestDisaggConditional(t *testing.T) {
 // pool (with its transfer), an unknown hop is a 400.
 func TestRouteHop(t *testing.T) {
 	s, _ := newPDFleet(t, nil)
+	prompt := strings.Repeat("route me somewhere nice ", 40) // a few full blocks
 	for hop, want := range map[string][]string{"prefill": {"1", "2"}, "decode": {"3", "4"}, "": {"3", "4"}} {
-		rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"route me somewhere nice","hop":"`+hop+`"}`)
+		rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"`+prompt+`","hop":"`+hop+`"}`)
 		var out RouteResponse
 		if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &out) != nil {
 			t.Fatalf("hop %q: %d %s", hop, rec.Code, rec.Body.String())
 		}
 		if w := strconv.FormatUint(out.Worker, 10); w != want[0] && w != want[1] || out.Hop != hop {
 			t.Fatalf("hop %q: worker %d hop %q, want one of %v", hop, out.Worker, out.Hop, want)
+		}
+		// Only the decode hop pulls KV: the prompt blocks its worker lacks.
+		wantTransfer := 0
+		if hop == "decode" {
+			wantTransfer = out.Blocks - out.OverlapBlocks[0]
+		}
+		if out.Blocks == 0 || out.TransferBlocks != wantTransfer {
+			t.Fatalf("hop %q: transfer_blocks %d of %d prompt blocks (%v cached), want %d", hop, out.TransferBlocks, out.Blocks, out.OverlapBlocks, wantTransfer)
 		}
 	}
 	if rec := do(t, s.Handler(), "POST", "/route", `{"prompt":"x","hop":"sideways"}`); rec.Code != 400 {

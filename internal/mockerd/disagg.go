@@ -189,12 +189,16 @@ func (s *Server) notifyPulled(ctx context.Context, ids []uint64, live map[uint64
 		}
 		u := "http://" + net.JoinHostPort(*p.RemoteHost, strconv.Itoa(*p.RemotePort)) + "/kv/release"
 		body, _ := json.Marshal(releaseRequest{RemoteRequestID: p.RemoteRequestID})
-		go s.postRelease(ctx, u, body)
+		s.releases.Add(1)
+		go func() {
+			defer s.releases.Done()
+			s.postRelease(ctx, u, body)
+		}()
 	}
 }
 
 func (s *Server) postRelease(ctx context.Context, u string, body []byte) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {

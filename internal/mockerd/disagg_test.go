@@ -120,7 +120,7 @@ func TestDisaggProtocol(t *testing.T) {
 	if c.Usage == nil || c.Usage.CompletionTokens != 4 || c.Usage.PromptTokensDetails.CachedTokens != 32 || c.KVTransferParams != nil {
 		t.Fatalf("decode answer %s: want 4 tokens, 32 cached (the pulled blocks)", b)
 	}
-	// The decode hop reports its pull (DefaultKVTransfer: 1 ms latency at
+	// The decode hop reports its pull (the default KV link: 1 ms latency at
 	// least) in the trailer.
 	if v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64); err != nil || v < 0.001 {
 		t.Fatalf("decode transfer trailer %q (%v), want >= 0.001 s", resp.Trailer.Get(oai.TrailerKVTransfer), err)

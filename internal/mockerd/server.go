@@ -30,6 +30,8 @@ type Server struct {
 	pubErr atomic.Uint64
 	// releaseErr counts failed releases of pulled blocks (disagg.go).
 	releaseErr atomic.Uint64
+	// releases tracks the release calls in flight; Run waits for them.
+	releases sync.WaitGroup
 
 	reg *prometheus.Registry
 	m   metrics
@@ -188,6 +190,8 @@ func (s *Server) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer close(s.stopped)
+	// Release calls run on Run's ctx, so on shutdown they end promptly.
+	defer s.releases.Wait()
 	defer func() {
 		for id, st := range live {
 			res := s.engCancel(id)

@@ -23,7 +23,11 @@
 // held. A stream that restarts (recreated, or its last sequence below the
 // applied one) clears the index and rebuilds it from the new stream; a
 // snapshot of an earlier stream (its identity, the stream's creation time,
-// differs) is never restored.
+// differs) is never restored. A snapshot of this stream ahead of its last
+// sequence as read (read before the snapshot's fetch, or from a node that
+// just took the stream over) is restored once a new read of the stream
+// reaches it; only a stream behind it for 10 s makes the replica give it
+// up and replay the whole stream.
 //
 // Ephemeral, from load sync: active load and session affinity. Each
 // replica publishes its own bookings (router.Events.OnBooking: route,

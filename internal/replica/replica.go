@@ -259,13 +259,16 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 		return err
 	}
 	info := st.CachedInfo()
-	id := streamIdentity(info)
 	r.observe(info, info.State.LastSeq)
 	r.setStatus(func(s *Status) { s.Ready, s.Applied, s.Detail = false, 0, "restoring the newest snapshot" })
-	pos, restored, notes, err := r.restore(ctx, info, fresh)
+	// restore reads the stream again when the snapshot is ahead of this
+	// read: st is the newest read from here on.
+	pos, restored, notes, st, err := r.restore(ctx, st, fresh)
 	if err != nil {
 		return err
 	}
+	info = st.CachedInfo()
+	id := streamIdentity(info)
 	if first := info.State.FirstSeq; info.State.Msgs > 0 && pos.StreamSeq+1 < first {
 		// Retention dropped messages no snapshot covers: the index misses
 		// whatever they held (the subscriber clears the workers whose
@@ -333,11 +336,12 @@ func (r *Replica) life(ctx context.Context, fresh bool) error {
 }
 
 // restore applies the newest usable snapshot and returns the position to
-// follow the stream from.
-func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh bool) (eventplane.Position, int, []string, error) {
+// follow the stream from, and the stream as read after the snapshot (st
+// when not read again).
+func (r *Replica) restore(ctx context.Context, st jetstream.Stream, fresh bool) (eventplane.Position, int, []string, jetstream.Stream, error) {
 	var notes []string
 	if fresh {
-		return eventplane.Position{}, 0, []string{"rebuilding from the stream after it restarted"}, nil
+		return eventplane.Position{}, 0, []string{"rebuilding from the stream after it restarted"}, st, nil
 	}
 	// NB: a cluster that is still electing leaders (a node just restarted)
 	// times out for seconds; waiting for it beats replaying the whole
@@ -346,16 +350,25 @@ func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {
-			return eventplane.Position{}, 0, nil, ctx.Err()
+			return eventplane.Position{}, 0, nil, st, ctx.Err()
 		}
 		r.cfg.Logger.Warn("no snapshot restored: the snapshot store failed; replaying the whole stream", "err", err)
-		return eventplane.Position{}, 0, []string{"snapshot store failed: " + err.Error()}, nil
+		return eventplane.Position{}, 0, []string{"snapshot store failed: " + err.Error()}, st, nil
 	case s == nil:
-		return eventplane.Position{}, 0, []string{"no snapshot yet"}, nil
-	case (s.Stream != "" && s.Stream != streamIdentity(info)) || s.Position.StreamSeq > info.State.LastSeq:
-		r.cfg.Logger.Warn("snapshot of an earlier stream ignored", "snapshot_seq", s.Position.StreamSeq,
+		return eventplane.Position{}, 0, []string{"no snapshot yet"}, st, nil
+	}
+	st, fit, err := r.catchUp(ctx, s, st)
+	if err != nil {
+		return eventplane.Position{}, 0, nil, st, err
+	}
+	if info := st.CachedInfo(); fit != snapshotFits {
+		why := "snapshot of an earlier stream ignored"
+		if fit == snapshotAhead {
+			why = "snapshot ahead of the stream ignored"
+		}
+		r.cfg.Logger.Warn(why, "snapshot_seq", s.Position.StreamSeq,
 			"stream_last_seq", info.State.LastSeq, "snapshot_stream", s.Stream, "stream", streamIdentity(info))
-		return eventplane.Position{}, 0, []string{"snapshot of an earlier stream ignored"}, nil
+		return eventplane.Position{}, 0, []string{why}, st, nil
 	}
 	rejected := 0
 	for i := range s.Events {
@@ -364,14 +377,14 @@ func (r *Replica) restore(ctx context.Context, info *jetstream.StreamInfo, fresh
 		}
 	}
 	if err := r.opts.Flush(ctx); err != nil {
-		return eventplane.Position{}, 0, nil, fmt.Errorf("replica: flush the restored snapshot: %w", err)
+		return eventplane.Position{}, 0, nil, st, fmt.Errorf("replica: flush the restored snapshot: %w", err)
 	}
 	if rejected > 0 {
 		notes = append(notes, fmt.Sprintf("%d snapshot events rejected", rejected))
 	}
 	r.cfg.Logger.Info("index restored from snapshot", "stream_seq", s.Position.StreamSeq, "events", len(s.Events),
 		"rejected", rejected, "created", s.Created)
-	return s.Position, len(s.Events), notes, nil
+	return s.Position, len(s.Events), notes, st, nil
 }
 
 // lastSeq is the last sequence of the consumed subjects: the stream's,
