@@ -295,8 +295,11 @@ func (f *Flash) yield(slot uint32, table *htable, cur uint32) bool {
 	if f.mu.waiting.Load() == 0 {
 		return true
 	}
-	f.mu.Unlock()
-	f.mu.Lock()
+	// Through unlock and lock: writing must stay odd exactly while a
+	// writer holds the lock, or a lookup could take another writer's
+	// hold for a quiet index.
+	f.unlock()
+	f.lock()
 	if int(slot) >= len(f.tables) || f.tables[slot] != table {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 )
@@ -224,5 +225,44 @@ func TestFlashRetiredWaitForReaders(t *testing.T) {
 	}
 	if err := f.check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlashYieldKeepsWritingOdd: Flash.writing is odd exactly while a
+// writer holds the lock, also when a writer yields it to another one
+// mid-event (lookups take an even, unchanged count for a quiet index: an
+// even count during another writer's hold let a lookup accept a result
+// read across that writer's changes).
+func TestFlashYieldKeepsWritingOdd(t *testing.T) {
+	f := NewFlash(Config{})
+	f.mu.waiting.Add(1) // a reader waits: every yield lets go of the lock
+	f.lock()
+	got := make(chan uint64, 1)
+	go func() {
+		f.lock()
+		got <- f.writing.Load()
+		f.unlock()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for done := false; !done; {
+		f.yield(0, nil, noEntry)
+		select {
+		case w := <-got:
+			if w&1 == 0 {
+				t.Fatalf("writing = %d while the other writer held the lock", w)
+			}
+			done = true
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the other writer never got the lock")
+			}
+		}
+	}
+	if w := f.writing.Load(); w&1 == 0 {
+		t.Fatalf("writing = %d while holding the lock", w)
+	}
+	f.unlock()
+	if w := f.writing.Load(); w&1 != 0 {
+		t.Fatalf("writing = %d with the lock free", w)
 	}
 }
