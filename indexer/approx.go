@@ -2,11 +2,13 @@ package indexer
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"time"
 	"unsafe"
 
+	"github.com/kvrouter/kvrouter/internal/invariants"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 )
@@ -21,9 +23,15 @@ import (
 //
 // Blocks are keyed by the router sequence hash of their prefix, so matching
 // has exact prefix semantics. Time is always passed in; Approx reads no
-// clock. Expiry order is kept in a FIFO of insertions, which is exact while
-// the now values passed to Insert do not decrease (the normal case) and
-// approximate otherwise.
+// clock. Expiry order is a doubly linked list of the held pairs in the
+// order of the Insert that last set their expiry (deepest block first
+// within one Insert, so that pruning ties drop leaves first): a refresh
+// moves a pair to the tail in O(1), so the list never holds stale records
+// and needs no compaction. The order is exact while the now values passed
+// to Insert do not decrease (the normal case) and approximate otherwise.
+//
+// Steady-state Insert and lookups do not allocate: entries, their member
+// slices and list nodes are reused from free lists.
 //
 // Approx is safe for concurrent use (one RWMutex).
 type Approx struct {
@@ -32,12 +40,17 @@ type Approx struct {
 	maxBlocks int
 	pruneTo   int
 
-	m      map[uint64]*aentry
-	slots  slotTable
-	counts []int // slot -> blocks held
-	queue  []arec
-	head   int
-	blocks int
+	m         *htable // sequence hash -> entries index
+	entries   []aentry
+	freeEntry []uint32 // unused entries (their member slices kept for reuse)
+	slots     slotTable
+	counts    []int // slot -> blocks held
+	// nodes[0] is the expiry list's sentinel: its next is the earliest
+	// expiry, its prev the latest. Free nodes chain through next from
+	// freeNode (0: none).
+	nodes    []anode
+	freeNode uint32
+	blocks   int
 
 	memberCap int
 	expired   uint64
@@ -51,15 +64,16 @@ type aentry struct {
 
 type amember struct {
 	slot uint32
-	exp  int64 // unix nanoseconds
+	node uint32 // its place in the expiry list
+	exp  int64  // unix nanoseconds (also in the node: lookups read it here)
 }
 
-// arec is one insertion in expiry order; stale when the member's exp has
-// since been refreshed.
-type arec struct {
-	seq  uint64
-	exp  int64
-	slot uint32
+// anode is one held (block, worker) pair in the expiry list.
+type anode struct {
+	seq        uint64
+	exp        int64
+	prev, next uint32
+	slot       uint32
 }
 
 // ApproxStats is a snapshot of an Approx index.
@@ -74,125 +88,186 @@ type ApproxStats struct {
 
 // NewApprox returns an empty approximate index using cfg.TTL (default
 // 120 s), cfg.MaxBlocks (default 2^20) and cfg.PruneFraction (default 0.8).
-func NewApprox(cfg Config) *Approx {
+func NewApprox(cfg ApproxConfig) *Approx {
 	cfg = cfg.withDefaults()
 	return &Approx{
 		ttl:       int64(cfg.TTL),
 		maxBlocks: cfg.MaxBlocks,
 		pruneTo:   int(float64(cfg.MaxBlocks) * cfg.PruneFraction),
-		m:         make(map[uint64]*aentry),
+		m:         newHtable(0),
+		nodes:     make([]anode, 1),
 	}
 }
 
+// find returns the index of slot's member, or where it would be inserted.
 func (e *aentry) find(slot uint32) (int, bool) {
+	if ms := e.members; len(ms) <= 8 {
+		// Most blocks have a few holders: a scan beats the bisection.
+		for i := range ms {
+			if ms[i].slot >= slot {
+				return i, ms[i].slot == slot
+			}
+		}
+		return len(ms), false
+	}
 	return slices.BinarySearchFunc(e.members, slot, func(m amember, s uint32) int { return cmp.Compare(m.slot, s) })
 }
 
 // Insert records that worker w now holds the blocks of locals (a routed
 // request's local hashes), expiring at now + TTL.
 func (a *Approx) Insert(w kvevents.Worker, locals []uint64, now time.Time) {
-	if len(locals) == 0 {
+	a.insert(w, locals, false, now)
+}
+
+// InsertSeq is Insert given the blocks' sequence hashes
+// (kvhash.AppendSeq of the locals), which a router has already computed.
+func (a *Approx) InsertSeq(w kvevents.Worker, seqs []uint64, now time.Time) {
+	a.insert(w, seqs, true, now)
+}
+
+// insert is Insert of hs, which are sequence hashes if isSeq and local
+// hashes otherwise.
+func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Time) {
+	if len(hs) == 0 {
 		return
 	}
 	t := now.UnixNano()
 	exp := t + a.ttl
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.sweep(func(r arec) bool { return r.exp <= t }, &a.expired)
+	a.sweep(t, math.MaxInt, &a.expired)
 	slot := a.slots.acquire(w)
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
 	}
-	// Queue records deepest first so that pruning ties drop leaves first.
-	start := len(a.queue)
+	// This Insert's pairs form a segment, deepest first, appended to the
+	// list's tail at the end.
+	var segHead, segTail uint32
 	var seq uint64
-	for i, l := range locals {
-		if i == 0 {
-			seq = l
+	for i, h := range hs {
+		if isSeq || i == 0 {
+			seq = h
 		} else {
-			seq = kvhash.SeqNext(seq, l)
+			seq = kvhash.SeqNext(seq, h)
 		}
-		e := a.m[seq]
-		if e == nil {
-			e = &aentry{seq: seq}
-			a.m[seq] = e
+		var ei uint32
+		if k, ok := a.m.find(seq); ok {
+			ei = a.m.s[k].v
+		} else {
+			ei = a.newEntry(seq)
+			a.m.putAt(k, seq, ei)
 		}
+		e := &a.entries[ei]
 		j, ok := e.find(slot)
+		var ni uint32
 		if ok {
-			if e.members[j].exp == exp {
-				// NB: refreshed at the same instant, its queue record is
-				// already there; another would never be compacted away
-				// (equal expiry) and, with many decisions at one
-				// timestamp (a simulator's batch), compaction would run
-				// on every insert.
+			mb := &e.members[j]
+			if mb.exp == exp {
+				// NB: refreshed at the same instant, it keeps its place
+				// (the pair's expiry did not change).
 				continue
 			}
-			e.members[j].exp = exp
+			mb.exp = exp
+			ni = mb.node
+			a.nodes[ni].exp = exp
+			a.unlink(ni)
 		} else {
+			ni = a.newNode(seq, slot, exp)
 			old := cap(e.members)
-			e.members = slices.Insert(e.members, j, amember{slot: slot, exp: exp})
+			e.members = slices.Insert(e.members, j, amember{slot: slot, node: ni, exp: exp})
 			a.memberCap += cap(e.members) - old
 			a.counts[slot]++
 			a.blocks++
 		}
-		a.queue = append(a.queue, arec{seq: seq, exp: exp, slot: slot})
+		n := &a.nodes[ni]
+		n.prev, n.next = 0, segHead
+		if segHead != 0 {
+			a.nodes[segHead].prev = ni
+		} else {
+			segTail = ni
+		}
+		segHead = ni
 	}
-	slices.Reverse(a.queue[start:])
+	if segHead != 0 {
+		last := a.nodes[0].prev
+		a.nodes[last].next = segHead
+		a.nodes[segHead].prev = last
+		a.nodes[segTail].next = 0
+		a.nodes[0].prev = segTail
+	}
 	if a.blocks > a.maxBlocks {
-		a.sweep(func(arec) bool { return a.blocks > a.pruneTo }, &a.pruned)
+		a.sweep(math.MinInt64, a.pruneTo, &a.pruned)
 	}
-	if live := len(a.queue) - a.head; live > 2*a.blocks+1024 {
-		a.compact()
+	if invariants.Enabled && a.blocks <= invariantsLimit {
+		if err := a.check(); err != nil {
+			panic(err)
+		}
 	}
 }
 
-// sweep pops queue records while more(rec) holds, deleting the pairs they
-// still describe and counting them in *n.
-func (a *Approx) sweep(more func(arec) bool, n *uint64) {
-	for a.head < len(a.queue) && more(a.queue[a.head]) {
-		r := a.queue[a.head]
-		a.head++
-		e := a.m[r.seq]
-		if e == nil {
-			continue
+func (a *Approx) newEntry(seq uint64) uint32 {
+	if n := len(a.freeEntry); n > 0 {
+		ei := a.freeEntry[n-1]
+		a.freeEntry = a.freeEntry[:n-1]
+		a.entries[ei].seq = seq
+		return ei
+	}
+	a.entries = append(a.entries, aentry{seq: seq})
+	return uint32(len(a.entries) - 1)
+}
+
+func (a *Approx) newNode(seq uint64, slot uint32, exp int64) uint32 {
+	ni := a.freeNode
+	if ni != 0 {
+		a.freeNode = a.nodes[ni].next
+	} else {
+		a.nodes = append(a.nodes, anode{})
+		ni = uint32(len(a.nodes) - 1)
+	}
+	a.nodes[ni] = anode{seq: seq, exp: exp, slot: slot}
+	return ni
+}
+
+func (a *Approx) unlink(ni uint32) {
+	n := &a.nodes[ni]
+	a.nodes[n.prev].next = n.next
+	a.nodes[n.next].prev = n.prev
+}
+
+// sweep drops pairs from the head of the expiry list while they expire at
+// or before t or more than keep pairs are held, counting them in *n.
+func (a *Approx) sweep(t int64, keep int, n *uint64) {
+	for {
+		ni := a.nodes[0].next
+		if ni == 0 || (a.nodes[ni].exp > t && a.blocks <= keep) {
+			return
 		}
-		j, ok := e.find(r.slot)
-		if !ok || e.members[j].exp != r.exp {
-			continue // stale: refreshed or already gone
-		}
-		a.drop(e, j)
+		nd := &a.nodes[ni]
+		ei, _ := a.m.get(nd.seq)
+		j, _ := a.entries[ei].find(nd.slot)
+		a.drop(ei, j)
 		*n++
 	}
-	if a.head == len(a.queue) {
-		a.queue, a.head = a.queue[:0], 0
-	}
 }
 
-func (a *Approx) drop(e *aentry, j int) {
-	slot := e.members[j].slot
+// drop deletes member j of entry ei and its list node.
+func (a *Approx) drop(ei uint32, j int) {
+	e := &a.entries[ei]
+	mb := e.members[j]
+	a.unlink(mb.node)
+	a.nodes[mb.node] = anode{next: a.freeNode}
+	a.freeNode = mb.node
 	e.members = slices.Delete(e.members, j, j+1)
 	a.blocks--
-	a.counts[slot]--
-	if a.counts[slot] == 0 {
-		a.slots.release(slot)
+	a.counts[mb.slot]--
+	if a.counts[mb.slot] == 0 {
+		a.slots.release(mb.slot)
 	}
 	if len(e.members) == 0 {
-		a.memberCap -= cap(e.members)
-		delete(a.m, e.seq)
+		a.m.del(e.seq)
+		e.seq = 0
+		a.freeEntry = append(a.freeEntry, ei)
 	}
-}
-
-// compact rebuilds the queue from live pairs, dropping stale records.
-func (a *Approx) compact() {
-	q := make([]arec, 0, a.blocks)
-	for _, r := range a.queue[a.head:] {
-		if e := a.m[r.seq]; e != nil {
-			if j, ok := e.find(r.slot); ok && e.members[j].exp == r.exp {
-				q = append(q, r)
-			}
-		}
-	}
-	a.queue, a.head = q, 0
 }
 
 // FindMatches returns, per worker+rank, the number of leading blocks of
@@ -203,6 +278,18 @@ func (a *Approx) FindMatches(locals []uint64, now time.Time) Overlaps {
 
 // AppendMatches appends the FindMatches result to dst.
 func (a *Approx) AppendMatches(dst Overlaps, locals []uint64, now time.Time) Overlaps {
+	return a.appendMatches(dst, locals, false, now)
+}
+
+// AppendMatchesSeq is AppendMatches given the blocks' sequence hashes
+// (kvhash.AppendSeq of the locals).
+func (a *Approx) AppendMatchesSeq(dst Overlaps, seqs []uint64, now time.Time) Overlaps {
+	return a.appendMatches(dst, seqs, true, now)
+}
+
+// appendMatches is AppendMatches of hs, which are sequence hashes if isSeq
+// and local hashes otherwise.
+func (a *Approx) appendMatches(dst Overlaps, hs []uint64, isSeq bool, now time.Time) Overlaps {
 	t := now.UnixNano()
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -210,16 +297,15 @@ func (a *Approx) AppendMatches(dst Overlaps, locals []uint64, now time.Time) Ove
 	var buf [64]uint32
 	alive := buf[:0]
 	var seq uint64
-	for i, l := range locals {
-		if i == 0 {
-			seq = l
+	for i, h := range hs {
+		if isSeq || i == 0 {
+			seq = h
 		} else {
-			seq = kvhash.SeqNext(seq, l)
+			seq = kvhash.SeqNext(seq, h)
 		}
-		e := a.m[seq]
 		var ms []amember
-		if e != nil {
-			ms = e.members
+		if ei, ok := a.m.get(seq); ok {
+			ms = a.entries[ei].members
 		}
 		if i == 0 {
 			for _, m := range ms {
@@ -248,7 +334,7 @@ func (a *Approx) AppendMatches(dst Overlaps, locals []uint64, now time.Time) Ove
 		}
 	}
 	for _, s := range alive {
-		dst = append(dst, Overlap{Worker: a.slots.names[s], Blocks: len(locals)})
+		dst = append(dst, Overlap{Worker: a.slots.names[s], Blocks: len(hs)})
 	}
 	sortOverlaps(dst[base:])
 	return dst
@@ -262,10 +348,10 @@ func (a *Approx) RemoveWorker(id uint64) {
 	if len(slots) == 0 {
 		return
 	}
-	for _, e := range a.m {
+	for ei := range a.entries {
 		for _, s := range slots {
-			if j, ok := e.find(s); ok {
-				a.drop(e, j)
+			if j, ok := a.entries[ei].find(s); ok {
+				a.drop(uint32(ei), j)
 			}
 		}
 	}
@@ -275,12 +361,13 @@ func (a *Approx) RemoveWorker(id uint64) {
 func (a *Approx) Stats() ApproxStats {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	bytes := int64(len(a.m))*int64(unsafe.Sizeof(aentry{})) +
+	bytes := int64(cap(a.entries))*int64(unsafe.Sizeof(aentry{})) +
 		int64(a.memberCap)*int64(unsafe.Sizeof(amember{})) +
-		mapBytes(len(a.m), 8+ptrSize) +
-		int64(cap(a.queue))*int64(unsafe.Sizeof(arec{}))
+		a.m.bytes() +
+		int64(cap(a.nodes))*int64(unsafe.Sizeof(anode{})) +
+		int64(cap(a.freeEntry))*4
 	return ApproxStats{
-		Blocks: a.blocks, Nodes: len(a.m), Workers: len(a.slots.ids), Bytes: bytes,
+		Blocks: a.blocks, Nodes: a.m.len(), Workers: len(a.slots.ids), Bytes: bytes,
 		Expired: a.expired, Pruned: a.pruned,
 	}
 }

@@ -23,7 +23,7 @@ import (
 func TestApprox(t *testing.T) {
 	epoch := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	datadriven.Walk(t, "testdata/approx", func(t *testing.T, path string) {
-		a := indexer.NewApprox(indexer.Config{})
+		a := indexer.NewApprox(indexer.ApproxConfig{})
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			at := func() time.Time {
 				var s string
@@ -48,7 +48,7 @@ func TestApprox(t *testing.T) {
 			}
 			switch d.Cmd {
 			case "new":
-				var cfg indexer.Config
+				var cfg indexer.ApproxConfig
 				if d.HasArg("ttl") {
 					var s string
 					d.ScanArgs(t, "ttl", &s)

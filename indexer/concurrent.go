@@ -17,7 +17,7 @@ var ErrClosed = errors.New("indexer: concurrent index is not running")
 // Concurrency). FindMatches, AppendMatches, Dump and Stats run inline on the
 // caller's goroutine (the wrapped index takes read locks; Flash's lookups
 // take none, see flashrcu.go). Apply enqueues
-// the event to one of Config.Writers writer goroutines chosen by a hash of
+// the event to one of ConcurrentConfig.Writers writer goroutines chosen by a hash of
 // the worker+rank (or, when the wrapped index is a Sharded with one shard
 // per writer, by the worker's shard, so that each writer owns one shard and
 // writers never contend for a lock), so one worker+rank's events are
@@ -26,7 +26,7 @@ var ErrClosed = errors.New("indexer: concurrent index is not running")
 //
 // Apply never drops: when the chosen queue is full it blocks until there is
 // room (backpressure onto the event source) or Run has returned. Rejections
-// are reported through Config.Events.OnRejected, not by Apply.
+// are reported through ConcurrentConfig.Events.OnRejected, not by Apply.
 //
 // The constructor starts no goroutines; Run does. All methods are safe for
 // concurrent use. Events enqueued but not applied when Run returns are
@@ -62,7 +62,7 @@ var _ Index = (*Concurrent)(nil)
 
 // NewConcurrent wraps idx. cfg.Writers (default GOMAXPROCS), cfg.QueueSize
 // (default 1024 events per writer) and cfg.Events are used.
-func NewConcurrent(idx Index, cfg Config) *Concurrent {
+func NewConcurrent(idx Index, cfg ConcurrentConfig) *Concurrent {
 	cfg = cfg.withDefaults()
 	c := &Concurrent{idx: idx, events: cfg.Events, done: make(chan struct{})}
 	c.queues = make([]chan job, cfg.Writers)

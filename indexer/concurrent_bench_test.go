@@ -60,7 +60,7 @@ func BenchmarkConcurrent(b *testing.B) {
 			idx := ix.new()
 			buildShared(b, idx, 64, workers)
 			stores, removes := churnEvents(workers, chain)
-			c := indexer.NewConcurrent(idx, indexer.Config{})
+			c := indexer.NewConcurrent(idx, indexer.ConcurrentConfig{})
 			stop := runConcurrent(b, c)
 			defer stop()
 			b.ReportAllocs()
@@ -88,7 +88,7 @@ func BenchmarkConcurrent(b *testing.B) {
 			idx := ix.new()
 			prompt := buildShared(b, idx, 64, workers)
 			stores, removes := churnEvents(workers, chain)
-			c := indexer.NewConcurrent(idx, indexer.Config{})
+			c := indexer.NewConcurrent(idx, indexer.ConcurrentConfig{})
 			stop := runConcurrent(b, c)
 			defer stop()
 			// Goroutine g of G = GOMAXPROCS produces the events of

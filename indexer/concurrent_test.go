@@ -50,12 +50,12 @@ func workerEvents(rng *rand.Rand, w kvevents.Worker, n int) []kvevents.Event {
 
 func TestConcurrentMatchesSequential(t *testing.T) {
 	t.Run("flash", func(t *testing.T) {
-		testConcurrentMatchesSequential(t, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 4}) })
+		testConcurrentMatchesSequential(t, func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 4}) })
 	})
 	// One shard per writer: each writer owns a shard.
 	t.Run("sharded", func(t *testing.T) {
 		testConcurrentMatchesSequential(t, func() indexer.Index {
-			return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 4}) })}
+			return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 4}) })}
 		})
 	})
 }
@@ -68,7 +68,7 @@ func testConcurrentMatchesSequential(t *testing.T, newIndex func() indexer.Index
 			streams = append(streams, workerEvents(rng, kvevents.Worker{ID: id + 1, Rank: rank}, 200))
 		}
 	}
-	seq := indexer.NewFlash(indexer.Config{Stride: 4})
+	seq := indexer.NewFlash(indexer.FlashConfig{Stride: 4})
 	seqRejected := 0
 	for _, s := range streams {
 		for i := range s {
@@ -79,7 +79,7 @@ func testConcurrentMatchesSequential(t *testing.T, newIndex func() indexer.Index
 	}
 
 	var rejected, applied atomic.Int64
-	c := indexer.NewConcurrent(newIndex(), indexer.Config{
+	c := indexer.NewConcurrent(newIndex(), indexer.ConcurrentConfig{
 		Writers: 3, QueueSize: 8,
 		Events: indexer.Events{
 			OnApplied: func(*kvevents.Event) { applied.Add(1) },

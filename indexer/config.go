@@ -9,34 +9,58 @@ import (
 	"github.com/kvrouter/kvrouter/kvevents"
 )
 
-// Config configures the indexes of this package. Each field's zero value
-// means its default, so Config{} is usable.
-type Config struct {
-	// Stride is Flash's jump-search stride J in blocks. Default 64.
+// Each index kind has its own config (NewFlash takes a FlashConfig, NewRadix
+// a RadixConfig, NewConcurrent a ConcurrentConfig, NewApprox an
+// ApproxConfig), so a program embedding one index sets only that index's
+// knobs. Every field's zero value means its default, so the zero config of
+// each kind is usable.
+
+// FlashConfig configures Flash (NewFlash).
+type FlashConfig struct {
+	// Stride is the jump-search stride J in blocks (DESIGN.md §3).
+	// Default 64; 0 = default.
 	Stride int `yaml:"stride"`
 	// BlocksPerWorker is a capacity hint: the number of blocks one
 	// worker+rank is expected to hold at most (its engine's KV cache size
-	// in blocks, e.g. 16384). Flash and Radix size each worker's table for
-	// it when they first see the worker, instead of growing it by doubling
-	// (rehashing and reallocating on the event path). 0 = no hint. Memory
-	// per worker is about 24 bytes per hinted block up front.
+	// in blocks, e.g. 16384). Flash sizes each worker's tables for it when
+	// it first sees the worker, instead of growing them by doubling
+	// (rehashing and reallocating on the event path). Default 0 = no hint.
+	// Memory per worker is about 24 bytes per hinted block up front.
 	BlocksPerWorker int `yaml:"blocks_per_worker"`
-	// Writers is the number of Concurrent writer goroutines. Default
-	// runtime.GOMAXPROCS(0) at construction.
+}
+
+// RadixConfig configures Radix (NewRadix).
+type RadixConfig struct {
+	// BlocksPerWorker is a capacity hint as FlashConfig.BlocksPerWorker:
+	// Radix sizes each worker's engine-hash table for it when it first
+	// sees the worker. Default 0 = no hint.
+	BlocksPerWorker int `yaml:"blocks_per_worker"`
+}
+
+// ConcurrentConfig configures Concurrent (NewConcurrent).
+type ConcurrentConfig struct {
+	// Writers is the number of writer goroutines. Default
+	// runtime.GOMAXPROCS(0) at construction; 0 = default.
 	Writers int `yaml:"writers"`
-	// QueueSize is the capacity, in events, of each Concurrent writer's
-	// queue. Apply blocks while the chosen queue is full. Default 1024.
+	// QueueSize is the capacity, in events, of each writer's queue. Apply
+	// blocks while the chosen queue is full. Default 1024; 0 = default.
 	QueueSize int `yaml:"queue_size"`
-	// TTL is how long Approx keeps a routed request's blocks. Default 120 s.
+	// Events are optional callbacks. Default none (nil callbacks are not
+	// called).
+	Events Events `yaml:"-"`
+}
+
+// ApproxConfig configures Approx (NewApprox).
+type ApproxConfig struct {
+	// TTL is how long a routed request's blocks are kept. Default 120 s;
+	// 0 = default.
 	TTL time.Duration `yaml:"ttl"`
 	// MaxBlocks is the number of (worker, block) pairs above which Approx
-	// prunes in expiry order. Default 1<<20.
+	// prunes in expiry order. Default 1<<20; 0 = default.
 	MaxBlocks int `yaml:"max_blocks"`
-	// PruneFraction is the fraction of MaxBlocks Approx prunes down to.
-	// Default 0.8.
+	// PruneFraction is the fraction of MaxBlocks Approx prunes down to, in
+	// (0, 1). Default 0.8; 0 = default.
 	PruneFraction float64 `yaml:"prune_fraction"`
-	// Events are optional callbacks (Concurrent only).
-	Events Events `yaml:"-"`
 }
 
 // Events are optional callbacks, pebble style. Concurrent calls them from
@@ -58,59 +82,99 @@ const (
 	DefaultPruneFraction = 0.8
 )
 
-// DefaultConfig returns the defaults of DESIGN.md §3 with Writers set to
-// runtime.GOMAXPROCS(0).
-func DefaultConfig() Config {
-	return Config{
-		Stride:        DefaultStride,
-		Writers:       runtime.GOMAXPROCS(0),
-		QueueSize:     DefaultQueueSize,
-		TTL:           DefaultTTL,
-		MaxBlocks:     DefaultMaxBlocks,
-		PruneFraction: DefaultPruneFraction,
-	}
+// DefaultFlashConfig returns Flash's defaults (DESIGN.md §3): stride 64,
+// no capacity hint.
+func DefaultFlashConfig() FlashConfig { return FlashConfig{Stride: DefaultStride} }
+
+// DefaultRadixConfig returns Radix's defaults: no capacity hint.
+func DefaultRadixConfig() RadixConfig { return RadixConfig{} }
+
+// DefaultConcurrentConfig returns Concurrent's defaults: Writers
+// runtime.GOMAXPROCS(0), 1024 events per writer queue, no callbacks.
+func DefaultConcurrentConfig() ConcurrentConfig {
+	return ConcurrentConfig{Writers: runtime.GOMAXPROCS(0), QueueSize: DefaultQueueSize}
+}
+
+// DefaultApproxConfig returns Approx's defaults (DESIGN.md §3): TTL 120 s,
+// pruning above 2^20 blocks down to 80%.
+func DefaultApproxConfig() ApproxConfig {
+	return ApproxConfig{TTL: DefaultTTL, MaxBlocks: DefaultMaxBlocks, PruneFraction: DefaultPruneFraction}
 }
 
 // Validate reports every out-of-range field (zero means default and is
 // valid).
-func (c Config) Validate() error {
+func (c FlashConfig) Validate() error {
 	var errs []error
 	if c.Stride < 0 {
-		errs = append(errs, fmt.Errorf("indexer: stride %d < 0", c.Stride))
+		errs = append(errs, fmt.Errorf("indexer: flash stride %d < 0", c.Stride))
 	}
 	if c.BlocksPerWorker < 0 {
-		errs = append(errs, fmt.Errorf("indexer: blocks per worker %d < 0", c.BlocksPerWorker))
+		errs = append(errs, fmt.Errorf("indexer: flash blocks per worker %d < 0", c.BlocksPerWorker))
 	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every out-of-range field (zero means default and is
+// valid).
+func (c RadixConfig) Validate() error {
+	if c.BlocksPerWorker < 0 {
+		return fmt.Errorf("indexer: radix blocks per worker %d < 0", c.BlocksPerWorker)
+	}
+	return nil
+}
+
+// Validate reports every out-of-range field (zero means default and is
+// valid).
+func (c ConcurrentConfig) Validate() error {
+	var errs []error
 	if c.Writers < 0 {
-		errs = append(errs, fmt.Errorf("indexer: writers %d < 0", c.Writers))
+		errs = append(errs, fmt.Errorf("indexer: concurrent writers %d < 0", c.Writers))
 	}
 	if c.QueueSize < 0 {
-		errs = append(errs, fmt.Errorf("indexer: queue size %d < 0", c.QueueSize))
+		errs = append(errs, fmt.Errorf("indexer: concurrent queue size %d < 0", c.QueueSize))
 	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every out-of-range field (zero means default and is
+// valid).
+func (c ApproxConfig) Validate() error {
+	var errs []error
 	if c.TTL < 0 {
-		errs = append(errs, fmt.Errorf("indexer: ttl %v < 0", c.TTL))
+		errs = append(errs, fmt.Errorf("indexer: approx ttl %v < 0", c.TTL))
 	}
 	if c.MaxBlocks < 0 {
-		errs = append(errs, fmt.Errorf("indexer: max blocks %d < 0", c.MaxBlocks))
+		errs = append(errs, fmt.Errorf("indexer: approx max blocks %d < 0", c.MaxBlocks))
 	}
 	if c.PruneFraction < 0 || c.PruneFraction >= 1 {
-		errs = append(errs, fmt.Errorf("indexer: prune fraction %v not in [0, 1)", c.PruneFraction))
+		errs = append(errs, fmt.Errorf("indexer: approx prune fraction %v not in [0, 1)", c.PruneFraction))
 	}
 	return errors.Join(errs...)
 }
 
 // withDefaults fills zero fields with defaults.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
+func (c FlashConfig) withDefaults() FlashConfig {
 	if c.Stride <= 0 {
-		c.Stride = d.Stride
+		c.Stride = DefaultStride
 	}
+	return c
+}
+
+// withDefaults fills zero fields with defaults.
+func (c ConcurrentConfig) withDefaults() ConcurrentConfig {
+	d := DefaultConcurrentConfig()
 	if c.Writers <= 0 {
 		c.Writers = d.Writers
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = d.QueueSize
 	}
+	return c
+}
+
+// withDefaults fills zero fields with defaults.
+func (c ApproxConfig) withDefaults() ApproxConfig {
+	d := DefaultApproxConfig()
 	if c.TTL <= 0 {
 		c.TTL = d.TTL
 	}

@@ -16,16 +16,16 @@ var implementations = []struct {
 	// Sharded index applies the cross-worker parent rules within a shard.
 	ref func() *indexertest.Reference
 }{
-	{"radix", func() indexer.Index { return indexer.NewRadix(indexer.Config{}) }, nil},
-	{"flash", func() indexer.Index { return indexer.NewFlash(indexer.Config{}) }, nil},
-	{"flash-stride=1", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 1}) }, nil},
-	{"flash-stride=2", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 2}) }, nil},
-	{"flash-stride=3", func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 3}) }, nil},
+	{"radix", func() indexer.Index { return indexer.NewRadix(indexer.RadixConfig{}) }, nil},
+	{"flash", func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{}) }, nil},
+	{"flash-stride=1", func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 1}) }, nil},
+	{"flash-stride=2", func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 2}) }, nil},
+	{"flash-stride=3", func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 3}) }, nil},
 	{"sharded-flash=3", func() indexer.Index {
-		return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.Config{Stride: 2}) })}
+		return exactNodes{indexer.NewSharded(3, func() indexer.Index { return indexer.NewFlash(indexer.FlashConfig{Stride: 2}) })}
 	}, shardedRef(3)},
 	{"sharded-radix=2", func() indexer.Index {
-		return exactNodes{indexer.NewSharded(2, func() indexer.Index { return indexer.NewRadix(indexer.Config{}) })}
+		return exactNodes{indexer.NewSharded(2, func() indexer.Index { return indexer.NewRadix(indexer.RadixConfig{}) })}
 	}, shardedRef(2)},
 	{"reference", func() indexer.Index { return indexertest.NewReference() }, nil},
 }

@@ -9,7 +9,7 @@
 //   - Flash (NewFlash): a positional index keyed by an internal 64-bit id
 //     of each prefix (a cheap chained mix over local hashes, so equal local
 //     hashes under different prefixes are different entries), with jump
-//     search (stride Config.Stride, default 64). Its lookups take no lock
+//     search (stride FlashConfig.Stride, default 64). Its lookups take no lock
 //     and never wait for a writer (epoch-based reclamation, flashrcu.go).
 //     This is the fast one: use it in production.
 //   - Approx (NewApprox): the approximate TTL index for fleets without KV
@@ -17,9 +17,10 @@
 //     Index (it has no events) and is kept apart from the event-fed index.
 //   - Concurrent (NewConcurrent): wraps any Index; FindMatches runs inline on
 //     the caller's goroutine, Apply enqueues the event to one of
-//     Config.Writers writer goroutines chosen by worker+rank, so the events of
-//     one worker+rank are applied in order by one goroutine. Run(ctx) owns
-//     the goroutines; Flush(ctx) waits for everything enqueued so far.
+//     ConcurrentConfig.Writers writer goroutines chosen by worker+rank, so
+//     the events of one worker+rank are applied in order by one goroutine.
+//     Run(ctx) owns the goroutines; Flush(ctx) waits for everything enqueued
+//     so far.
 //     Each writer drains what is queued (up to 32 events or 16 blocks)
 //     and applies it under one write lock.
 //
@@ -79,7 +80,8 @@
 // parking, and a long event (more than 32 blocks or hashes) releases the
 // lock between chunks when readers wait, so a lookup concurrent with it may
 // see a prefix of it applied (a consistent, prefix-closed state).
-// Config.BlocksPerWorker pre-sizes the per-worker tables.
+// FlashConfig.BlocksPerWorker and RadixConfig.BlocksPerWorker pre-size
+// the per-worker tables.
 //
 // # Memory
 //
@@ -87,7 +89,7 @@
 // uint32, with free lists; a block held by one worker keeps its member
 // inline and shared blocks use pooled member slices (Flash: power-of-two
 // blocks of one pointer-free member arena), so storing a block allocates
-// nothing amortized. With Config.BlocksPerWorker, Flash also sizes its
+// nothing amortized. With FlashConfig.BlocksPerWorker, Flash also sizes its
 // prefix-id table for workers x BlocksPerWorker entries as it meets
 // workers, and on linux advises it as transparent huge pages. BenchmarkBytesPerBlock reports the heap
 // bytes per (worker, block) pair. Writes of one worker+rank must come

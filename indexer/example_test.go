@@ -16,7 +16,7 @@ func Example() {
 	prompt := []uint32{10, 11, 12, 13, 20, 21, 22, 23, 30, 31, 32, 33}
 	locals := kvhash.LocalHashes(prompt, blockSize, kvhash.Seed("", ""))
 
-	ix := indexer.NewRadix(indexer.DefaultConfig())
+	ix := indexer.NewRadix(indexer.DefaultRadixConfig())
 	stored := func(worker uint64, n int) *kvevents.Event {
 		ev := &kvevents.Event{WorkerID: worker, EventID: 1, Kind: kvevents.KindStored}
 		for i, l := range locals[:n] {

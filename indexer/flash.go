@@ -53,7 +53,7 @@ type Flash struct {
 	writing      atomic.Uint64
 	namesChanged bool // slots.names changed since the last publish
 	stride       int
-	hint         int    // Config.BlocksPerWorker
+	hint         int    // FlashConfig.BlocksPerWorker
 	m            ptable // prefix id -> entry index
 	chunks       []*[fchunkSize]fentry
 	free         uint32     // head of the free-entry list (through fentry.parent)
@@ -146,7 +146,7 @@ var _ Index = (*Flash)(nil)
 
 // NewFlash returns an empty flash index with jump stride cfg.Stride
 // (default 64).
-func NewFlash(cfg Config) *Flash {
+func NewFlash(cfg FlashConfig) *Flash {
 	cfg = cfg.withDefaults()
 	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
 	f.publish()

@@ -64,7 +64,7 @@ func randomQuery(rng *rand.Rand) []uint64 {
 func TestFlashSafeMatchesExact(t *testing.T) {
 	for _, stride := range []int{1, 2, 3, 64} {
 		rng := rand.New(rand.NewPCG(uint64(stride), 7))
-		f := NewFlash(Config{Stride: stride})
+		f := NewFlash(FlashConfig{Stride: stride})
 		streams := make([][]kvevents.Event, 24)
 		for w := range streams {
 			streams[w] = churnEvents(rng, uint64(w+1), 60)
@@ -106,7 +106,7 @@ func TestFlashReadersDuringWrites(t *testing.T) {
 		streams[w] = churnEvents(rng, uint64(w+1), events)
 	}
 	q := []uint64{1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3}
-	f, ref := NewFlash(Config{Stride: 2}), NewFlash(Config{Stride: 2})
+	f, ref := NewFlash(FlashConfig{Stride: 2}), NewFlash(FlashConfig{Stride: 2})
 	st := kvevents.Event{WorkerID: steady, Kind: kvevents.KindStored}
 	for i, l := range q[:7] {
 		st.Blocks = append(st.Blocks, kvevents.Block{Hash: uint64(i + 1), Local: l})
@@ -186,7 +186,7 @@ func TestFlashReadersDuringWrites(t *testing.T) {
 // its read section (entries, member blocks, worker slots) is not reused
 // until the lookup has returned, and is recycled soon after.
 func TestFlashRetiredWaitForReaders(t *testing.T) {
-	f := NewFlash(Config{})
+	f := NewFlash(FlashConfig{})
 	store := func(id uint64, locals ...uint64) {
 		ev := kvevents.Event{WorkerID: id, Kind: kvevents.KindStored}
 		for i, l := range locals {
@@ -234,7 +234,7 @@ func TestFlashRetiredWaitForReaders(t *testing.T) {
 // even count during another writer's hold let a lookup accept a result
 // read across that writer's changes).
 func TestFlashYieldKeepsWritingOdd(t *testing.T) {
-	f := NewFlash(Config{})
+	f := NewFlash(FlashConfig{})
 	f.mu.waiting.Add(1) // a reader waits: every yield lets go of the lock
 	f.lock()
 	got := make(chan uint64, 1)

@@ -28,7 +28,7 @@ func hugeRange(p, n uintptr) (off, size uintptr) {
 // tombstones included, stays at most 1/2 (3/4 before: shorter probe runs
 // made the events phase of BenchmarkReplay ~8% faster, e.g. 239 -> 208 ms
 // and 509 -> 456 ms in alternated runs on the shared machine, together
-// with Config.BlocksPerWorker).
+// with FlashConfig.BlocksPerWorker).
 //
 // Deletion leaves a tombstone (a slot whose index bits are 0), unless it
 // empties the end of a run; a later insert reuses it, and a table too full
@@ -117,7 +117,7 @@ func (f *Flash) grow() {
 }
 
 // reserve sizes the id table for n entries at load 1/2. store calls it
-// with workers x Config.BlocksPerWorker when it meets a new worker: the
+// with workers x FlashConfig.BlocksPerWorker when it meets a new worker: the
 // bound on the entries the workers seen so far can hold, so the table
 // costs at most 16 bytes per (worker, hinted block), as the worker
 // tables do. Workers appear early in a stream, so the table then grows

@@ -20,8 +20,8 @@ var benchIndexes = []struct {
 	name string
 	new  func() appendIndex
 }{
-	{"radix", func() appendIndex { return indexer.NewRadix(indexer.Config{}) }},
-	{"flash", func() appendIndex { return indexer.NewFlash(indexer.Config{}) }},
+	{"radix", func() appendIndex { return indexer.NewRadix(indexer.RadixConfig{}) }},
+	{"flash", func() appendIndex { return indexer.NewFlash(indexer.FlashConfig{}) }},
 }
 
 // buildShared fills idx with a prompt of depth blocks shared by workers:

@@ -33,7 +33,7 @@ import (
 // writes).
 type Radix struct {
 	mu      sync.RWMutex
-	hint    int                  // Config.BlocksPerWorker
+	hint    int                  // RadixConfig.BlocksPerWorker
 	chunks  []*[rchunkSize]rnode // node 0 is the root
 	free    uint32               // head of the free-node list (through rnode.parent)
 	hwm     uint32               // nodes ever allocated
@@ -94,9 +94,9 @@ type rremove struct {
 
 var _ Index = (*Radix)(nil)
 
-// NewRadix returns an empty radix tree. Only cfg's index-independent fields
-// matter (none today); it is taken for symmetry with the other indexes.
-func NewRadix(cfg Config) *Radix {
+// NewRadix returns an empty radix tree sized by cfg.BlocksPerWorker (no
+// hint by default).
+func NewRadix(cfg RadixConfig) *Radix {
 	r := &Radix{hint: cfg.BlocksPerWorker, free: noNode, hwm: 1, chunks: []*[rchunkSize]rnode{new([rchunkSize]rnode)}}
 	*r.at(rootNode) = rnode{parent: noNode, depth: -1, first: noNode}
 	return r

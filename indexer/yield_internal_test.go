@@ -48,7 +48,7 @@ func bigEvents(rng *rand.Rand, workers int) []kvevents.Event {
 func TestFlashYieldSame(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	evs := bigEvents(rng, 12)
-	plain, yielding := NewFlash(Config{}), NewFlash(Config{BlocksPerWorker: 64})
+	plain, yielding := NewFlash(FlashConfig{}), NewFlash(FlashConfig{BlocksPerWorker: 64})
 	yielding.mu.waiting.Add(1)
 	for i := range evs {
 		e1, e2 := plain.Apply(&evs[i]), yielding.Apply(&evs[i])
@@ -85,7 +85,7 @@ func TestFlashYieldSame(t *testing.T) {
 func TestFlashYieldConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	evs := bigEvents(rng, 8)
-	f, ref := NewFlash(Config{}), NewFlash(Config{})
+	f, ref := NewFlash(FlashConfig{}), NewFlash(FlashConfig{})
 	for i := range evs {
 		_ = ref.Apply(&evs[i])
 	}

@@ -139,7 +139,7 @@ func runMirror(t *testing.T, cfg Config, seed uint64) {
 	maxPrompt := max(4, cfg.NumBlocks*cfg.BlockSize/3)
 	w := newWorkload(seed, cfg.BlockSize, maxPrompt, 3*cfg.BlockSize)
 	ref := &refIndex{pos: map[uint64]uint32{}}
-	radix := indexer.NewRadix(indexer.DefaultConfig())
+	radix := indexer.NewRadix(indexer.DefaultRadixConfig())
 	live := map[uint64]bool{}
 	var liveIDs []uint64
 	var preempted, finished, cancelled int

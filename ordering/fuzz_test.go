@@ -65,7 +65,7 @@ func FuzzOrder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, genuine, hostile []byte) {
 		t0 := time.Unix(1000, 0)
 		o := New(Config{MaxPending: 64, GapTimeout: time.Second, MaxJump: 1 << 20}, nil)
-		ix := indexer.NewRadix(indexer.Config{})
+		ix := indexer.NewRadix(indexer.RadixConfig{})
 		lastOut := map[uint64]uint64{}
 		seenOut := map[uint64]bool{}
 		apply := func(out []kvevents.Event) {
@@ -95,7 +95,7 @@ func FuzzOrder(f *testing.F) {
 			apply(o.Offer(nil, &ev, t0))
 		}
 		apply(o.Expire(nil, t0.Add(time.Hour)))
-		ref := indexer.NewRadix(indexer.Config{})
+		ref := indexer.NewRadix(indexer.RadixConfig{})
 		for w := uint64(1); w <= fuzzWorkers; w++ {
 			missing := uint64(fuzzIDs + 1)
 			for id := uint64(1); id <= fuzzIDs; id++ {
@@ -131,7 +131,7 @@ func FuzzOrder(f *testing.F) {
 			apply(o.Offer(nil, &ev, t0.Add(2*time.Hour)))
 		}
 		apply(o.Expire(nil, t0.Add(3*time.Hour)))
-		ref = indexer.NewRadix(indexer.Config{})
+		ref = indexer.NewRadix(indexer.RadixConfig{})
 		for w := uint64(1); w <= fuzzWorkers; w++ {
 			cl := kvevents.Event{WorkerID: w, EventID: 1, Kind: kvevents.KindCleared}
 			apply(o.Offer(nil, &cl, t0.Add(3*time.Hour)))

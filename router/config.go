@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/loads"
 	"github.com/kvrouter/kvrouter/queue"
 	"github.com/kvrouter/kvrouter/selector"
@@ -52,6 +51,16 @@ type PredictConfig struct {
 	// eviction the events report is not overridden for long. Default
 	// DefaultPredictTTL; 0 = off (Dynamo's behaviour, preset "dynamo").
 	TTL time.Duration `yaml:"ttl"`
+	// Active also credits, per worker, the longest prefix of the request
+	// held by that worker's active requests (routed and not yet freed,
+	// remote bookings included; the load tracker knows them). An engine
+	// does not evict a running request's blocks, so they are resident
+	// however late their events are: a prediction lasts until the
+	// request ends, when its events have long confirmed it, and the
+	// event-fed overlap is then never below what the routing history
+	// (PolicyApprox) knows of running requests. Default true; false =
+	// off (Dynamo's behaviour, preset "dynamo").
+	Active bool `yaml:"active"`
 }
 
 // Config composes the router's component configurations.
@@ -62,9 +71,10 @@ type Config struct {
 	// BlockSize is B in tokens, which must equal every worker's block size.
 	// Default 64; must be > 0.
 	BlockSize int `yaml:"block_size"`
-	// Index configures the default indexes (Flash stride; Approx TTL,
-	// size bound). Zero fields mean the indexer defaults.
-	Index indexer.Config `yaml:"index"`
+	// Index configures the default indexes, one config per index kind
+	// (Flash stride; Approx TTL, size bound; ...). Default
+	// DefaultIndexConfig; zero fields mean the indexer defaults.
+	Index IndexConfig `yaml:"index"`
 	// Selector holds the cost knobs, temperature and busy thresholds.
 	Selector selector.Config `yaml:"selector"`
 	// Loads holds the stale limit of the load tracker.
@@ -76,10 +86,12 @@ type Config struct {
 	// UtilizationWindow is the time constant of the running estimate of
 	// the fleet's prefill utilization (selector.Request.Utilization), which
 	// the default time cost uses to price the delay a request imposes on
-	// later ones. Default 10 s; 0 = no estimate (that term off).
+	// later ones, and of each rank's (the selector's cost tie-break,
+	// Candidate.Utilization). Default 10 s; 0 = no estimate (that term
+	// and the tie-break off: ties at random).
 	UtilizationWindow time.Duration `yaml:"utilization_window"`
 	// Predict configures the predicted side index (PolicyKV only).
-	// Default TTL DefaultPredictTTL; zero TTL = off.
+	// Default TTL DefaultPredictTTL and Active true; zero = both off.
 	Predict PredictConfig `yaml:"predict"`
 	// TrackOutputBlocks, when true, charges a request's expected output
 	// (Request.OutputTokens / BlockSize, rounded up) as decode blocks on
@@ -106,12 +118,12 @@ func DefaultConfig() Config {
 	return Config{
 		Policy:    PolicyKV,
 		BlockSize: DefaultBlockSize,
-		Index:     indexer.DefaultConfig(),
+		Index:     DefaultIndexConfig(),
 		Selector:  selector.DefaultConfig(),
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
 		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
-		Predict:   PredictConfig{TTL: DefaultPredictTTL},
+		Predict:   PredictConfig{TTL: DefaultPredictTTL, Active: true},
 
 		UtilizationWindow: 10 * time.Second,
 		Disagg:            DefaultDisaggConfig(),

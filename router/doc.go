@@ -24,7 +24,12 @@
 // Policy is kvrouter's one routing vocabulary (ParsePolicy: kv, approx,
 // load, round-robin, random). PolicyKV (default) reads overlap from the
 // event-fed indexes (per tier; ApplyEvent feeds them, or the shell
-// applies through its own wrapper on Index(t)). PolicyApprox has no
+// applies through its own wrapper on Index(t)), merged per worker (the
+// larger overlap wins) with two predictions: the prefix each worker's
+// active requests hold (Config.Predict.Active; resident until they end,
+// however late their events) and the recent decisions' blocks
+// (Config.Predict.TTL). So kv knows what approx's routing history knows of
+// running requests, and the evictions besides. PolicyApprox has no
 // events: on every decision the router inserts the request's blocks for
 // the chosen worker into the approximate side index (TTL, DESIGN.md §3)
 // and reads device overlap from it. PolicyLoad never looks at caches.
@@ -52,8 +57,11 @@
 // Nothing here reads a clock: every call that depends on time takes now,
 // so a discrete-event simulator drives the router on simulated time by
 // passing its own clock's value, and a shell passes time.Now(). The only
-// randomness is Options.Rand (ties at temperature 0, softmax sampling,
-// PolicyRandom): seeded, a simulation is reproducible.
+// randomness is Options.Rand (ties at temperature 0 that rank utilization
+// leaves, softmax sampling, PolicyRandom): seeded, a simulation is
+// reproducible. Ties go first to the rank with the lowest running prefill
+// utilization (selector Config.TieUtilization), so two routers that know
+// the same decide the same whatever their streams.
 //
 // # Block size
 //
@@ -89,5 +97,6 @@
 // (loads.Tracker.Slot). The one per-decision memory is
 // Decision.Candidates, which the caller owns: it is cut (with its capacity
 // capped) from a slab of about 64 KB shared by a few consecutive
-// decisions, so a retained Decision keeps its slab alive.
+// decisions, so a retained Decision keeps its slab alive; a caller that
+// passes its own buffer (Request.Candidates) routes without allocating.
 package router

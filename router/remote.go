@@ -97,8 +97,8 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], b.Locals)
 		err := r.loads.Add(loads.Entry{ID: key, Worker: b.Worker, Blocks: p.seqBuf,
 			PrefillTokens: b.PrefillTokens, OutputBlocks: b.OutputBlocks, Origin: origin}, now)
-		putPending(p)
 		if err != nil {
+			putPending(p)
 			return fmt.Errorf("router: remote booking of %s: %w", origin, err)
 		}
 		if r.cfg.Policy == PolicyApprox && len(b.Locals) > 0 {
@@ -106,8 +106,9 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		}
 		// Another replica's decision predicts a cache like our own do.
 		if r.predict != nil && len(b.Locals) > 0 {
-			r.predict.Insert(b.Worker, b.Locals, now)
+			r.predict.InsertSeq(b.Worker, p.seqBuf, now)
 		}
+		putPending(p)
 	case BookPrefillDone:
 		if err := r.loads.PrefillDone(key, now); err != nil {
 			return fmt.Errorf("router: remote booking of %s: %w", origin, err)

@@ -41,14 +41,16 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		}
 	}
 	if r.cfg.Policy == PolicyApprox && r.wantsOverlap(req) && len(p.locals) > 0 {
-		if a, ok := r.approx.(approxAppender); ok {
+		if a, ok := r.approx.(approxSeq); ok {
+			ov[kvevents.TierDevice] = a.AppendMatchesSeq(ov[kvevents.TierDevice][:0], p.seq, now)
+		} else if a, ok := r.approx.(approxAppender); ok {
 			ov[kvevents.TierDevice] = a.AppendMatches(ov[kvevents.TierDevice][:0], p.locals, now)
 		} else {
 			ov[kvevents.TierDevice] = r.approx.FindMatches(p.locals, now)
 		}
 	}
 	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
-		r.predicted = r.predict.AppendMatches(r.predicted[:0], p.locals, now)
+		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.seq, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	outBlocks := r.outputBlocks(req)
@@ -77,9 +79,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	var res selector.Result
 	var err error
 	if r.cfg.Policy.blind() {
-		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(len(cands)), &r.rr[req.Hop])
+		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(req, len(cands)), &r.rr[req.Hop])
 	} else {
-		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(len(cands)), r.reasons)
+		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(req, len(cands)), r.reasons)
 	}
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
@@ -114,6 +116,10 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	r.cands = cands
 	nb := r.loads.NewBlocksBySlot(p.seq, r.newBlocks)
 	r.newBlocks = nb
+	// The active prefix of a rank is its prompt blocks minus the new ones
+	// (the active set is prefix-closed): resident while the requests run.
+	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
+	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
 	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
@@ -136,6 +142,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
+		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
 		switch {
@@ -161,6 +168,9 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 				c.Overlap[t] = o[pos[t]].Blocks
 			}
 		}
+		if active {
+			c.Overlap[kvevents.TierDevice] = max(c.Overlap[kvevents.TierDevice], len(p.seq)-nb[s])
+		}
 	}
 	return cands[:k]
 }
@@ -168,11 +178,17 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 // slabBytes is the size of the slabs Decision.Candidates are cut from.
 const slabBytes = 64 << 10
 
-// breakdowns returns a fresh n-element slice for Decision.Candidates, cut
-// from a slab shared by a few consecutive decisions: one allocation per
-// slab instead of one span-sized allocation per decision. A slab lives
-// while any of its decisions is referenced (a few tens of KB).
-func (r *Router) breakdowns(n int) []selector.Breakdown {
+// breakdowns returns a fresh n-element slice for Decision.Candidates: the
+// caller's Request.Candidates if it is large enough, else cut from a slab
+// shared by a few consecutive decisions (one allocation per slab instead
+// of one span-sized allocation per decision; a slab lives while any of its
+// decisions is referenced, a few tens of KB).
+func (r *Router) breakdowns(req *Request, n int) []selector.Breakdown {
+	if cap(req.Candidates) >= n {
+		bs := req.Candidates[:n:n]
+		clear(bs) // as fresh as the slab's
+		return bs
+	}
 	if len(r.slab) < n {
 		k := max(1, slabBytes/(n*int(unsafe.Sizeof(selector.Breakdown{}))))
 		r.slab = make([]selector.Breakdown, k*n)
@@ -243,10 +259,14 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	}
 	r.bookLoads(c, now)
 	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
-		r.approx.Insert(c.Worker, p.locals, now)
+		if a, ok := r.approx.(approxSeq); ok {
+			a.InsertSeq(c.Worker, p.seq, now)
+		} else {
+			r.approx.Insert(c.Worker, p.locals, now)
+		}
 	}
 	if r.predict != nil && len(p.locals) > 0 {
-		r.predict.Insert(c.Worker, p.locals, now)
+		r.predict.InsertSeq(c.Worker, p.seq, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)
@@ -383,4 +403,37 @@ func transferBlocks(h Hop, blocks, held int) int {
 		return 0
 	}
 	return max(0, blocks-held)
+}
+
+// rankUtilStep is the weight of a sample taken at now in the ranks'
+// running utilization (rankUtil): the fleet estimate's window and clock
+// (utilization runs after candidates, so r.utilAt is the last decision's
+// time); 0 when no time passed or there is no estimate.
+func (r *Router) rankUtilStep(now time.Time) float64 {
+	if r.utilAt.IsZero() || r.cfg.UtilizationWindow <= 0 {
+		return 0
+	}
+	dt := now.Sub(r.utilAt)
+	if dt <= 0 {
+		return 0
+	}
+	return 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
+}
+
+// rankUtil returns slot s's running prefill utilization before this
+// decision's sample, and folds the sample (busy: a request in prefill) in
+// with weight a (rankUtilStep).
+func (r *Router) rankUtil(s int32, busy bool, a float64) float64 {
+	for int(s) >= len(r.utilW) {
+		r.utilW = append(r.utilW, 0)
+	}
+	u := r.utilW[s]
+	if a > 0 {
+		x := 0.0
+		if busy {
+			x = 1
+		}
+		r.utilW[s] += a * (x - u)
+	}
+	return u
 }

@@ -80,6 +80,13 @@ type approxAppender interface {
 	AppendMatches(dst indexer.Overlaps, locals []uint64, now time.Time) indexer.Overlaps
 }
 
+// approxSeq is indexer.Approx given the sequence hashes the router has
+// already computed (no second hash chain per lookup and per insert).
+type approxSeq interface {
+	AppendMatchesSeq(dst indexer.Overlaps, seqs []uint64, now time.Time) indexer.Overlaps
+	InsertSeq(w kvevents.Worker, seqs []uint64, now time.Time)
+}
+
 // Router composes index, approximate index, loads, selector, queue and
 // affinity. Build with New. Safe for concurrent use (see the package doc).
 type Router struct {
@@ -114,6 +121,7 @@ type Router struct {
 	reasons   []selector.Reason
 	util      float64              // utilization estimate (utilization)
 	utilAt    time.Time            // its last update
+	utilW     []float64            // per loads slot utilization (rankUtil)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
@@ -134,16 +142,16 @@ func New(cfg Config, opts Options) (*Router, error) {
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
 			if t == kvevents.TierDevice || !cfg.TierChains {
-				return indexer.NewFlash(cfg.Index)
+				return indexer.NewFlash(cfg.Index.Flash)
 			}
 			// The derived lower-tier indexes (tierview.go) see a removal
 			// with live descendants on most evictions: Radix drops a
 			// subtree in its size, Flash scans the worker's blocks.
-			return indexer.NewRadix(cfg.Index)
+			return indexer.NewRadix(cfg.Index.Radix)
 		}
 	}
 	if cfg.Policy == PolicyApprox && opts.Approx == nil {
-		opts.Approx = indexer.NewApprox(cfg.Index)
+		opts.Approx = indexer.NewApprox(cfg.Index.Approx)
 	}
 	r := &Router{
 		cfg:      cfg,
@@ -157,7 +165,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 		sessions: make(map[string]string),
 	}
 	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
-		pc := cfg.Index
+		pc := cfg.Index.Approx
 		pc.TTL = cfg.Predict.TTL
 		r.predict = indexer.NewApprox(pc)
 	}
@@ -311,6 +319,11 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		r.predict.RemoveWorker(id)
 	}
 	delete(r.workers, id)
+	for i, w := range r.ranks {
+		if s := int(r.rankSlot[i]); w.ID == id && s < len(r.utilW) {
+			r.utilW[s] = 0 // the slot may go to a new worker
+		}
+	}
 	ids := r.loads.RemoveWorker(id) // frees id's slots before rebuildRanks
 	r.rebuildRanks()
 	for _, rid := range ids {

@@ -131,6 +131,8 @@ func newRouter(t *testing.T, a targs) *Router {
 		case "preset":
 		case "predict":
 			cfg.Predict.TTL = a.dur(t, k)
+		case "active":
+			cfg.Predict.Active = a[k] == "true"
 		case "mode":
 			m, err := ParsePolicy(v)
 			if err != nil {
@@ -180,7 +182,7 @@ func newRouter(t *testing.T, a targs) *Router {
 		case "output":
 			cfg.TrackOutputBlocks = v == "true"
 		case "approx-ttl":
-			cfg.Index.TTL = a.dur(t, k)
+			cfg.Index.Approx.TTL = a.dur(t, k)
 		case "disagg":
 			p, err := ParseDisaggPolicy(v)
 			if err != nil {

@@ -18,7 +18,7 @@ import (
 func TestDecisionsDoNotShareMemory(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.BlockSize = 4
-	cfg.Predict.TTL = 0 // the last check reads event-fed overlap only
+	cfg.Predict = PredictConfig{} // the last check reads event-fed overlap only
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(3, 4))})
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,12 @@ type Request struct {
 	// (DESIGN.md §10): only workers whose Role serves it are candidates.
 	// Default HopAggregated.
 	Hop Hop
+	// Candidates, when its capacity holds every rank, receives
+	// Decision.Candidates in place of memory cut from the router's slab,
+	// so that a caller reusing one buffer routes without allocating. The
+	// caller must not reuse it while the Decision is in use, nor before a
+	// queued request comes back from Release. nil: the slab.
+	Candidates []selector.Breakdown
 }
 
 // Decision is where a request goes and why.

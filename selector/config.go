@@ -96,8 +96,16 @@ type Config struct {
 	// worker. Default 0 (off).
 	ActiveRequestWeight float64 `yaml:"active_request_weight"`
 	// Temperature of the softmax over min-max-normalized costs. Default 0:
-	// the lowest cost wins, ties broken at random.
+	// the lowest cost wins, ties broken as TieUtilization says.
 	Temperature float64 `yaml:"temperature"`
+	// TieUtilization, at temperature 0, gives a cost tie to the candidate
+	// with the lowest rank utilization (Candidate.Utilization: the one
+	// that has been idle longest), and only then picks at random. Two
+	// routers with the same information then decide alike whatever their
+	// random streams, and an idle fleet's work spreads over the ranks
+	// that have had least. Default true; false = ties at random
+	// (Dynamo's behaviour, preset "dynamo").
+	TieUtilization bool `yaml:"tie_utilization"`
 
 	// BusyKVUsage: a rank is over its busy threshold when its KV usage
 	// fraction exceeds this. Default 0 = off. Range (0, 1].
@@ -123,6 +131,7 @@ func DefaultConfig() Config {
 		Cost:             CostTime,
 		Timing:           DefaultTiming(),
 		ImposedWeight:    DefaultImposedWeight,
+		TieUtilization:   true,
 		OverlapCredit:    1.0,
 		PrefillLoadScale: 1.0,
 		HostWeight:       0.75,

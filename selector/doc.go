@@ -3,8 +3,10 @@
 //
 // Pipeline: filters (a []Filter built in one function, Filters) mark
 // ineligible candidates with a Reason; every remaining candidate gets a Cost
-// with its full Breakdown; the lowest cost wins, ties broken uniformly at
-// random from the injected *rand.Rand (never by worker id or map order), or,
+// with its full Breakdown; the lowest cost wins, ties going to the least
+// utilized rank (Config.TieUtilization, Candidate.Utilization) and then
+// uniformly at random from the injected *rand.Rand (never by worker id or
+// map order; Dynamo's preset skips the utilization step), or,
 // with temperature T > 0, a candidate is sampled with
 //
 //	p_i ∝ exp(-(c_i - c_min) / ((c_max - c_min) * T))

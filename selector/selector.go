@@ -51,6 +51,11 @@ type Candidate struct {
 	// NewBlocks is the number of decode blocks this request would add here
 	// (its prompt blocks not yet active on the rank, plus any output blocks).
 	NewBlocks int
+	// Utilization is this rank's own prefill utilization, the fraction of
+	// time it has prefill work in flight (the router's running estimate,
+	// like Request.Utilization for the fleet); Config.TieUtilization breaks
+	// cost ties with it. 0: unknown or idle.
+	Utilization float64
 	// LinkBacklog is, per lower tier, how long the onboarding loads already
 	// booked on the rank's link still take, in ms (Config.Onboard; 0 none).
 	LinkBacklog [kvevents.NumTiers]float64
@@ -298,6 +303,10 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
+	if cfg.TieUtilization && cfg.Temperature <= 0 {
+		res.Chosen = pickLeastBusy(res.Breakdowns, cands, cmin, rng)
+		return res, nil
+	}
 	res.Chosen = pick(res.Breakdowns, cfg.Temperature, cmin, cmax, rng)
 	return res, nil
 }
@@ -485,4 +494,37 @@ func Probabilities(costs []float64, temp float64) []float64 {
 		p[i] /= sum
 	}
 	return p
+}
+
+// pickLeastBusy is pick at temperature 0 with ties broken by the lower
+// Candidate.Utilization first, then at random.
+func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Rand) int {
+	eps := tieEps * max(1, math.Abs(cmin))
+	umin := math.Inf(1)
+	for i := range bs {
+		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps {
+			umin = min(umin, cands[i].Utilization)
+		}
+	}
+	k := 0
+	for i := range bs {
+		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
+			k++
+		}
+	}
+	j := 0
+	if k > 1 {
+		j = rng.IntN(k)
+	}
+	chosen := -1
+	for i := range bs {
+		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
+			bs[i].Prob = 1 / float64(k)
+			if j == 0 && chosen < 0 {
+				chosen = i
+			}
+			j--
+		}
+	}
+	return chosen
 }

@@ -90,7 +90,7 @@ func TestFixtureScoresAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := benchindex.Merge(s)
-	ours := indexer.NewFlash(indexer.DefaultConfig())
+	ours := indexer.NewFlash(indexer.DefaultFlashConfig())
 	peer, err := newLLMDTarget(llmdKeys(s), s.Workers, 1, s.Workers)
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,9 @@ whose phase order alternates; it reports TTFT and end-to-end percentiles (micros
 resolution) pooled over the measured rounds, with the ratios frontend/direct
 (goal: <= 1.2x at 1000 req/s), and each round's TTFT ratios to show the variance.
 With --floor a third phase goes through a minimal net/http reverse proxy, which
-separates the cost of any proxy hop on this machine from the frontend's own.`,
+separates the cost of any proxy hop on this machine from the frontend's own; the
+frontend's TTFT is then judged against the proxy's (goals <= 1.05x at p50, <= 1.10x at p99)
+from the per-round ratios: met, missed, or undecided with the rounds a verdict would need.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !asJSON {
 				cfg.Progress = os.Stderr
@@ -102,7 +104,29 @@ func writeBenchFrontend(w io.Writer, rep *replay.BenchReport) error {
 		if r.FrontendFirst {
 			order = "frontend first"
 		}
-		fmt.Fprintf(w, "  round %d (%s): ttft p50 %.3fx p90 %.3fx p99 %.3fx\n", i+1, order, r.TTFTp50, r.TTFTp90, r.TTFTp99)
+		fmt.Fprintf(w, "  round %d (%s): ttft p50 %.3fx p90 %.3fx p99 %.3fx", i+1, order, r.TTFTp50, r.TTFTp90, r.TTFTp99)
+		if rep.Floor != nil {
+			fmt.Fprintf(w, "; frontend/floor p50 %.3fx p99 %.3fx", r.FloorTTFTp50, r.FloorTTFTp99)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, v := range []*replay.Verdict{rep.FloorP50, rep.FloorP99} {
+		if v == nil {
+			continue
+		}
+		q := "p50"
+		if v == rep.FloorP99 {
+			q = "p99"
+		}
+		fmt.Fprintf(w, "frontend/floor ttft %s <= %.2fx: %s over %d rounds (mean %.3fx, 95%% bound %.3f-%.3fx, log spread %.3f; median %.3fx)",
+			q, v.Goal, v.Outcome, v.Rounds, v.Mean, v.Low, v.High, v.Spread, v.Median)
+		switch {
+		case v.Outcome == "undecided" && v.RoundsNeeded > 0:
+			fmt.Fprintf(w, "; ~%d rounds would decide it", v.RoundsNeeded)
+		case v.Outcome == "undecided":
+			fmt.Fprintf(w, "; the mean sits on the goal")
+		}
+		fmt.Fprintf(w, "; resolving +-%.1f%% takes ~%d rounds\n", 100*(v.Goal-1)/2, v.ResolutionRounds)
 	}
 	return nil
 }

@@ -92,7 +92,8 @@ func copyValue(dst, src pflag.Value) error {
 }
 
 // LoadFile decodes the YAML file at path over cfg (fields it does not name
-// keep their values). Unknown keys are errors naming the key and its line.
+// keep their values). Unknown keys are errors naming the key and its line,
+// and a key that moved (movedKeys) names its new place.
 func LoadFile(path string, cfg any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -101,7 +102,7 @@ func LoadFile(path string, cfg any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("config %s: %w", path, err)
+		return fmt.Errorf("config %s: %w", path, errors.Join(movedKeyErrors(b), err))
 	}
 	return nil
 }

@@ -85,8 +85,8 @@ func TestServeRuntime(t *testing.T) {
 	for w := uint64(1); w <= workers; w++ {
 		cfg.StaticWorkers = append(cfg.StaticWorkers, discovery.Worker{ID: w, URL: fmt.Sprintf("http://127.0.0.1:%d", w)})
 	}
-	cfg.Frontend.Router.Index.Stride = 8
-	cfg.Frontend.Router.Index.Writers = 3
+	cfg.Frontend.Router.Index.Flash.Stride = 8
+	cfg.Frontend.Router.Index.Concurrent.Writers = 3
 	cfg.Frontend.APIKeys = []string{"s3cret-key"}
 	cfg.Frontend.LoadPollInterval = -1
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
@@ -161,7 +161,7 @@ func TestServeRuntime(t *testing.T) {
 	if strings.Count(out, `msg="effective config"`) != 1 {
 		t.Errorf("effective config logged %d times, want once", strings.Count(out, `msg="effective config"`))
 	}
-	for _, want := range []string{"router.policy=kv", "index=flash", "router.index.stride=8", "api_keys=[*****]"} {
+	for _, want := range []string{"router.policy=kv", "index=flash", "router.index.flash.stride=8", "api_keys=[*****]"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}

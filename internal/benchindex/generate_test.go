@@ -71,7 +71,7 @@ func TestGenerateIsConsistentAndDeterministic(t *testing.T) {
 	}
 	// The stream is a real engine's: an index fed with it rejects nothing
 	// and ends up holding blocks.
-	for _, idx := range []indexer.Index{indexer.NewRadix(indexer.Config{}), indexer.NewFlash(indexer.Config{})} {
+	for _, idx := range []indexer.Index{indexer.NewRadix(indexer.RadixConfig{}), indexer.NewFlash(indexer.FlashConfig{})} {
 		for i := range s.Events {
 			if err := idx.Apply(&s.Events[i].Event); err != nil {
 				t.Fatalf("%T: event %d (%v): %v", idx, i, s.Events[i].Event, err)

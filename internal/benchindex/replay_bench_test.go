@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/trace"
@@ -105,7 +104,7 @@ func BenchmarkReplay(b *testing.B) {
 				f := TargetFactory{Name: "null", New: func() (Target, error) { return nullTarget{}, nil }}
 				if name != "null" {
 					var err error
-					hint := func(c *indexer.Config) { c.BlocksPerWorker = mocker.DefaultConfig().NumBlocks }
+					hint := BlocksPerWorker(mocker.DefaultConfig().NumBlocks)
 					if f, err = NewTargetFactory(name, 0, hint); err != nil {
 						b.Fatal(err)
 					}

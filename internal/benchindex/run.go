@@ -13,7 +13,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/trace"
 )
@@ -144,8 +143,7 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 	for _, name := range cfg.Indexes {
 		// The capacity hint: no worker holds more blocks than its
 		// engine's KV cache.
-		hint := func(c *indexer.Config) { c.BlocksPerWorker = cfg.Engine.NumBlocks }
-		f, err := NewShardedTargetFactory(name, writers, shards, hint)
+		f, err := NewShardedTargetFactory(name, writers, shards, BlocksPerWorker(cfg.Engine.NumBlocks))
 		if err != nil {
 			return rep, err
 		}

@@ -144,12 +144,12 @@ func TestFixtureScoresAgree(t *testing.T) {
 	if tl.Removed == 0 || tl.Lookups != 1000 {
 		t.Fatalf("fixture: %d lookups, %d removed events: want 1000 and evictions", tl.Lookups, tl.Removed)
 	}
-	cfg := indexer.DefaultConfig()
+	fc, rc := indexer.DefaultFlashConfig(), indexer.DefaultRadixConfig()
 	idx := map[string]indexer.Index{
-		"radix":     indexer.NewRadix(cfg),
-		"flash":     indexer.NewFlash(cfg),
-		"sharded-4": indexer.NewSharded(4, func() indexer.Index { return indexer.NewFlash(cfg) }),
-		"radix-3":   indexer.NewSharded(3, func() indexer.Index { return indexer.NewRadix(cfg) }),
+		"radix":     indexer.NewRadix(rc),
+		"flash":     indexer.NewFlash(fc),
+		"sharded-4": indexer.NewSharded(4, func() indexer.Index { return indexer.NewFlash(fc) }),
+		"radix-3":   indexer.NewSharded(3, func() indexer.Index { return indexer.NewRadix(rc) }),
 	}
 	names := []string{"radix", "flash", "sharded-4", "radix-3"}
 	hits := 0

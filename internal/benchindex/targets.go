@@ -14,7 +14,7 @@ import (
 // "flash") behind indexer.Concurrent with the given number of sticky
 // writers (0 = GOMAXPROCS), sharded by worker into as many shards as
 // writers (NewShardedTargetFactory).
-func NewTargetFactory(name string, writers int, tune ...func(*indexer.Config)) (TargetFactory, error) {
+func NewTargetFactory(name string, writers int, tune ...func(*TargetConfig)) (TargetFactory, error) {
 	return NewShardedTargetFactory(name, writers, 0, tune...)
 }
 
@@ -23,14 +23,15 @@ func NewTargetFactory(name string, writers int, tune ...func(*indexer.Config)) (
 // plain index). With one shard per writer, each writer goroutine applies
 // its workers' events under its own shard's lock, so writers do not
 // serialize on one write lock; lookups ask every shard. Each tune function
-// adjusts the indexes' Config (e.g. the capacity hint BlocksPerWorker).
-func NewShardedTargetFactory(name string, writers, shards int, tune ...func(*indexer.Config)) (TargetFactory, error) {
-	var one func(indexer.Config) indexer.Index
+// adjusts the indexes' TargetConfig (e.g. the capacity hint
+// BlocksPerWorker).
+func NewShardedTargetFactory(name string, writers, shards int, tune ...func(*TargetConfig)) (TargetFactory, error) {
+	var one func(TargetConfig) indexer.Index
 	switch name {
 	case IndexRadix:
-		one = func(c indexer.Config) indexer.Index { return indexer.NewRadix(c) }
+		one = func(c TargetConfig) indexer.Index { return indexer.NewRadix(c.Radix) }
 	case IndexFlash:
-		one = func(c indexer.Config) indexer.Index { return indexer.NewFlash(c) }
+		one = func(c TargetConfig) indexer.Index { return indexer.NewFlash(c.Flash) }
 	default:
 		return TargetFactory{}, fmt.Errorf("benchindex: unknown index %q", name)
 	}
@@ -39,10 +40,10 @@ func NewShardedTargetFactory(name string, writers, shards int, tune ...func(*ind
 	}
 	mk := one
 	if shards != 1 {
-		mk = func(c indexer.Config) indexer.Index {
+		mk = func(c TargetConfig) indexer.Index {
 			n := shards
 			if n == 0 {
-				n = c.Writers
+				n = c.Concurrent.Writers
 			}
 			if n == 1 {
 				return one(c)
@@ -74,12 +75,42 @@ type readerScratch struct {
 	_   [64]byte
 }
 
+// TargetConfig holds the configs an IndexTarget's indexes are built with:
+// the wrapped index's (Flash's or Radix's, whichever mk builds) and its
+// Concurrent's. Default DefaultTargetConfig.
+type TargetConfig struct {
+	// Flash configures a wrapped Flash. Default indexer.DefaultFlashConfig.
+	Flash indexer.FlashConfig
+	// Radix configures a wrapped Radix. Default indexer.DefaultRadixConfig.
+	Radix indexer.RadixConfig
+	// Concurrent configures the sticky writers. Default
+	// indexer.DefaultConcurrentConfig.
+	Concurrent indexer.ConcurrentConfig
+}
+
+// DefaultTargetConfig returns each index kind's defaults.
+func DefaultTargetConfig() TargetConfig {
+	return TargetConfig{Flash: indexer.DefaultFlashConfig(), Radix: indexer.DefaultRadixConfig(),
+		Concurrent: indexer.DefaultConcurrentConfig()}
+}
+
+// Validate reports every problem of every index kind's config, joined.
+func (c TargetConfig) Validate() error {
+	return errors.Join(c.Flash.Validate(), c.Radix.Validate(), c.Concurrent.Validate())
+}
+
+// BlocksPerWorker returns a tune function setting the capacity hint of
+// both index kinds to n blocks per worker.
+func BlocksPerWorker(n int) func(*TargetConfig) {
+	return func(c *TargetConfig) { c.Flash.BlocksPerWorker, c.Radix.BlocksPerWorker = n, n }
+}
+
 // NewIndexTarget wraps the index mk builds in a Concurrent with writers
-// writer goroutines (0 = GOMAXPROCS), its Config adjusted by tune.
-func NewIndexTarget(mk func(indexer.Config) indexer.Index, writers int, tune ...func(*indexer.Config)) (*IndexTarget, error) {
-	cfg := indexer.DefaultConfig()
+// writer goroutines (0 = GOMAXPROCS), its TargetConfig adjusted by tune.
+func NewIndexTarget(mk func(TargetConfig) indexer.Index, writers int, tune ...func(*TargetConfig)) (*IndexTarget, error) {
+	cfg := DefaultTargetConfig()
 	if writers > 0 {
-		cfg.Writers = writers
+		cfg.Concurrent.Writers = writers
 	}
 	for _, t := range tune {
 		t(&cfg)
@@ -88,7 +119,7 @@ func NewIndexTarget(mk func(indexer.Config) indexer.Index, writers int, tune ...
 		return nil, err
 	}
 	t := &IndexTarget{inner: mk(cfg)}
-	t.conc = indexer.NewConcurrent(t.inner, cfg)
+	t.conc = indexer.NewConcurrent(t.inner, cfg.Concurrent)
 	return t, nil
 }
 

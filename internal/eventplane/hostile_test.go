@@ -48,7 +48,7 @@ func storedOne(w, id, hash uint64) kvevents.Event {
 func TestHostileEventIDs(t *testing.T) {
 	conn := eventplanetest.Embedded(t)
 	var counts ingestCounts
-	idx := indexer.NewRadix(indexer.Config{})
+	idx := indexer.NewRadix(indexer.RadixConfig{})
 	var mu sync.Mutex
 	sink := sinkFunc(func(ev *kvevents.Event) error { mu.Lock(); defer mu.Unlock(); return idx.Apply(ev) })
 	sub := NewSubscriber(conn, sink, SubscriberConfig{Model: "m", GapTimeout: 100 * time.Millisecond,

@@ -16,7 +16,7 @@ import (
 // index is a sticky-writer index running until the test ends.
 func index(t *testing.T) *indexer.Concurrent {
 	t.Helper()
-	c := indexer.NewConcurrent(indexer.NewRadix(indexer.Config{}), indexer.Config{Writers: 2})
+	c := indexer.NewConcurrent(indexer.NewRadix(indexer.RadixConfig{}), indexer.ConcurrentConfig{Writers: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -41,7 +41,7 @@ func run(t *testing.T, fn func(ctx context.Context) error) context.CancelFunc {
 }
 
 func reference(evs []kvevents.Event) uint64 {
-	r := indexer.NewRadix(indexer.Config{})
+	r := indexer.NewRadix(indexer.RadixConfig{})
 	for i := range evs {
 		_ = r.Apply(&evs[i])
 	}

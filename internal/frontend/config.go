@@ -29,12 +29,13 @@ type Config struct {
 	Tokenizer tokenizer.Tokenizer `yaml:"-"`
 	// Router configures the routing core: policy (Router.Policy), block
 	// size, cost knobs, and the parameters of every index it builds
-	// (Router.Index: flash stride, approx TTL, writers). Default
-	// router.DefaultConfig().
+	// (Router.Index, one config per index kind: flash stride, concurrent
+	// writers, approx TTL). Default router.DefaultConfig().
 	Router router.Config `yaml:"router"`
 	// Index chooses the event-fed index: IndexFlash or IndexRadix, built
-	// with Router.Index and fed through the sticky writers of
-	// indexer.Concurrent (RunIndex). Default "flash"; "" = flash.
+	// with Router.Index.Flash or .Radix and fed through the sticky writers
+	// of indexer.Concurrent (Router.Index.Concurrent; RunIndex). Default
+	// "flash"; "" = flash.
 	Index string `yaml:"index"`
 	// Seed seeds the router's tie-breaking source. Default 0 = time-based
 	// (replicas must differ); tests set it.

@@ -35,8 +35,9 @@
 // so with vLLM decode_first is the transfer and first pass together.
 //
 // KV events (Apply, the event transports' sink) go to the event-fed index
-// of their tier, flash by default (Config.Index), built with
-// Config.Router.Index and wrapped in indexer.Concurrent: each worker+rank's
+// of their tier, flash by default (Config.Index), built with its kind's
+// config in Config.Router.Index and wrapped in indexer.Concurrent
+// (Config.Router.Index.Concurrent): each worker+rank's
 // events are applied in order by one writer goroutine (DESIGN.md §3
 // Concurrency), lookups run inline on the request goroutines. RunIndex
 // runs the writers; Flush waits until everything applied so far is

@@ -103,15 +103,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
-	// Every index gets Router.Index (flash stride, approx TTL, writers,
-	// capacity hint): the router builds the approximate one from it, and
-	// the event-fed ones are built here, one per tier, each behind
-	// indexer.Concurrent's sticky writers (DESIGN.md §3 Concurrency):
+	// Every index gets its kind's config from Router.Index (flash stride,
+	// approx TTL, writers, capacity hint): the router builds the
+	// approximate one from it, and the event-fed ones are built here, one
+	// per tier, each behind indexer.Concurrent's sticky writers (DESIGN.md
+	// §3 Concurrency):
 	// events of one worker+rank are applied in order by one writer
 	// goroutine, lookups stay inline on the request goroutines. The
 	// writers report outcomes, so metrics and Events.OnEvent see an
 	// event once it is visible to lookups, not when it was queued.
-	icfg := cfg.Router.Index
+	icfg := cfg.Router.Index.Concurrent
 	icfg.Events = indexer.Events{
 		OnApplied:  func(ev *kvevents.Event) { s.onEvent(ev, nil) },
 		OnRejected: s.onEvent,
@@ -121,9 +122,9 @@ func New(cfg Config) (*Server, error) {
 		NewIndex: func(t kvevents.Tier) indexer.Index {
 			var ix indexer.Index
 			if cfg.Index == IndexRadix {
-				ix = indexer.NewRadix(cfg.Router.Index)
+				ix = indexer.NewRadix(cfg.Router.Index.Radix)
 			} else {
-				ix = indexer.NewFlash(cfg.Router.Index)
+				ix = indexer.NewFlash(cfg.Router.Index.Flash)
 			}
 			s.conc[t] = indexer.NewConcurrent(ix, icfg)
 			return s.conc[t]

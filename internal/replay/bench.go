@@ -68,7 +68,19 @@ type BenchReport struct {
 	AddedTTFTp50 float64 `json:"added_ttft_p50_ms"`
 	// PerRound holds each measured round's TTFT ratios, to show variance.
 	PerRound []RoundRatios `json:"per_round"`
+	// FloorP50 and FloorP99 judge the frontend's TTFT against the floor
+	// proxy's from the rounds' ratios (Judge): goals FloorGoalP50 and
+	// FloorGoalP99. Set with BenchConfig.Floor.
+	FloorP50 *Verdict `json:"floor_verdict_p50,omitempty"`
+	FloorP99 *Verdict `json:"floor_verdict_p99,omitempty"`
 }
+
+// The frontend's overhead goals against a minimal proxy hop: TTFT within
+// 5% at p50 and 10% at p99.
+const (
+	FloorGoalP50 = 1.05
+	FloorGoalP99 = 1.10
+)
 
 // RoundRatios are one round's frontend/direct TTFT ratios.
 type RoundRatios struct {
@@ -76,6 +88,10 @@ type RoundRatios struct {
 	TTFTp50       float64 `json:"ttft_p50"`
 	TTFTp90       float64 `json:"ttft_p90"`
 	TTFTp99       float64 `json:"ttft_p99"`
+	// FloorTTFTp50 and FloorTTFTp99 are frontend / floor proxy (with
+	// BenchConfig.Floor).
+	FloorTTFTp50 float64 `json:"floor_ttft_p50,omitempty"`
+	FloorTTFTp99 float64 `json:"floor_ttft_p99,omitempty"`
 }
 
 // BenchFrontend measures the frontend's overhead: a fixed-rate stream of
@@ -173,14 +189,21 @@ func BenchFrontend(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 			byLabel[t.label] = r
 			got[t.label] = append(got[t.label], r)
 		}
-		d, fe := byLabel["direct"], byLabel["frontend"]
+		d, fe, fl := byLabel["direct"], byLabel["frontend"], byLabel["floor-proxy"]
 		out.PerRound = append(out.PerRound, RoundRatios{FrontendFirst: ff, TTFTp50: div(fe.TTFT.P50, d.TTFT.P50),
-			TTFTp90: div(fe.TTFT.P90, d.TTFT.P90), TTFTp99: div(fe.TTFT.P99, d.TTFT.P99)})
+			TTFTp90: div(fe.TTFT.P90, d.TTFT.P90), TTFTp99: div(fe.TTFT.P99, d.TTFT.P99),
+			FloorTTFTp50: div(fe.TTFT.P50, fl.TTFT.P50), FloorTTFTp99: div(fe.TTFT.P99, fl.TTFT.P99)})
 	}
 	ds, fs := got["direct"], got["frontend"]
 	if cfg.Floor {
 		fl := pool(got["floor-proxy"])
 		out.Floor = &fl
+		var p50, p99 []float64
+		for _, r := range out.PerRound {
+			p50, p99 = append(p50, r.FloorTTFTp50), append(p99, r.FloorTTFTp99)
+		}
+		v50, v99 := Judge(p50, FloorGoalP50), Judge(p99, FloorGoalP99)
+		out.FloorP50, out.FloorP99 = &v50, &v99
 	}
 	out.Direct, out.Frontend = pool(ds), pool(fs)
 	d, fe := out.Direct, out.Frontend

@@ -43,6 +43,14 @@ func TestBenchFrontend(t *testing.T) {
 	if len(rep.PerRound) != 2 || rep.PerRound[0].FrontendFirst || !rep.PerRound[1].FrontendFirst {
 		t.Errorf("rounds: %+v", rep.PerRound)
 	}
+	for i, r := range rep.PerRound {
+		if r.FloorTTFTp50 <= 0 || r.FloorTTFTp99 <= 0 {
+			t.Errorf("round %d: no frontend/floor ratios: %+v", i, r)
+		}
+	}
+	if v := rep.FloorP50; v == nil || v.Rounds != 2 || v.Goal != FloorGoalP50 || rep.FloorP99 == nil {
+		t.Errorf("floor verdicts: %+v %+v", rep.FloorP50, rep.FloorP99)
+	}
 	if rep.TTFTp50Ratio <= 0 || rep.TTFTp50Ratio != rep.Frontend.TTFT.P50/rep.Direct.TTFT.P50 {
 		t.Errorf("ttft p50 ratio %v", rep.TTFTp50Ratio)
 	}

@@ -27,7 +27,7 @@ func TestSnapshotAheadOfStreamRead(t *testing.T) {
 	conn := eventplanetest.Embedded(t)
 	pubA := startModelPublisher(t, conn, "a")
 	pubB := startModelPublisher(t, conn, "b")
-	ref := indexer.NewRadix(indexer.Config{})
+	ref := indexer.NewRadix(indexer.RadixConfig{})
 	g := eventplanetest.NewGen(21, 3, 1)
 	feed(t, pubA, g, ref, 100)
 	last := streamInfo(t, conn).State.LastSeq
@@ -60,7 +60,7 @@ func TestSnapshotAheadOfStreamRead(t *testing.T) {
 	// sequences the snapshot claims, then model a goes on.
 	gb := eventplanetest.NewGen(22, 2, 1)
 	for range 3 {
-		feed(t, pubB, gb, indexer.NewRadix(indexer.Config{}), 1)
+		feed(t, pubB, gb, indexer.NewRadix(indexer.RadixConfig{}), 1)
 	}
 	if got := streamInfo(t, conn).State.LastSeq; got != last+3 {
 		t.Fatalf("stream at %d, want %d", got, last+3)

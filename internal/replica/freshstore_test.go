@@ -27,7 +27,7 @@ func TestFreshStoreRestart(t *testing.T) {
 	r := startNode(t, router, cfg)
 	pub := startPublisher(t, worker)
 	g := eventplanetest.NewGen(5, 3, 1)
-	feed(t, pub, g, indexer.NewRadix(indexer.Config{}), 200)
+	feed(t, pub, g, indexer.NewRadix(indexer.RadixConfig{}), 200)
 	eventplanetest.WaitFor(t, 30*time.Second, "caught up", func() bool { return r.rep.Status().Applied > 0 && r.rep.Status().Ready })
 
 	srv.Close()
@@ -41,7 +41,7 @@ func TestFreshStoreRestart(t *testing.T) {
 
 	// The same publisher goes on (its event ids continue); the reference
 	// holds only what the new stream carries.
-	fresh := indexer.NewRadix(indexer.Config{})
+	fresh := indexer.NewRadix(indexer.RadixConfig{})
 	feedCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for range 60 {

@@ -41,7 +41,7 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 	// The snapshot: the index dump of `blocks` blocks, covering no stream
 	// message yet, with the per-worker event ids the stream continues.
 	snap := &snapshot.Snapshot{Position: eventplane.Position{LastIDs: map[kvevents.Worker]uint64{}}, Created: time.Now()}
-	ref := indexer.NewFlash(indexer.Config{}) // what the replica must end with
+	ref := indexer.NewFlash(indexer.FlashConfig{}) // what the replica must end with
 	for i := 0; i < blocks/perEvent; i++ {
 		ev := next(kvevents.Worker{ID: uint64(1 + i%workers)}, perEvent)
 		_ = ref.Apply(&ev)
@@ -76,7 +76,7 @@ func benchColdStart(b *testing.B, blocks, replay int) {
 
 	b.ResetTimer()
 	for range b.N {
-		idx := indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), indexer.Config{Writers: runtime.GOMAXPROCS(0)})
+		idx := indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), indexer.ConcurrentConfig{Writers: runtime.GOMAXPROCS(0)})
 		cfg := replica.DefaultConfig()
 		cfg.SnapshotInterval, cfg.Logger = 0, eventplanetest.Quiet
 		rep, err := replica.New(conn, cfg, replica.Options{Sink: idx, Clear: func() {}})

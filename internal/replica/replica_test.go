@@ -38,7 +38,7 @@ func fastConfig(id string) replica.Config {
 
 func startNode(t *testing.T, conn *eventplane.Conn, cfg replica.Config) *node {
 	t.Helper()
-	n := &node{idx: indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), indexer.Config{Writers: 2})}
+	n := &node{idx: indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), indexer.ConcurrentConfig{Writers: 2})}
 	rep, err := replica.New(conn, cfg, replica.Options{
 		Sink: n.idx, Dump: n.idx.Dump,
 		Clear: func() {
@@ -137,7 +137,7 @@ func TestCatchUpAfterRetention(t *testing.T) {
 		t.Fatalf("stream MaxMsgs %d", got)
 	}
 	pub := startPublisher(t, conn)
-	ref := indexer.NewRadix(indexer.Config{})
+	ref := indexer.NewRadix(indexer.RadixConfig{})
 	g := eventplanetest.NewGen(11, 4, 2)
 
 	// w follows the whole stream from the start, writing nothing.
@@ -209,7 +209,7 @@ func TestCatchUpAfterRetention(t *testing.T) {
 func TestSnapshotWriter(t *testing.T) {
 	conn := eventplanetest.Embedded(t)
 	pub := startPublisher(t, conn)
-	ref := indexer.NewRadix(indexer.Config{})
+	ref := indexer.NewRadix(indexer.RadixConfig{})
 	g := eventplanetest.NewGen(5, 3, 1)
 	x := startNode(t, conn, fastConfig("x"))
 	y := startNode(t, conn, fastConfig("y"))
@@ -275,7 +275,7 @@ func snapshotNames(t *testing.T, conn *eventplane.Conn) []string {
 func TestStreamRestart(t *testing.T) {
 	conn := eventplanetest.Embedded(t)
 	pub := startPublisher(t, conn)
-	old := indexer.NewRadix(indexer.Config{})
+	old := indexer.NewRadix(indexer.RadixConfig{})
 	r := startNode(t, conn, fastConfig("r"))
 	feed(t, pub, eventplanetest.NewGen(3, 3, 1), old, 300)
 	last := streamInfo(t, conn).State.LastSeq
@@ -288,7 +288,7 @@ func TestStreamRestart(t *testing.T) {
 	if _, err := conn.EnsureStream(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fresh := indexer.NewRadix(indexer.Config{})
+	fresh := indexer.NewRadix(indexer.RadixConfig{})
 	feed(t, pub, eventplanetest.NewGen(4, 2, 1), fresh, 60)
 	newLast := streamInfo(t, conn).State.LastSeq
 	if newLast >= last {
@@ -316,10 +316,10 @@ func TestModelFilterLag(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done })
 		pubs[m] = p
 	}
-	ref := indexer.NewRadix(indexer.Config{})
+	ref := indexer.NewRadix(indexer.RadixConfig{})
 	feed(t, pubs["a"], eventplanetest.NewGen(1, 2, 1), ref, 40)
 	aLast := streamInfo(t, conn).State.LastSeq
-	feed(t, pubs["b"], eventplanetest.NewGen(2, 2, 1), indexer.NewRadix(indexer.Config{}), 40)
+	feed(t, pubs["b"], eventplanetest.NewGen(2, 2, 1), indexer.NewRadix(indexer.RadixConfig{}), 40)
 	if streamInfo(t, conn).State.LastSeq <= aLast {
 		t.Fatal("b published nothing")
 	}

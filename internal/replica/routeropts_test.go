@@ -24,7 +24,7 @@ func TestRouterOptions(t *testing.T) {
 		var conc []*indexer.Concurrent
 		rt, err := router.New(router.DefaultConfig(), router.Options{Rand: rand.New(rand.NewPCG(1, 1)),
 			NewIndex: func(kvevents.Tier) indexer.Index {
-				c := indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), indexer.Config{Writers: 2})
+				c := indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), indexer.ConcurrentConfig{Writers: 2})
 				conc = append(conc, c)
 				return c
 			}})
@@ -52,7 +52,7 @@ func TestRouterOptions(t *testing.T) {
 	// Events on two tiers, one reference index per tier.
 	refs := [kvevents.NumTiers]indexer.Index{}
 	for i := range refs {
-		refs[i] = indexer.NewRadix(indexer.Config{})
+		refs[i] = indexer.NewRadix(indexer.RadixConfig{})
 	}
 	g := eventplanetest.NewGen(9, 3, 1)
 	ctx := context.Background()

@@ -26,7 +26,7 @@ func startReplica(t *testing.T, conn *eventplane.Conn, m *snapshot.Manager, snap
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{cancel: cancel}
-	r.idx = indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), indexer.Config{Writers: 2})
+	r.idx = indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), indexer.ConcurrentConfig{Writers: 2})
 	r.wg.Add(1)
 	go func() { defer r.wg.Done(); _ = r.idx.Run(ctx) }()
 	pos, err := m.Restore(ctx, r.idx)
@@ -81,7 +81,7 @@ func TestReplicasConverge(t *testing.T) {
 	a := startReplica(t, conn, m, true)
 	defer a.stop()
 	b := startReplica(t, conn, m, false)
-	ref := indexer.NewRadix(indexer.Config{})
+	ref := indexer.NewRadix(indexer.RadixConfig{})
 	g := eventplanetest.NewGen(7, 5, 2)
 	const rounds, perRound = 4, 800
 	for round := 0; round < rounds; round++ {

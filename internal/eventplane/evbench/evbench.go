@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	var hmu sync.Mutex
 	var blocks atomic.Int64
 	var applied atomic.Int64
-	icfg := indexer.Config{Writers: max(runtime.GOMAXPROCS(0), 1)}
+	icfg := indexer.ConcurrentConfig{Writers: max(runtime.GOMAXPROCS(0), 1)}
 	icfg.Events.OnApplied = func(ev *kvevents.Event) {
 		i := int(ev.WorkerID-1)*per + int(ev.EventID)
 		if i < len(stamps) {
@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		applied.Add(1)
 	}
 	icfg.Events.OnRejected = func(ev *kvevents.Event, err error) { applied.Add(1) }
-	idx := indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), icfg)
+	idx := indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), icfg)
 	pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Format: cfg.Format, Linger: cfg.Linger, Logger: quiet})
 	// Lag to the subscriber's hand-off (Sink.Apply), to tell the transport
 	// from the index's writers.
@@ -262,9 +262,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 // stream from its sequence, until ready.
 func catchUp(ctx context.Context, conn *eventplane.Conn, snaps *snapshot.Manager, r *Report, log *slog.Logger) error {
 	var blocks atomic.Int64
-	icfg := indexer.Config{Writers: max(runtime.GOMAXPROCS(0), 1)}
+	icfg := indexer.ConcurrentConfig{Writers: max(runtime.GOMAXPROCS(0), 1)}
 	icfg.Events.OnApplied = func(ev *kvevents.Event) { blocks.Add(int64(ev.NumBlocks())) }
-	idx := indexer.NewConcurrent(indexer.NewFlash(indexer.Config{}), icfg)
+	idx := indexer.NewConcurrent(indexer.NewFlash(indexer.FlashConfig{}), icfg)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -29,7 +29,7 @@ type bindRig struct {
 
 func newBindRig(t *testing.T, cfg zmqsub.Config) *bindRig {
 	t.Helper()
-	r := &bindRig{idx: indexer.NewRadix(indexer.Config{}), pods: map[string]uint64{}, model: "test-model",
+	r := &bindRig{idx: indexer.NewRadix(indexer.RadixConfig{}), pods: map[string]uint64{}, model: "test-model",
 		ingests: map[string]uint64{}}
 	cfg.BlockSize, cfg.Logger, cfg.Binds = 4, eventplanetest.Quiet, []string{"tcp://127.0.0.1:0"}
 	cfg.Resolve = func(pod, model string) (uint64, error) {

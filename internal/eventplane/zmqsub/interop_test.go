@@ -92,7 +92,7 @@ func ingest(t *testing.T, want uint64, useReplay bool, args ...string) result {
 	if !useReplay {
 		replay = ""
 	}
-	idx := indexer.NewRadix(indexer.Config{})
+	idx := indexer.NewRadix(indexer.RadixConfig{})
 	var mu sync.Mutex
 	sink := zmqsub.SinkFunc(func(ev *kvevents.Event) error { mu.Lock(); defer mu.Unlock(); return idx.Apply(ev) })
 	sub := zmqsub.New(zmqsub.Config{BlockSize: 4, Logger: eventplanetest.Quiet,

@@ -315,9 +315,17 @@ func (r *ChatRequest) IncludeUsage() bool {
 // ParseCompletion parses and validates a /v1/completions body. Errors are
 // *Error values with status 400.
 func ParseCompletion(body []byte) (*CompletionRequest, error) {
+	return parseCompletion(body, true)
+}
+
+// parseCompletion is ParseCompletion; fast enables decodeTokenLists (the
+// tests compare both paths).
+func parseCompletion(body []byte, fast bool) (*CompletionRequest, error) {
 	var r CompletionRequest
-	if err := strictObject(body, &r); err != nil {
-		return nil, err
+	if !fast || !decodeTokenLists(body, &r) {
+		if err := strictObject(body, &r); err != nil {
+			return nil, err
+		}
 	}
 	if !r.Prompt.IsTokens && r.Prompt.Text == "" && !hasKey(body, "prompt") {
 		return nil, BadRequest("prompt", "missing required field \"prompt\"")

@@ -14,15 +14,19 @@ func BenchmarkParseCompletion(b *testing.B) {
 		}
 		p, _ := json.Marshal(toks)
 		body := []byte(fmt.Sprintf(`{"model":"m","prompt":%s,"max_tokens":16,"stream":true}`, p))
-		b.Run(fmt.Sprintf("tokens=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				if _, err := ParseCompletion(body); err != nil {
-					b.Fatal(err)
+		// path=general is the decode without decodeTokenLists.
+		for _, fast := range []bool{true, false} {
+			path := map[bool]string{true: "tokenlists", false: "general"}[fast]
+			b.Run(fmt.Sprintf("tokens=%d/path=%s", n, path), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					if _, err := parseCompletion(body, fast); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-		})
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			})
+		}
 	}
 }

@@ -1,0 +1,106 @@
+package indexer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
+)
+
+// TestApproxDifferential replays seeded random inserts (shared prefixes,
+// refreshes at the same and at later instants, size-bound pruning, worker
+// removal) into Approx and into refApprox, the FIFO implementation it
+// replaced, and requires equal matches and stats after every operation,
+// through both the local-hash and the sequence-hash entry points.
+func TestApproxDifferential(t *testing.T) {
+	for _, tc := range []struct {
+		ttl       time.Duration
+		maxBlocks int
+		prune     float64
+	}{
+		{ttl: 10 * time.Second, maxBlocks: 1 << 20, prune: 0.8},
+		{ttl: 10 * time.Second, maxBlocks: 40, prune: 0.5},
+		{ttl: 3 * time.Second, maxBlocks: 25, prune: 0.8},
+	} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("ttl=%v/max=%d/seed=%d", tc.ttl, tc.maxBlocks, seed), func(t *testing.T) {
+				cfg := ApproxConfig{TTL: tc.ttl, MaxBlocks: tc.maxBlocks, PruneFraction: tc.prune}
+				approxDifferential(t, cfg, rand.New(rand.NewPCG(seed, 16)))
+			})
+		}
+	}
+}
+
+func approxDifferential(t *testing.T, cfg ApproxConfig, rng *rand.Rand) {
+	a, ref := NewApprox(cfg), newRefApprox(cfg)
+	// Prompts over a 3-letter alphabet share prefixes often.
+	prompt := func() []uint64 {
+		p := make([]uint64, 1+rng.IntN(10))
+		for i := range p {
+			p[i] = uint64(1 + rng.IntN(3))
+		}
+		return p
+	}
+	now := time.Unix(1000, 0)
+	for step := range 400 {
+		switch op := rng.IntN(20); {
+		case op < 11:
+			if rng.IntN(3) > 0 {
+				now = now.Add(time.Duration(rng.Int64N(int64(cfg.TTL) / 4)))
+			}
+			w := kvevents.Worker{ID: uint64(1 + rng.IntN(5)), Rank: uint32(rng.IntN(2))}
+			p := prompt()
+			ref.Insert(w, p, now)
+			if rng.IntN(2) == 0 {
+				a.Insert(w, p, now)
+			} else {
+				a.InsertSeq(w, kvhash.SeqHashes(p), now)
+			}
+		case op < 19:
+			p := prompt()
+			at := now.Add(time.Duration(rng.Int64N(int64(cfg.TTL))))
+			want := ref.FindMatches(p, at)
+			got := a.FindMatches(p, at)
+			if rng.IntN(2) == 0 {
+				got = a.AppendMatchesSeq(nil, kvhash.SeqHashes(p), at)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: match %v at %v: got %v, want %v", step, p, at.Sub(time.Unix(1000, 0)), got, want)
+			}
+		default:
+			id := uint64(1 + rng.IntN(5))
+			a.RemoveWorker(id)
+			ref.RemoveWorker(id)
+		}
+		s, rs := a.Stats(), ref.Stats()
+		if s.Blocks != rs.Blocks || s.Nodes != rs.Nodes || s.Workers != rs.Workers || s.Expired != rs.Expired || s.Pruned != rs.Pruned {
+			t.Fatalf("step %d: stats %+v, want %+v", step, s, rs)
+		}
+		if err := a.Check(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+}
+
+// With now going backwards (the order is then approximate) the structure
+// stays consistent, and nothing matches after the latest expiry.
+func TestApproxNowBackwards(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	a := NewApprox(ApproxConfig{TTL: 5 * time.Second, MaxBlocks: 30, PruneFraction: 0.5})
+	base := time.Unix(1000, 0)
+	for step := range 2000 {
+		now := base.Add(time.Duration(rng.Int64N(int64(20 * time.Second))))
+		p := []uint64{1, uint64(1 + rng.IntN(4)), uint64(1 + rng.IntN(4))}
+		a.Insert(kvevents.Worker{ID: uint64(1 + rng.IntN(4))}, p, now)
+		if err := a.Check(); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if got := a.FindMatches(p, base.Add(25*time.Second)); len(got) != 0 {
+			t.Fatalf("step %d: %v matched at its expiry", step, got)
+		}
+	}
+}
