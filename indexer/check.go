@@ -31,17 +31,29 @@ func (f *Flash) check() error {
 	}
 	free := 0
 	for i := f.free; i != noEntry; i = f.at(i).parent {
-		if f.at(i).n != 0 {
+		if f.at(i).mem != 0 {
 			return fmt.Errorf("flash: free entry %d in use", i)
 		}
 		free++
 	}
+	for _, l := range f.rcu.limbo {
+		for _, i := range l.entries {
+			if f.at(i).mem != 0 || f.holds(f.at(i).seq, i) {
+				return fmt.Errorf("flash: retired entry %d in use", i)
+			}
+		}
+		for _, b := range l.blocks {
+			if err := markBlock(setsUsed, b.off, b.class); err != nil {
+				return err
+			}
+		}
+	}
 	inTable := 0
 	f.each(func(uint64, uint32) bool { inTable++; return true })
-	if inTable != f.m.n || 4*f.m.n > 3*len(f.m.slots) {
+	if inTable != f.m.n || 2*(f.m.n+f.m.tomb) > len(f.m.slots) {
 		return fmt.Errorf("flash: id table holds %d, counts %d of %d slots", inTable, f.m.n, len(f.m.slots))
 	}
-	if f.used != f.m.n || f.used+free > len(f.chunks)*fchunkSize {
+	if f.used != f.m.n || f.used+free+f.retiredEntries() > len(f.chunks)*fchunkSize {
 		return fmt.Errorf("flash: %d entries used, %d free, %d in map", f.used, free, f.m.n)
 	}
 	for c, l := range f.freeB {
@@ -71,8 +83,8 @@ func (f *Flash) check() error {
 			if !ok || !f.holds(e.seq, ei) {
 				return fmt.Errorf("flash: slot %d hash %d: entry does not list it", slot, h)
 			}
-			if got := kids[[2]uint64{e.seq, uint64(slot)}]; got != int(f.members(e)[i].kids) {
-				return fmt.Errorf("flash: slot %d hash %d kids %d want %d", slot, h, f.members(e)[i].kids, got)
+			if got := kids[[2]uint64{e.seq, uint64(slot)}]; got != int(f.kids(e, i)) {
+				return fmt.Errorf("flash: slot %d hash %d kids %d want %d", slot, h, f.kids(e, i), got)
 			}
 		}
 	}
@@ -88,11 +100,11 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 	if !f.holds(seq, ei) {
 		return fmt.Errorf("flash: entry %d unreachable in the id table", seq)
 	}
-	if e.seq != seq || e.n == 0 {
+	if e.seq != seq || e.count() == 0 {
 		return fmt.Errorf("flash: entry %d bad key or empty", seq)
 	}
-	if e.n >= 2 {
-		if err := markBlock(setsUsed, e.set, blockClass(e.n)); err != nil {
+	if e.count() >= 2 {
+		if err := markBlock(setsUsed, uint32(e.mem), blockClass(e.count())); err != nil {
 			return fmt.Errorf("flash: entry %d: %w", seq, err)
 		}
 	}
@@ -108,9 +120,10 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 	if want != seq {
 		return fmt.Errorf("flash: entry %d has wrong prefix id", seq)
 	}
-	for i, m := range f.members(e) {
+	ms := f.memberList(e)
+	for i, m := range ms {
 		*blocks++
-		if i > 0 && f.members(e)[i-1].slot >= m.slot {
+		if i > 0 && ms[i-1].slot >= m.slot {
 			return fmt.Errorf("flash: entry %d members unsorted", seq)
 		}
 		if p := f.parentOf(e); p != nil {

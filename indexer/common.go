@@ -95,11 +95,22 @@ func (s *slotTable) acquire(w kvevents.Worker) uint32 {
 }
 
 func (s *slotTable) release(slot uint32) {
+	s.retire(slot)
+	s.recycle(slot)
+}
+
+// retire drops slot's worker but keeps its name and does not reuse the
+// slot until recycle (Flash's lock-free lookups may still name it).
+func (s *slotTable) retire(slot uint32) {
 	delete(s.ids, s.names[slot])
 	s.used[slot] = false
+	s.updateOrdered()
+}
+
+// recycle makes a retired slot reusable.
+func (s *slotTable) recycle(slot uint32) {
 	s.names[slot] = kvevents.Worker{}
 	s.free = append(s.free, slot)
-	s.updateOrdered()
 }
 
 // sorted returns the used slots ordered by worker.

@@ -15,7 +15,8 @@ var ErrClosed = errors.New("indexer: concurrent index is not running")
 
 // Concurrent wraps an Index for the event plane (DESIGN.md §3
 // Concurrency). FindMatches, AppendMatches, Dump and Stats run inline on the
-// caller's goroutine (the wrapped index takes read locks). Apply enqueues
+// caller's goroutine (the wrapped index takes read locks; Flash's lookups
+// take none, see flashrcu.go). Apply enqueues
 // the event to one of ConcurrentConfig.Writers writer goroutines chosen by a hash of
 // the worker+rank (or, when the wrapped index is a Sharded with one shard
 // per writer, by the worker's shard, so that each writer owns one shard and

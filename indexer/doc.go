@@ -9,8 +9,9 @@
 //   - Flash (NewFlash): a positional index keyed by an internal 64-bit id
 //     of each prefix (a cheap chained mix over local hashes, so equal local
 //     hashes under different prefixes are different entries), with jump
-//     search (stride FlashConfig.Stride, default 64). This is the fast
-//     one: use it in production.
+//     search (stride FlashConfig.Stride, default 64). Its lookups take no lock
+//     and never wait for a writer (epoch-based reclamation, flashrcu.go).
+//     This is the fast one: use it in production.
 //   - Approx (NewApprox): the approximate TTL index for fleets without KV
 //     events; the router inserts each routed request's blocks. It is not an
 //     Index (it has no events) and is kept apart from the event-fed index.

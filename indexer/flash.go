@@ -2,8 +2,8 @@ package indexer
 
 import (
 	"cmp"
-	"math/bits"
 	"slices"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/kvrouter/kvrouter/internal/invariants"
@@ -40,23 +40,30 @@ import (
 // needed. Cost: O(D) cheap mixing, O(D/J) map probes, plus O(log J) probes
 // and O(log W) per drop.
 //
-// Flash is safe for concurrent use (one reader-writer lock, spinRW:
-// FindMatches reads, Apply writes; a long event steps aside for waiting
-// readers between chunks, see yield).
+// Flash is safe for concurrent use. FindMatches takes no lock and never
+// waits for a writer (flashrcu.go, flashread.go); writers (Apply,
+// RemoveWorker) take a lock, spinRW, which Dump, Stats and Check take for
+// reading (a long event steps aside for them between chunks, see yield).
 type Flash struct {
-	mu     spinRW // see spinRW
-	stride int
-	hint   int    // FlashConfig.BlocksPerWorker
-	m      ptable // prefix id -> entry index
-	chunks []*[fchunkSize]fentry
-	free   uint32     // head of the free-entry list (through fentry.parent)
-	used   int        // entries in use
-	arena  []fmember  // member blocks of entries held by >= 2 workers
-	freeB  [][]uint32 // class -> offsets of free blocks in arena
-	slots  slotTable
-	tables []*htable // slot -> engine hash -> entry index
-	rmBuf  []rmKey   // remove's scratch (write lock held)
-	sink   uint64    // keeps warmStore's and warmRemove's loads
+	mu   spinRW // see spinRW
+	view atomic.Pointer[fview]
+	rcu  rcu
+	// writing is odd while a writer holds mu: a lookup that starts and
+	// ends at one even value saw no write (see AppendMatches).
+	writing      atomic.Uint64
+	namesChanged bool // slots.names changed since the last publish
+	stride       int
+	hint         int    // FlashConfig.BlocksPerWorker
+	m            ptable // prefix id -> entry index
+	chunks       []*[fchunkSize]fentry
+	free         uint32     // head of the free-entry list (through fentry.parent)
+	used         int        // entries in use (not free, not retired)
+	arena        []fmember  // member blocks of entries held by >= 2 workers
+	freeB        [][]uint32 // class -> offsets of free blocks in arena
+	slots        slotTable
+	tables       []*htable // slot -> engine hash -> entry index
+	rmBuf        []rmKey   // remove's scratch (write lock held)
+	sink         uint64    // keeps warmStore's and warmRemove's loads
 
 	blocks   int
 	counters applyCounters
@@ -69,14 +76,14 @@ const (
 	noEntry     = ^uint32(0)
 )
 
-// fentry is one prefix. n == 0 marks a free entry.
+// fentry is one prefix. No members marks a free or retired entry.
+// Lookups read seq, pos and parent, which do not change while the entry is
+// in the id table, and mem atomically.
 type fentry struct {
 	seq    uint64 // prefix id (the key in Flash.m); see (*Flash).local
+	mem    uint64 // member set; see flashmembers.go
 	parent uint32 // entry index; noEntry at position 0
 	pos    uint32
-	n      uint32  // number of members
-	set    uint32  // offset of the member block in Flash.arena when n >= 2
-	one    fmember // the member when n == 1
 }
 
 // fmember is one worker holding an entry and the number of the entry's
@@ -141,7 +148,9 @@ var _ Index = (*Flash)(nil)
 // (default 64).
 func NewFlash(cfg FlashConfig) *Flash {
 	cfg = cfg.withDefaults()
-	return &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
+	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
+	f.publish()
+	return f
 }
 
 func (f *Flash) at(i uint32) *fentry { return &f.chunks[i>>fchunkShift][i&(fchunkSize-1)] }
@@ -163,32 +172,54 @@ func (f *Flash) newEntry() uint32 {
 		*e = fentry{}
 		return i
 	}
-	i := uint32((f.used - 1))
+	i := uint32(f.used + f.retiredEntries() - 1)
 	if int(i) == len(f.chunks)*fchunkSize {
+		old := cap(f.chunks)
 		f.chunks = append(f.chunks, new([fchunkSize]fentry))
+		if cap(f.chunks) != old {
+			f.publish()
+		}
 	}
 	return i
 }
 
+// retiredEntries is the number of entries retired and not yet recycled.
+func (f *Flash) retiredEntries() int {
+	return len(f.rcu.limbo[0].entries) + len(f.rcu.limbo[1].entries)
+}
+
+// freeEntry drops entry i (no members left) from the id table and retires
+// it: lookups may still read it until they return.
 func (f *Flash) freeEntry(i uint32) {
-	e := f.at(i)
-	f.del(e.seq, i)
-	*e = fentry{parent: f.free}
-	f.free = i
+	f.del(f.at(i).seq, i)
+	f.retireEntry(i)
 	f.used--
+}
+
+// lock takes the write lock; unlock recycles what lookups no longer read
+// and releases it.
+func (f *Flash) lock() {
+	f.mu.Lock()
+	f.writing.Add(1)
+}
+
+func (f *Flash) unlock() {
+	f.quiesce()
+	f.writing.Add(1)
+	f.mu.Unlock()
 }
 
 // Apply implements Index.
 func (f *Flash) Apply(ev *kvevents.Event) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.lock()
+	defer f.unlock()
 	return f.apply(ev)
 }
 
 // applyBatch applies evs under one write lock (Concurrent's writers).
 func (f *Flash) applyBatch(evs []kvevents.Event, errs []error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.lock()
+	defer f.unlock()
 	for i := range evs {
 		errs[i] = f.apply(&evs[i])
 	}
@@ -229,6 +260,8 @@ func (f *Flash) store(ev *kvevents.Event) error {
 		table = newHtable(max(len(ev.Blocks), f.hint))
 		f.tables[slot] = table
 		f.reserve(len(f.slots.ids) * f.hint)
+		f.namesChanged = true
+		f.publish()
 	}
 	seq, chained := uint64(0), cur != noEntry
 	if chained {
@@ -262,8 +295,11 @@ func (f *Flash) yield(slot uint32, table *htable, cur uint32) bool {
 	if f.mu.waiting.Load() == 0 {
 		return true
 	}
-	f.mu.Unlock()
-	f.mu.Lock()
+	// Through unlock and lock: writing must stay odd exactly while a
+	// writer holds the lock, or a lookup could take another writer's
+	// hold for a quiet index.
+	f.unlock()
+	f.lock()
 	if int(slot) >= len(f.tables) || f.tables[slot] != table {
 		return false
 	}
@@ -302,7 +338,7 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 	}
 	if len(ids) > 0 {
 		for _, q := range seqs[:len(blocks)] {
-			if x := ids[f.m.home(q)]; x != 0 && x&^0xffffffff == ptag(q) {
+			if x := ids[f.m.home(q)]; uint32(x) != 0 && x&^0xffffffff == ptag(q) {
 				sink += f.at(uint32(x) - 1).seq
 			}
 		}
@@ -349,7 +385,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		f.addMember(e, i, fmember{slot: slot})
 		if c != nil {
 			j, _ := f.find(c, slot)
-			f.members(c)[j].kids++
+			f.addKids(c, j, 1)
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
@@ -388,10 +424,10 @@ func (f *Flash) warmRemove(keys []rmKey) {
 		e := f.at(k.ei)
 		sink += ids[f.m.home(e.seq)]
 		if e.parent != noEntry {
-			sink += uint64(f.at(e.parent).n)
+			sink += f.at(e.parent).mem
 		}
-		if e.n >= 2 {
-			sink += uint64(f.arena[e.set].slot)
+		if e.count() >= 2 {
+			sink += uint64(f.arena[uint32(e.mem)].slot)
 		}
 	}
 	f.sink += sink
@@ -443,7 +479,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		ei := table.s[ti].v
 		e := f.at(ei)
 		i, _ := f.find(e, slot)
-		if f.members(e)[i].kids > 0 {
+		if f.kids(e, i) > 0 {
 			f.removeDescendants(slot, table, ei)
 			ti = table.slot(k.h)
 			i, _ = f.find(e, slot)
@@ -453,7 +489,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 	f.rmBuf = keys[:0]
 	if table.len() == 0 {
 		f.tables[slot] = nil
-		f.slots.release(slot)
+		f.retireSlot(slot)
 	}
 }
 
@@ -481,9 +517,9 @@ func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i in
 	f.blocks--
 	if p := f.parentOf(e); p != nil {
 		j, _ := f.find(p, slot)
-		f.members(p)[j].kids--
+		f.addKids(p, j, -1)
 	}
-	if e.n == 0 {
+	if e.count() == 0 {
 		f.freeEntry(ei)
 	}
 }
@@ -524,191 +560,23 @@ func (f *Flash) clear(slot uint32) {
 		e := f.at(ei)
 		i, _ := f.find(e, slot)
 		f.delMember(e, i)
-		if e.n == 0 {
+		if e.count() == 0 {
 			f.freeEntry(ei)
 		}
 	}
 	f.blocks -= table.len()
 	f.tables[slot] = nil
-	f.slots.release(slot)
+	f.retireSlot(slot)
 }
 
 // RemoveWorker implements Index.
 func (f *Flash) RemoveWorker(id uint64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.lock()
+	defer f.unlock()
 	for _, slot := range f.slots.ranksOf(id) {
 		f.clear(slot)
 	}
 	f.maybeCheck()
-}
-
-// FindMatches implements Index.
-func (f *Flash) FindMatches(locals []uint64) Overlaps { return f.AppendMatches(nil, locals) }
-
-// window caches the query's prefix ids and entries over one stride.
-type window struct {
-	base int // query position of seqs[0]
-	seqs []uint64
-	ents []*fentry
-	got  []bool
-}
-
-func (w *window) get(f *Flash, pos int) *fentry {
-	k := pos - w.base
-	if !w.got[k] {
-		var e *fentry
-		if i, ok := f.get(w.seqs[k]); ok {
-			e = f.at(i)
-		}
-		w.ents[k], w.got[k] = e, true
-	}
-	return w.ents[k]
-}
-
-const stackStride = 128
-
-// AppendMatches appends the FindMatches result to dst and returns it. It
-// does not allocate when dst has room and the stride is at most 128.
-func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
-	if len(locals) == 0 {
-		return dst
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	ci, ok := f.get(locals[0])
-	if !ok {
-		return dst
-	}
-	cur := f.at(ci)
-	if cur.pos != 0 {
-		return dst
-	}
-	// dst[base+i] is the overlap of s0[i]; slots are in slot order, which
-	// is usually worker order, so the final sort is a linear check.
-	base := len(dst)
-	s0 := f.members(cur)
-	for _, m := range s0 {
-		dst = append(dst, Overlap{Worker: f.slots.names[m.slot], Blocks: -1})
-	}
-	out := dst[base:]
-	var aliveBuf [aliveStack]uint32
-	alive, pooled := initAlive(&aliveBuf, len(s0))
-	defer putAlive(pooled)
-	var (
-		seqBuf [stackStride + 1]uint64
-		entBuf [stackStride + 1]*fentry
-		gotBuf [stackStride + 1]bool
-	)
-	win := window{seqs: seqBuf[:], ents: entBuf[:], got: gotBuf[:]}
-	if f.stride > stackStride {
-		win = window{seqs: make([]uint64, f.stride+1), ents: make([]*fentry, f.stride+1), got: make([]bool, f.stride+1)}
-	}
-	p, D := 0, len(locals)
-	for p < D-1 {
-		q := min(p+f.stride, D-1)
-		// Window covers positions p..q; seqs[0] is cur's.
-		win.base = p
-		clear(win.got[1 : q-p+1])
-		win.seqs[0], win.ents[0], win.got[0] = cur.seq, cur, true
-		s, seqs := cur.seq, win.seqs[1:q-p+1]
-		for k, l := range locals[p+1 : q+1] {
-			s = prefixID(s, l)
-			seqs[k] = s
-		}
-		next := win.get(f, q)
-		if next.size() == int(cur.n) {
-			cur, p = next, q
-			continue
-		}
-		alive = f.bisect(out, alive, &win, p, cur, q, next)
-		if next == nil {
-			if !f.slots.ordered {
-				sortOverlaps(out)
-			}
-			return dst
-		}
-		cur, p = next, q
-	}
-	for i := range out {
-		if out[i].Blocks < 0 {
-			out[i].Blocks = p + 1
-		}
-	}
-	if !f.slots.ordered {
-		sortOverlaps(out)
-	}
-	return dst
-}
-
-// bisect sets, for every worker of elo (at query position lo) missing from
-// ehi (at hi > lo, a subset), its overlap: the first position it lacks.
-func (f *Flash) bisect(out Overlaps, alive []uint32, win *window, lo int, elo *fentry, hi int, ehi *fentry) []uint32 {
-	if elo.size() == ehi.size() {
-		return alive
-	}
-	if hi == lo+1 {
-		var b []fmember
-		if ehi != nil {
-			b = f.members(ehi)
-		}
-		return markLost(out, alive, f.members(elo), b, hi)
-	}
-	mid := lo + (hi-lo)/2
-	emid := win.get(f, mid)
-	alive = f.bisect(out, alive, win, lo, elo, mid, emid)
-	return f.bisect(out, alive, win, mid, emid, hi, ehi)
-}
-
-// markLost sets out[alive[i]].Blocks = depth for each member a[i] missing
-// from b (b ⊆ a, both sorted by slot; alive[i] is the out index of a[i])
-// and returns alive compacted in place to align with b. Cost O(|a|) when
-// many are lost, O(lost · log |a|) plus a memmove when few are. (Walking
-// all of out per drop instead, as before, made this 44% of a 64-block
-// lookup over 64 workers and O(W) per drop point.)
-func markLost(out Overlaps, alive []uint32, a, b []fmember, depth int) []uint32 {
-	lost := len(a) - len(b)
-	if lost == 0 {
-		return alive
-	}
-	if 2*lost*bits.Len(uint(len(a))) > len(a) {
-		j, w := 0, 0
-		for i, m := range a {
-			if j < len(b) && b[j].slot == m.slot {
-				alive[w] = alive[i]
-				w++
-				j++
-				continue
-			}
-			out[alive[i]].Blocks = depth
-			if lost--; lost == 0 {
-				w += copy(alive[w:], alive[i+1:])
-				break
-			}
-		}
-		return alive[:w]
-	}
-	// Few lost: find each by binary search on the offset between a and b
-	// (d members of a lost so far: a[k] pairs with b[k-d]).
-	d, i, w, start := 0, 0, 0, 0
-	for len(a)-i > len(b)-(i-d) {
-		lo, hi := i, len(b)+d
-		for lo < hi {
-			m := int(uint(lo+hi) >> 1)
-			if a[m].slot != b[m-d].slot {
-				hi = m
-			} else {
-				lo = m + 1
-			}
-		}
-		out[alive[lo]].Blocks = depth
-		w += copy(alive[w:], alive[start:lo])
-		start = lo + 1
-		d++
-		i = lo + 1
-	}
-	w += copy(alive[w:], alive[start:])
-	return alive[:w]
 }
 
 // Dump implements Index.

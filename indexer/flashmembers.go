@@ -4,22 +4,81 @@ import (
 	"cmp"
 	"math/bits"
 	"slices"
-	"unsafe"
+	"sync/atomic"
 )
 
 // Flash's member sets: which worker slots hold an entry.
+//
+// An entry's set is one word, fentry.mem: 0 for none; 1<<63 | kids<<32 |
+// slot for one member, with its child count (so that entries need no
+// field of their own for it: 24 bytes, not 32); n<<32 | offset of a block
+// of the member arena for n >= 2. Lookups read the word once,
+// atomically, without a lock (flashread.go), so a set is never changed in
+// place: adding or dropping a member builds a new block and swaps the
+// word, and the old block is reused only once no lookup can still read it
+// (flashrcu.go). Child counts are the writers' alone and do change in
+// place.
 
-// members returns e's members, sorted by slot; the slice aliases the
-// entry's storage (writes to kids stick) and is valid until the index
-// changes.
-func (f *Flash) members(e *fentry) []fmember {
-	switch e.n {
+const memOne = 1 << 63
+
+// memN is the number of members of set word m.
+func memN(m uint64) uint32 {
+	if m&memOne != 0 {
+		return 1
+	}
+	return uint32(m >> 32)
+}
+
+// oneWord is the set word of the single member m (kids < 2^31: a worker
+// holds fewer blocks).
+func oneWord(m fmember) uint64 { return memOne | uint64(m.kids)<<32 | uint64(m.slot) }
+
+// count is e's number of members (writers; lookups load mem atomically).
+func (e *fentry) count() uint32 { return memN(e.mem) }
+
+// setMem publishes e's member set (a store lookups may observe).
+func (e *fentry) setMem(m uint64) { atomic.StoreUint64(&e.mem, m) }
+
+// one returns e's single member (n == 1).
+func (e *fentry) one() fmember {
+	return fmember{slot: uint32(e.mem), kids: uint32(e.mem>>32) &^ (1 << 31)}
+}
+
+// kids returns the child count of e's i-th member (writers).
+func (f *Flash) kids(e *fentry, i int) uint32 {
+	if e.count() == 1 {
+		return e.one().kids
+	}
+	return f.arena[uint32(e.mem)+uint32(i)].kids
+}
+
+// addKids adds d to the child count of e's i-th member (writers).
+func (f *Flash) addKids(e *fentry, i int, d int32) {
+	if e.count() == 1 {
+		m := e.one()
+		m.kids = uint32(int32(m.kids) + d)
+		e.setMem(oneWord(m))
+		return
+	}
+	k := &f.arena[uint32(e.mem)+uint32(i)].kids
+	*k = uint32(int32(*k) + d)
+}
+
+// block returns e's member block (n >= 2; writers).
+func (f *Flash) block(e *fentry) []fmember {
+	n, off := e.count(), uint32(e.mem)
+	return f.arena[off : off+n : off+n]
+}
+
+// memberList returns a copy of e's members (checks and tests).
+func (f *Flash) memberList(e *fentry) []fmember {
+	switch e.count() {
 	case 0:
 		return nil
 	case 1:
-		return unsafe.Slice(&e.one, 1)
+		return []fmember{e.one()}
 	}
-	return f.arena[e.set : e.set+e.n : e.set+e.n]
+	return slices.Clone(f.block(e))
 }
 
 // Member blocks: an entry with n >= 2 members keeps them in a block of
@@ -49,7 +108,11 @@ func (f *Flash) allocBlock(c int) uint32 {
 		}
 	}
 	off := len(f.arena)
+	old := cap(f.arena)
 	f.arena = slices.Grow(f.arena, 1<<c)[:off+1<<c]
+	if cap(f.arena) != old {
+		f.publish() // a new array: lookups must see it before any set in it
+	}
 	return uint32(off)
 }
 
@@ -60,28 +123,11 @@ func (f *Flash) freeBlock(off uint32, c int) {
 	f.freeB[c] = append(f.freeB[c], off)
 }
 
-// moveBlock moves e's n members to a new block of class c, leaving index
-// i empty (grow) or dropping the member at i (shrink), and frees the old
-// block.
-func (f *Flash) moveBlock(e *fentry, n uint32, c int, i int, grow bool) {
-	off := f.allocBlock(c) // may move arena: slice after
-	old := f.arena[e.set : e.set+n]
-	nb := f.arena[off : off+1<<c]
-	copy(nb, old[:i])
-	if grow {
-		copy(nb[i+1:], old[i:])
-	} else {
-		copy(nb[i:], old[i+1:])
-	}
-	f.freeBlock(e.set, blockClass(n))
-	e.set = off
-}
-
 func (e *fentry) size() int {
 	if e == nil {
 		return 0
 	}
-	return int(e.n)
+	return int(e.count())
 }
 
 func findMember(ms []fmember, slot uint32) (int, bool) {
@@ -90,55 +136,75 @@ func findMember(ms []fmember, slot uint32) (int, bool) {
 
 // find returns the index of slot in e's members.
 func (f *Flash) find(e *fentry, slot uint32) (int, bool) {
-	if e.n == 1 {
-		if slot > e.one.slot {
+	switch e.count() {
+	case 0:
+		return 0, false
+	case 1:
+		one := uint32(e.mem)
+		if slot > one {
 			return 1, false
 		}
-		return 0, e.one.slot == slot
+		return 0, one == slot
 	}
-	return findMember(f.members(e), slot)
+	return findMember(f.block(e), slot)
 }
 
 // addMember inserts m (not yet a member) into e at sorted index i.
 func (f *Flash) addMember(e *fentry, i int, m fmember) {
-	n := e.n
-	switch {
-	case n == 0:
-		e.one = m
-	case n == 1:
+	n := e.count()
+	switch n {
+	case 0:
+		e.setMem(oneWord(m))
+		return
+	case 1:
 		off := f.allocBlock(1)
 		b := f.arena[off : off+2]
-		b[0], b[1] = e.one, m
+		one := e.one()
+		b[0], b[1] = one, m
 		if i == 0 {
-			b[0], b[1] = m, e.one
+			b[0], b[1] = m, one
 		}
-		e.set, e.one = off, fmember{}
-	case blockClass(n+1) == blockClass(n):
-		b := f.arena[e.set : e.set+n+1]
-		copy(b[i+1:], b[i:n])
-		b[i] = m
-	default:
-		f.moveBlock(e, n, blockClass(n+1), i, true)
-		f.arena[e.set+uint32(i)] = m
+		e.setMem(2<<32 | uint64(off))
+		return
 	}
-	e.n++
+	old := uint32(e.mem)
+	if i == int(n) && blockClass(n+1) == blockClass(n) {
+		// Appending within the block's room changes nothing a lookup
+		// may be reading: the block's first n members stay, and the slot
+		// after them is published by the new word. (A block only grows
+		// in place: removal always moves the set to a new block, so a
+		// slot past n was never visible in this block's life.)
+		f.arena[old+n] = m
+		e.setMem(uint64(n+1)<<32 | uint64(old))
+		return
+	}
+	off := f.allocBlock(blockClass(n + 1)) // may move arena: slice after
+	src, dst := f.arena[old:old+n], f.arena[off:off+n+1]
+	copy(dst, src[:i])
+	dst[i] = m
+	copy(dst[i+1:], src[i:])
+	e.setMem(uint64(n+1)<<32 | uint64(off))
+	f.retireBlock(old, blockClass(n))
 }
 
 // delMember removes the member at index i of e.
 func (f *Flash) delMember(e *fentry, i int) {
-	n := e.n
-	switch {
-	case n == 1:
-		e.one = fmember{}
-	case n == 2:
-		e.one = f.arena[e.set+1-uint32(i)]
-		f.freeBlock(e.set, 1)
-		e.set = 0
-	case blockClass(n-1) == blockClass(n):
-		b := f.arena[e.set : e.set+n]
-		copy(b[i:], b[i+1:])
-	default:
-		f.moveBlock(e, n, blockClass(n-1), i, false)
+	n := e.count()
+	switch n {
+	case 1:
+		e.setMem(0)
+		return
+	case 2:
+		old := uint32(e.mem)
+		e.setMem(oneWord(f.arena[old+1-uint32(i)]))
+		f.retireBlock(old, 1)
+		return
 	}
-	e.n--
+	old := uint32(e.mem)
+	off := f.allocBlock(blockClass(n - 1))
+	src, dst := f.arena[old:old+n], f.arena[off:off+n-1]
+	copy(dst, src[:i])
+	copy(dst[i:], src[i+1:])
+	e.setMem(uint64(n-1)<<32 | uint64(off))
+	f.retireBlock(old, blockClass(n))
 }

@@ -1,6 +1,9 @@
 package indexer
 
-import "unsafe"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // hugeSize is the huge-page size adviseHuge aims at (2 MiB: x86-64 and
 // arm64 with 4 KiB base pages).
@@ -21,33 +24,41 @@ func hugeRange(p, n uintptr) (off, size uintptr) {
 // linear probing over 8-byte slots holding (id>>32)<<32 | index+1 (0 =
 // empty). The key itself lives in the entry (fentry.seq), so a slot is 8
 // bytes against 16 + 1 control byte for a map[uint64]uint32; the 32-bit
-// tag makes a probe touch the entry only on a likely hit. The load factor
-// stays at most 1/2 (3/4 before: shorter probe runs for get, insert and
-// the backward-shift delete made the events phase of BenchmarkReplay
-// ~8% faster, e.g. 239 -> 208 ms and 509 -> 456 ms in alternated runs on
-// the shared machine, together with FlashConfig.BlocksPerWorker). Deletion shifts the following run back (no
-// tombstones).
+// tag makes a probe touch the entry only on a likely hit. The load factor,
+// tombstones included, stays at most 1/2 (3/4 before: shorter probe runs
+// made the events phase of BenchmarkReplay ~8% faster, e.g. 239 -> 208 ms
+// and 509 -> 456 ms in alternated runs on the shared machine, together
+// with FlashConfig.BlocksPerWorker).
+//
+// Deletion leaves a tombstone (a slot whose index bits are 0), unless it
+// empties the end of a run; a later insert reuses it, and a table too full
+// of them is rebuilt. Lookups probe
+// without a lock (flashrcu.go): a deletion that shifted the rest of the
+// run back, as before, could move a slot behind a probe passing by.
 //
 // Measured (BenchmarkBytesPerBlock shape=unique, 65536 single-holder
 // entries): 112 -> 92 heap bytes per block against map[uint64]uint32;
 // lookups were no slower (BenchmarkFindMatches).
 type ptable struct {
 	slots []uint64
-	n     int
+	n     int  // live ids
+	tomb  int  // tombstones
 	shift uint // 64 - log2(len(slots))
 }
 
+// ptomb is a deleted slot: nonzero, index bits 0.
+const ptomb = uint64(0xffffffff) << 32
+
 // home is the first slot probed for a slot word or id: it depends on the
-// 32-bit tag only, so that deletion and growth rehash slots without
-// loading their entries (a cache miss each on a large table: walking the
-// run after a deleted slot that way was 17% of the CPU of a full trace
-// replay). The tag's top bits are the high bits of a product (prefixID) or
-// of xxh3 (position 0), so mixing it once more spreads it evenly.
+// 32-bit tag only, so that growth rehashes slots without loading their
+// entries (a cache miss each on a large table). The tag's top bits are the
+// high bits of a product (prefixID) or of xxh3 (position 0), so mixing it
+// once more spreads it evenly.
 func (t *ptable) home(w uint64) uint64 { return ((w >> 32) * pidK2) >> t.shift }
 
 func ptag(seq uint64) uint64 { return seq >> 32 << 32 }
 
-// get returns the index of the entry with id seq.
+// get returns the index of the entry with id seq (writers).
 func (f *Flash) get(seq uint64) (uint32, bool) {
 	t := &f.m
 	if t.n == 0 {
@@ -60,7 +71,7 @@ func (f *Flash) get(seq uint64) (uint32, bool) {
 		if s == 0 {
 			return 0, false
 		}
-		if s&^0xffffffff == tag {
+		if s&^0xffffffff == tag && uint32(s) != 0 {
 			if idx := uint32(s) - 1; f.at(idx).seq == seq {
 				return idx, true
 			}
@@ -71,23 +82,39 @@ func (f *Flash) get(seq uint64) (uint32, bool) {
 // put adds id seq (absent) -> entry idx; f.at(idx).seq must be seq.
 func (f *Flash) put(seq uint64, idx uint32) {
 	t := &f.m
-	if 2*(t.n+1) > len(t.slots) {
+	if 2*(t.n+t.tomb+1) > len(t.slots) {
 		f.grow()
 	}
-	t.insert(seq, uint64(idx)+1)
+	mask := uint64(len(t.slots) - 1)
+	i := t.home(seq)
+	for ; t.slots[i] != 0 && uint32(t.slots[i]) != 0; i = (i + 1) & mask {
+	}
+	if t.slots[i] != 0 {
+		t.tomb--
+	}
+	atomic.StoreUint64(&t.slots[i], ptag(seq)|uint64(idx)+1)
 	t.n++
 }
 
-func (t *ptable) insert(seq, v uint64) {
+// insert puts slot word w into a table no lookup reads yet (rehash).
+func (t *ptable) insert(w uint64) {
 	mask := uint64(len(t.slots) - 1)
-	i := t.home(seq)
+	i := t.home(w)
 	for t.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = ptag(seq) | v
+	t.slots[i] = w
 }
 
-func (f *Flash) grow() { f.rehash(max(16, 2*len(f.m.slots))) }
+// grow makes room for one more id: doubles the table, or only drops the
+// tombstones when live ids fill at most a quarter of it.
+func (f *Flash) grow() {
+	size := max(16, len(f.m.slots))
+	if 4*(f.m.n+1) > size {
+		size *= 2
+	}
+	f.rehash(size)
+}
 
 // reserve sizes the id table for n entries at load 1/2. store calls it
 // with workers x FlashConfig.BlocksPerWorker when it meets a new worker: the
@@ -110,14 +137,16 @@ func (f *Flash) reserve(n int) {
 	}
 }
 
-// rehash moves the id table to size (a power of two) slots, advised as
-// huge pages (adviseHuge: 16 MiB on the full conversation trace, where
-// nearly every probe used to miss the TLB). The hint takes effect on
-// memory fresh from the OS, as a long-lived index's table is; memory the
-// Go heap reuses keeps its 4 KiB pages. Measured (same benchmark with
-// -benchtime 1x, one replay per process, alternated with the build
-// before): 439, 410, 343, 361, 352 -> 398, 326, 302, 324, 317 ms (-12%);
-// with -benchtime 5x, 262, 255 -> 247, 237 ms.
+// rehash moves the id table to a new array of size (a power of two)
+// slots, without tombstones, and publishes it; lookups still reading the
+// old array see the ids as they were. The array is advised as huge pages
+// (adviseHuge: 16 MiB on the full conversation trace, where nearly every
+// probe used to miss the TLB). The hint takes effect on memory fresh from
+// the OS, as a long-lived index's table is; memory the Go heap reuses
+// keeps its 4 KiB pages. Measured (same benchmark with -benchtime 1x, one
+// replay per process, alternated with the build before): 439, 410, 343,
+// 361, 352 -> 398, 326, 302, 324, 317 ms (-12%); with -benchtime 5x, 262,
+// 255 -> 247, 237 ms.
 func (f *Flash) rehash(size int) {
 	t := &f.m
 	old := t.slots
@@ -125,10 +154,12 @@ func (f *Flash) rehash(size int) {
 	adviseHuge(unsafe.Pointer(&t.slots[0]), uintptr(size)*8)
 	t.shift = uint(64 - bitsLen(size-1))
 	for _, s := range old {
-		if s != 0 {
-			t.insert(s, uint64(uint32(s)))
+		if uint32(s) != 0 {
+			t.insert(s)
 		}
 	}
+	t.tomb = 0
+	f.publish()
 }
 
 func bitsLen(x int) int {
@@ -149,23 +180,26 @@ func (f *Flash) del(seq uint64, idx uint32) {
 	for t.slots[i] != want {
 		i = (i + 1) & mask
 	}
-	// Backward shift: move each later element of the run whose home is
-	// not in (i, j] into the hole.
-	for j := (i + 1) & mask; t.slots[j] != 0; j = (j + 1) & mask {
-		k := t.home(t.slots[j])
-		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
-			t.slots[i] = t.slots[j]
-			i = j
-		}
-	}
-	t.slots[i] = 0
 	t.n--
+	if t.slots[(i+1)&mask] != 0 {
+		atomic.StoreUint64(&t.slots[i], ptomb)
+		t.tomb++
+		return
+	}
+	// The last slot of its run: no probe passes it, so it can be empty,
+	// and so can the tombstones right before it (most deletions leave no
+	// tombstone at load 1/2, and rebuilds for tombstones are rare).
+	atomic.StoreUint64(&t.slots[i], 0)
+	for j := (i - 1) & mask; t.slots[j] == ptomb; j = (j - 1) & mask {
+		atomic.StoreUint64(&t.slots[j], 0)
+		t.tomb--
+	}
 }
 
 // each calls fn for every (id, entry index) pair.
 func (f *Flash) each(fn func(seq uint64, idx uint32) bool) {
 	for _, s := range f.m.slots {
-		if s != 0 {
+		if uint32(s) != 0 {
 			idx := uint32(s) - 1
 			if !fn(f.at(idx).seq, idx) {
 				return

@@ -1,6 +1,9 @@
 package indexer
 
-import "iter"
+import (
+	"iter"
+	"math/bits"
+)
 
 // htable is a worker's table engine hash -> node/entry index (Radix,
 // Flash): open addressing with linear probing over 12-byte slots (key
@@ -14,10 +17,17 @@ import "iter"
 // map[uint64]uint32; BenchmarkStoreRemove no slower. Interleaving the
 // slots (same 12 bytes) cut htable probes from 13% to ~5% of the CPU of a
 // full conversation-trace replay, where the 64 tables (~24 MB) miss cache.
+//
+// The table has any number of slots (a probe starts at the high half of
+// hash x len, "fastrange", instead of at the hash's top bits), so a table
+// sized by a hint or a first event is 4/3 of it, not the next power of two
+// above that, and a full table grows by half (load 1/2 to 3/4, against
+// 3/8 to 3/4 by doubling): BenchmarkBytesPerBlock shape=unique
+// (1024-block tables) 24 -> 16 bytes of table per block, shape=shared
+// (tables that outgrow their first event) the same 24.
 type htable struct {
-	s     []hslot
-	n     int
-	shift uint // 64 - log2(len(s))
+	s []hslot
+	n int
 }
 
 // hslot is one slot: key k = uint64(hi)<<32 | lo, value v.
@@ -31,18 +41,13 @@ func newHtable(hint int) *htable {
 	return t
 }
 
-// resize rehashes into the smallest power of two >= size slots.
+// resize rehashes into max(8, size) slots.
 func (t *htable) resize(size int) {
-	s := 8
-	for s < size {
-		s *= 2
-	}
 	old := t.s
-	t.s = make([]hslot, s)
+	t.s = make([]hslot, max(8, size))
 	for i := range t.s {
 		t.s[i].v = noEntry
 	}
-	t.shift = uint(64 - bitsLen(s-1))
 	for i := range old {
 		if old[i].v != noEntry {
 			t.insert(old[i].key(), old[i].v)
@@ -50,13 +55,23 @@ func (t *htable) resize(size int) {
 	}
 }
 
-func (t *htable) home(k uint64) int { return int((k * pidK1) >> t.shift) }
+func (t *htable) home(k uint64) int {
+	hi, _ := bits.Mul64(k*pidK1, uint64(len(t.s)))
+	return int(hi)
+}
+
+// next is the slot after i, cyclically.
+func (t *htable) next(i int) int {
+	if i++; i == len(t.s) {
+		return 0
+	}
+	return i
+}
 
 func (t *htable) insert(k uint64, v uint32) {
-	mask := len(t.s) - 1
 	i := t.home(k)
 	for t.s[i].v != noEntry {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.s[i] = hslot{lo: uint32(k), hi: uint32(k >> 32), v: v}
 }
@@ -67,9 +82,8 @@ func (t *htable) find(k uint64) (int, bool) {
 	if t == nil || len(t.s) == 0 {
 		return -1, false
 	}
-	mask := len(t.s) - 1
 	lo, hi := uint32(k), uint32(k>>32)
-	for i := t.home(k); ; i = (i + 1) & mask {
+	for i := t.home(k); ; i = t.next(i) {
 		e := &t.s[i]
 		if e.v == noEntry {
 			return i, false
@@ -112,7 +126,7 @@ func (t *htable) put(k uint64, v uint32) {
 // returned for k with no change to the table since.
 func (t *htable) putAt(i int, k uint64, v uint32) {
 	if i < 0 || 4*(t.n+1) > 3*len(t.s) {
-		t.resize(2 * len(t.s))
+		t.resize(len(t.s) + len(t.s)/2) // load 1/2 after, 3/4 at most
 		t.insert(k, v)
 	} else {
 		t.s[i] = hslot{lo: uint32(k), hi: uint32(k >> 32), v: v}
@@ -129,8 +143,7 @@ func (t *htable) del(k uint64) {
 
 // delAt empties slot i (which holds a key).
 func (t *htable) delAt(i int) {
-	mask := len(t.s) - 1
-	for j := (i + 1) & mask; t.s[j].v != noEntry; j = (j + 1) & mask {
+	for j := t.next(i); t.s[j].v != noEntry; j = t.next(j) {
 		h := t.home(t.s[j].key())
 		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
 			t.s[i] = t.s[j]

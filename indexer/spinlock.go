@@ -5,7 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// spinRW is the reader-writer lock of Flash: a sync.RWMutex whose readers,
+// spinRW is the reader-writer lock of Flash: a sync.RWMutex whose readers
+// (since lookups take no lock, flashrcu.go: Dump, Stats and Check),
 // when a writer holds or awaits the lock, first spin a short while (about
 // one Concurrent writer batch's hold, a few µs) retrying TryRLock before
 // they park, and which counts the readers parked or spinning so that a

@@ -1,0 +1,367 @@
+package indexer
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// Flash's lookups. They take no lock (flashrcu.go): each entry's member
+// set is read once, atomically, as a snapshot, and the walk keeps its own
+// copy of the slots still matching (aslots), so that sets read at
+// different instants can never misalign it.
+//
+// A lookup that overlaps no write (Flash.writing even and unchanged from
+// start to end) saw one state, and its result is exact: the same as under
+// a lock. One that overlaps writes runs in safe mode: it checks set
+// equality where the exact walk infers it from sizes (O(W) per stride),
+// and intersects sets by merge. Its result is then built from snapshots
+// of the entries it crossed, each taken at some instant during the
+// lookup; a worker whose blocks did not change meanwhile gets its exact
+// overlap, and one stored or evicted meanwhile gets an overlap it had at
+// one of those instants.
+
+// reader is one lookup's access to Flash's arrays.
+type reader struct {
+	f *Flash
+	v *fview
+}
+
+// at returns entry i; the view is refreshed when i is beyond it (the
+// entry is newer than the view, so the current view has it).
+func (r *reader) at(i uint32) *fentry {
+	c := int(i >> fchunkShift)
+	if c >= len(r.v.chunks) {
+		r.v = r.f.view.Load()
+	}
+	return &r.v.chunks[c][i&(fchunkSize-1)]
+}
+
+// get returns the entry with id seq, nil when there is none.
+func (r *reader) get(seq uint64) *fentry {
+	ids := r.v.ids
+	if len(ids) == 0 {
+		return nil
+	}
+	mask := uint64(len(ids) - 1)
+	tag := ptag(seq)
+	for i := ((seq >> 32) * pidK2) >> r.v.shift; ; i = (i + 1) & mask {
+		s := atomic.LoadUint64(&ids[i])
+		if s == 0 {
+			return nil
+		}
+		if s&^0xffffffff == tag && uint32(s) != 0 {
+			if e := r.at(uint32(s) - 1); e.seq == seq {
+				return e
+			}
+		}
+	}
+}
+
+// A member-set snapshot is the entry's mem word as one atomic load read
+// it (flashmembers.go; 0 for no entry), resolved against the
+// arena of the reader's view when its slots are needed. Blocks are never
+// changed in place and not reused while the lookup runs, and every newer
+// arena holds an older one's blocks, so the newest view resolves every
+// snapshot of the lookup; an exact-mode lookup resolves against its
+// first view, and if that was stale a write overlapped it and it is redone
+// in safe mode.
+
+// mset is a resolved snapshot, sorted by slot. Only the slot fields of
+// blk may be read: writers update child counts in place.
+type mset struct {
+	blk []fmember // n >= 2
+	one uint32    // the slot when n == 1
+	n   int
+}
+
+func (s *mset) slot(i int) uint32 {
+	if s.n == 1 {
+		return s.one
+	}
+	return s.blk[i].slot
+}
+
+// resolve returns the members of snapshot m. Safe mode loads the newest
+// view (see above); exact mode only when m is beyond the view's arena.
+func (r *reader) resolve(m uint64, safe bool) mset {
+	n, x := memN(m), uint32(m)
+	if n < 2 {
+		return mset{one: x, n: int(n)}
+	}
+	if safe || int(x+n) > len(r.v.arena) {
+		r.v = r.f.view.Load()
+	}
+	return mset{blk: r.v.arena[x : x+n : x+n], n: int(n)}
+}
+
+func memCount(m uint64) int { return int(memN(m)) }
+
+// name returns slot's worker (the view must be newer than the set that
+// holds slot).
+func (r *reader) name(slot uint32) Overlap {
+	return Overlap{Worker: r.v.names[slot], Blocks: -1}
+}
+
+// FindMatches implements Index.
+func (f *Flash) FindMatches(locals []uint64) Overlaps { return f.AppendMatches(nil, locals) }
+
+// window caches the query's prefix ids and member-set snapshots over one
+// stride.
+type window struct {
+	base int // query position of seqs[0]
+	seqs []uint64
+	sets []uint64 // snapshots; notRead until read
+}
+
+// notRead marks a window position not probed yet (no set word is all
+// ones: that would be a single member in slot 2^32-1).
+const notRead = ^uint64(0)
+
+func (w *window) get(r *reader, pos int) uint64 {
+	k := pos - w.base
+	if w.sets[k] == notRead {
+		var m uint64
+		if e := r.get(w.seqs[k]); e != nil {
+			m = atomic.LoadUint64(&e.mem)
+		}
+		w.sets[k] = m
+	}
+	return w.sets[k]
+}
+
+const stackStride = 128
+
+// AppendMatches appends the FindMatches result to dst and returns it. It
+// takes no lock and does not allocate when dst has room and the stride is
+// at most 128.
+func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
+	if len(locals) == 0 {
+		return dst
+	}
+	ep := f.enterRead()
+	defer f.exitRead(ep)
+	w0 := f.writing.Load()
+	safe := w0&1 != 0
+	base := len(dst)
+	dst = f.match(dst, locals, safe)
+	if !safe && f.writing.Load() != w0 {
+		dst = f.match(dst[:base], locals, true)
+	}
+	return dst
+}
+
+// match is AppendMatches within a read section.
+func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
+	r := reader{f: f, v: f.view.Load()}
+	cur := r.get(locals[0])
+	if cur == nil || cur.pos != 0 {
+		return dst
+	}
+	m0 := atomic.LoadUint64(&cur.mem)
+	// The names must come from a view at least as new as m0 (and s0 from
+	// an arena as new): a slot recycled and acquired by another worker is
+	// published before any set that holds it.
+	r.v = f.view.Load()
+	s0 := r.resolve(m0, false)
+	// dst[base+i] is the overlap of s0's i-th member; slots are in slot
+	// order, which is usually worker order, so the final sort is a linear
+	// check.
+	base := len(dst)
+	for i := range s0.n {
+		dst = append(dst, r.name(s0.slot(i)))
+	}
+	ordered := r.v.ordered
+	out := dst[base:]
+	var aliveBuf [2 * aliveStack]uint32
+	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
+	defer putAlive(pooled)
+	for i := range aslots {
+		aslots[i] = s0.slot(i)
+	}
+	var (
+		seqBuf [stackStride + 1]uint64
+		setBuf [stackStride + 1]uint64
+	)
+	win := window{seqs: seqBuf[:], sets: setBuf[:]}
+	if f.stride > stackStride {
+		win = window{seqs: make([]uint64, f.stride+1), sets: make([]uint64, f.stride+1)}
+	}
+	p, D := 0, len(locals)
+	curSeq, curSet := cur.seq, m0
+	for p < D-1 {
+		q := min(p+f.stride, D-1)
+		// Window covers positions p..q; seqs[0] is cur's.
+		win.base = p
+		for k := range win.sets[1 : q-p+1] {
+			win.sets[1+k] = notRead
+		}
+		win.seqs[0], win.sets[0] = curSeq, curSet
+		s, seqs := curSeq, win.seqs[1:q-p+1]
+		for k, l := range locals[p+1 : q+1] {
+			s = prefixID(s, l)
+			seqs[k] = s
+		}
+		next := win.get(&r, q)
+		if !r.dropped(aslots, next, safe) {
+			curSeq, curSet, p = win.seqs[q-p], next, q
+			continue
+		}
+		alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+		if memCount(next) == 0 {
+			if !ordered {
+				sortOverlaps(out)
+			}
+			return dst
+		}
+		curSeq, curSet, p = win.seqs[q-p], next, q
+	}
+	for i := range out {
+		if out[i].Blocks < 0 {
+			out[i].Blocks = p + 1
+		}
+	}
+	if !ordered {
+		sortOverlaps(out)
+	}
+	return dst
+}
+
+// initAlive2 is initAlive with room for the slots beside: alive = [0, n),
+// aslots of length n.
+func initAlive2(stack *[2 * aliveStack]uint32, n int) (alive, aslots []uint32, pooled *[]uint32) {
+	buf := stack[:]
+	if n > aliveStack {
+		pooled = alivePool.Get().(*[]uint32)
+		if cap(*pooled) < 2*n {
+			*pooled = make([]uint32, 2*n)
+		}
+		buf = (*pooled)[:2*n]
+	}
+	alive, aslots = buf[:n:n], buf[n:2*n:2*n]
+	for i := range alive {
+		alive[i] = uint32(i)
+	}
+	return alive, aslots, pooled
+}
+
+// dropped reports whether a worker of aslots (still matching at some
+// position) is missing from snapshot m (the set at a later one). Exact:
+// m is a subset, so sizes tell; safe: compare.
+func (r *reader) dropped(aslots []uint32, m uint64, safe bool) bool {
+	if memCount(m) != len(aslots) {
+		return true
+	}
+	if !safe {
+		return false
+	}
+	b := r.resolve(m, true)
+	if b.n < 2 {
+		return b.n == 1 && b.one != aslots[0]
+	}
+	for i := range b.blk {
+		if b.blk[i].slot != aslots[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// bisect sets, for every worker of aslots (matching at query position lo)
+// missing from shi (the set at hi > lo), its overlap: the first position
+// it lacks.
+func (r *reader) bisect(out Overlaps, alive, aslots []uint32, win *window, lo, hi int, shi uint64, safe bool) ([]uint32, []uint32) {
+	if !r.dropped(aslots, shi, safe) {
+		return alive, aslots
+	}
+	if hi == lo+1 {
+		return markLost(out, alive, aslots, r.resolve(shi, safe), hi, safe)
+	}
+	mid := lo + (hi-lo)/2
+	smid := win.get(r, mid)
+	alive, aslots = r.bisect(out, alive, aslots, win, lo, mid, smid, safe)
+	return r.bisect(out, alive, aslots, win, mid, hi, shi, safe)
+}
+
+// markLost sets out[alive[i]].Blocks = depth for each slot aslots[i]
+// missing from b (both sorted by slot; alive[i] is the out index of
+// aslots[i]) and returns alive and aslots compacted in place to the
+// workers b keeps. Exact mode (b ⊆ aslots): O(|a|) when many are lost,
+// O(lost · log |a|) plus a memmove when few are. (Walking all of out per
+// drop instead, as before, made this 44% of a 64-block lookup over 64
+// workers and O(W) per drop point.) Safe mode: a merge, O(|a| + |b|).
+func markLost(out Overlaps, alive, aslots []uint32, b mset, depth int, safe bool) ([]uint32, []uint32) {
+	if b.n < 2 {
+		w := 0
+		for i, s := range aslots {
+			if b.n == 1 && s == b.one {
+				alive[w], aslots[w] = alive[i], s
+				w++
+				continue
+			}
+			out[alive[i]].Blocks = depth
+		}
+		return alive[:w], aslots[:w]
+	}
+	blk := b.blk
+	lost := len(aslots) - len(blk)
+	if safe {
+		j, w := 0, 0
+		for i, s := range aslots {
+			for j < len(blk) && blk[j].slot < s {
+				j++
+			}
+			if j < len(blk) && blk[j].slot == s {
+				alive[w], aslots[w] = alive[i], s
+				w++
+				j++
+				continue
+			}
+			out[alive[i]].Blocks = depth
+		}
+		return alive[:w], aslots[:w]
+	}
+	if lost <= 0 {
+		return alive, aslots
+	}
+	if 2*lost*bits.Len(uint(len(aslots))) > len(aslots) {
+		j, w := 0, 0
+		for i, s := range aslots {
+			if j < len(blk) && blk[j].slot == s {
+				alive[w], aslots[w] = alive[i], s
+				w++
+				j++
+				continue
+			}
+			out[alive[i]].Blocks = depth
+			if lost--; lost == 0 {
+				copy(aslots[w:], aslots[i+1:])
+				w += copy(alive[w:], alive[i+1:])
+				break
+			}
+		}
+		return alive[:w], aslots[:w]
+	}
+	// Few lost: find each by binary search on the offset between a and b
+	// (d members of a lost so far: a[k] pairs with b[k-d]).
+	d, i, w, start := 0, 0, 0, 0
+	for len(aslots)-i > len(blk)-(i-d) {
+		lo, hi := i, len(blk)+d
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if aslots[m] != blk[m-d].slot {
+				hi = m
+			} else {
+				lo = m + 1
+			}
+		}
+		out[alive[lo]].Blocks = depth
+		copy(aslots[w:], aslots[start:lo])
+		w += copy(alive[w:], alive[start:lo])
+		start = lo + 1
+		d++
+		i = lo + 1
+	}
+	copy(aslots[w:], aslots[start:])
+	w += copy(alive[w:], alive[start:])
+	return alive[:w], aslots[:w]
+}
