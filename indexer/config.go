@@ -25,7 +25,7 @@ type FlashConfig struct {
 	// in blocks, e.g. 16384). Flash sizes each worker's tables for it when
 	// it first sees the worker, instead of growing them by doubling
 	// (rehashing and reallocating on the event path). Default 0 = no hint.
-	// Memory per worker is about 24 bytes per hinted block up front.
+	// Memory per worker is about 16 bytes per hinted block up front.
 	BlocksPerWorker int `yaml:"blocks_per_worker"`
 }
 

@@ -75,11 +75,16 @@
 //
 // # Concurrency
 //
-// Radix, Flash and Approx are safe for concurrent use: FindMatches takes a
-// read lock, writes an exclusive one. Flash's readers spin briefly before
-// parking, and a long event (more than 32 blocks or hashes) releases the
-// lock between chunks when readers wait, so a lookup concurrent with it may
-// see a prefix of it applied (a consistent, prefix-closed state).
+// Radix, Flash and Approx are safe for concurrent use. Radix's and
+// Approx's FindMatches take a read lock, writes an exclusive one. Flash's
+// lookups take no lock at all: writers serialize among themselves, free
+// nothing a running lookup may read (epoch-based reclamation,
+// flashrcu.go), and a lookup that overlapped a write recomputes in a safe
+// mode that gives each worker an overlap it had at some moment during the
+// lookup (flashread.go), so a lookup concurrent with a long event may see
+// a prefix of it applied. Flash's Dump, Stats and Check read under its lock,
+// and a long event (more than 32 blocks or hashes) steps aside for them
+// between chunks.
 // FlashConfig.BlocksPerWorker and RadixConfig.BlocksPerWorker pre-size
 // the per-worker tables.
 //
