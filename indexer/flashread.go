@@ -18,7 +18,14 @@ import (
 // of the entries it crossed, each taken at some instant during the
 // lookup; a worker whose blocks did not change meanwhile gets its exact
 // overlap, and one stored or evicted meanwhile gets an overlap it had at
-// one of those instants.
+// one of those instants (stores add blocks parent-first and removals drop
+// them leaf-first, so its overlap moves by one block at a time and passes
+// through every value between two observations). A worker cleared
+// meanwhile (Cleared, RemoveWorker) is the exception: clear drops its
+// blocks in table order, so the walk may see an interior block gone and a
+// deeper one still held; its overlap is then one between its values before
+// and after the clear, not necessarily one it had
+// (TestFlashLookupsBetweenBeforeAndAfter checks these bounds).
 
 // reader is one lookup's access to Flash's arrays.
 type reader struct {
