@@ -18,6 +18,9 @@ func (f *Flash) check() error {
 	if err := f.slots.checkOrdered(); err != nil {
 		return err
 	}
+	if err := f.checkView(); err != nil {
+		return err
+	}
 	blocks := 0
 	kids := make(map[[2]uint64]int)        // (parent seq, slot) -> held children
 	setsUsed := make([]bool, len(f.arena)) // arena slots in a block

@@ -120,3 +120,35 @@ func TestMergeOverlaps(t *testing.T) {
 		}
 	}
 }
+
+// TestFlashCheckView: the invariant check finds a view that does not
+// cover the writers' arrays (an array replaced without publish) or names
+// a used slot's worker wrongly: a lookup would read stale ids or members.
+func TestFlashCheckView(t *testing.T) {
+	f := NewFlash(FlashConfig{})
+	for id := uint64(1); id <= 3; id++ {
+		ev := kvevents.Event{WorkerID: id, Kind: kvevents.KindStored,
+			Blocks: []kvevents.Block{{Hash: 1, Local: 1}, {Hash: 2, Local: 2}}}
+		if err := f.Apply(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.check(); err != nil {
+		t.Fatal(err)
+	}
+	for name, stale := range map[string]func(v *fview){
+		"ids":    func(v *fview) { v.ids = slices.Clone(v.ids) },
+		"arena":  func(v *fview) { v.arena = v.arena[:len(v.arena)-1] },
+		"chunks": func(v *fview) { v.chunks = nil },
+		"names":  func(v *fview) { v.names = slices.Clone(v.names); v.names[1].ID = 9 },
+	} {
+		good := f.view.Load()
+		v := *good
+		stale(&v)
+		f.view.Store(&v)
+		if err := f.check(); err == nil {
+			t.Errorf("%s: a stale view passed the check", name)
+		}
+		f.view.Store(good)
+	}
+}

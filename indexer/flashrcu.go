@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -155,4 +156,30 @@ func (f *Flash) quiesce() {
 	if slots {
 		f.publish() // the ordered flag
 	}
+}
+
+// checkView verifies that the published view is f's arrays (invariant
+// checks): an array replaced without publish would leave lookups reading
+// stale ids or members, and a wrong name would credit another worker.
+func (f *Flash) checkView() error {
+	v := f.view.Load()
+	switch {
+	case len(v.ids) != len(f.m.slots) || v.shift != f.m.shift ||
+		len(v.ids) > 0 && &v.ids[0] != &f.m.slots[0]:
+		return fmt.Errorf("flash: the view's id table is not the writers'")
+	case len(v.chunks) != cap(f.chunks) ||
+		len(v.chunks) > 0 && &v.chunks[0] != &f.chunks[:1][0]:
+		return fmt.Errorf("flash: the view's chunks are not the writers'")
+	case len(v.arena) != cap(f.arena) ||
+		len(v.arena) > 0 && &v.arena[0] != &f.arena[:1][0]:
+		return fmt.Errorf("flash: the view's arena is not the writers'")
+	case v.ordered && (!f.slots.ordered || f.rcu.pendingSlots() > 0):
+		return fmt.Errorf("flash: the view claims worker order")
+	}
+	for slot, used := range f.slots.used {
+		if used && (slot >= len(v.names) || v.names[slot] != f.slots.names[slot]) {
+			return fmt.Errorf("flash: the view names slot %d wrongly", slot)
+		}
+	}
+	return nil
 }
