@@ -31,6 +31,11 @@ type Config struct {
 	// Engine is every worker's engine config (Worker is set per worker,
 	// ids 1..N). Default mocker.DefaultConfig().
 	Engine mocker.Config
+	// SpeedupRatios, when set, gives worker i+1 the speedup ratio
+	// SpeedupRatios[i] instead of Engine.SpeedupRatio (a mixed-speed
+	// fleet); its length must equal Workers, or sets it when Workers is 0.
+	// Default nil = every worker Engine.SpeedupRatio.
+	SpeedupRatios []float64
 	// Model is the served model name. Default app.DefaultModel.
 	Model string
 	// Tokenizer is shared by the router and the workers. Default the
@@ -105,8 +110,14 @@ func New(cfg Config) (f *Fleet, err error) {
 	if cfg.Prefill > 0 {
 		cfg.Workers = cfg.Prefill + cfg.Decode
 	}
+	if cfg.Workers == 0 && len(cfg.SpeedupRatios) > 0 {
+		cfg.Workers = len(cfg.SpeedupRatios)
+	}
 	if cfg.Workers == 0 {
 		cfg.Workers = 4
+	}
+	if err := checkSpeedupRatios(cfg.SpeedupRatios, cfg.Workers); err != nil {
+		return nil, err
 	}
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("fleet: %d workers", cfg.Workers)
@@ -262,6 +273,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	for i, w := range f.workers {
 		mc := app.DefaultMockerConfig()
 		mc.Mocker.Engine, mc.Mocker.Model = f.cfg.Engine, f.cfg.Model
+		if len(f.cfg.SpeedupRatios) > 0 {
+			mc.Mocker.Engine.SpeedupRatio = f.cfg.SpeedupRatios[i]
+		}
 		mc.WorkerID, mc.Listener, mc.TokenizerImpl = w.ID, w.ln, f.cfg.Tokenizer
 		mc.Role = f.role(i)
 		mc.Logger = f.log.With("component", "mocker")
