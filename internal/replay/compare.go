@@ -28,10 +28,18 @@ type CompareConfig struct {
 	// Policies to compare, in order (router.ParsePolicy names). Default
 	// kv, load, round-robin.
 	Policies []router.Policy
+	// Arms, when set, replaces Policies: each a policy with the timing
+	// fit on or off (ParseArms). Default nil = Policies, fit on.
+	Arms []Arm
 	// Workers per fleet. Default 4.
 	Workers int
 	// Engine is each worker's engine. Default mocker.DefaultConfig().
 	Engine mocker.Config
+	// SpeedupRatios, when set, gives worker i+1 the speedup ratio
+	// SpeedupRatios[i] instead of Engine.SpeedupRatio
+	// (fleet.Config.SpeedupRatios; its length must equal Workers, or sets
+	// it when Workers is 0). Default nil = every worker the same.
+	SpeedupRatios []float64
 	// Direct skips NATS (events straight into the router). Default false.
 	Direct bool
 	// Seed seeds every fleet's router identically. Default 1.
@@ -58,10 +66,10 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	var out []Report
-	for _, p := range cfg.Policies {
-		rep, err := compareOne(ctx, &cfg, p)
+	for _, a := range cfg.arms() {
+		rep, err := compareOne(ctx, &cfg, a)
 		if err != nil {
-			return out, fmt.Errorf("replay: policy %s: %w", p, err)
+			return out, fmt.Errorf("replay: policy %s: %w", a.Name, err)
 		}
 		out = append(out, rep)
 		if cfg.OnReport != nil {
@@ -71,13 +79,8 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 	return out, nil
 }
 
-func compareOne(ctx context.Context, cfg *CompareConfig, p router.Policy) (Report, error) {
-	fc := frontend.DefaultConfig()
-	fc.Router.Policy, fc.Seed = p, cfg.Seed
-	if cfg.Frontend != nil {
-		cfg.Frontend(&fc)
-	}
-	f, err := fleet.New(fleet.Config{Workers: cfg.Workers, Engine: cfg.Engine, Frontend: fc, Direct: cfg.Direct, Logger: cfg.Logger})
+func compareOne(ctx context.Context, cfg *CompareConfig, a Arm) (Report, error) {
+	f, err := fleet.New(cfg.fleetConfig(a))
 	if err != nil {
 		return Report{}, err
 	}
@@ -96,7 +99,7 @@ func compareOne(ctx context.Context, cfg *CompareConfig, p router.Policy) (Repor
 	}
 	rc := cfg.Replay
 	rc.URL = f.URL()
-	rc.Label = p.String()
+	rc.Label = a.Name
 	rep, err := Run(ctx, rc)
 	stop()
 	if ferr := <-done; ferr != nil && err == nil {
