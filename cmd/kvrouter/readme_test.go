@@ -29,7 +29,8 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock", "role": ""}},
 		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",
-			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4"}},
+			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
+			"speedup-ratios": "[]"}},
 		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
 			"floor": "false"}},
 	} {

@@ -26,6 +26,7 @@ func newReplayCmd() *cobra.Command {
 		workers, numBlocks          int
 		speedupRatio, credit, scale float64
 		direct                      bool
+		speedupRatios               []float64
 	)
 	c := &cobra.Command{
 		Use:   "replay",
@@ -39,8 +40,12 @@ router's hit rate from its /metrics.
 With --compare kv,load,round-robin it starts a fresh in-process fleet (embedded NATS,
 --workers mockers, router) per policy and replays the same trace against each, back to
 back: a table (with ratios to the first policy), --json, and PNG charts in --charts.
-The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes on 2 cores.`,
+The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes on 2 cores.
+A policy name with the suffix -nofit (kv-nofit) runs that policy with serve's online
+timing fit off (--timing-fit=false); --speedup-ratios 8,8,2,2 gives each worker its own
+speed (a mixed fleet, one ratio per worker) to measure what the fit buys.`,
 		Example: `  kvrouter replay --compare kv,load,round-robin
+  kvrouter replay --compare kv,kv-nofit,load --speedup-ratios 8,8,2,2
   kvrouter replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := router.Preset(preset); preset != "" && err != nil {
@@ -65,9 +70,12 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 			ctx := cmd.Context()
 			var reps []replay.Report
 			if compare != "" {
-				pols, err := replay.PolicyList(compare)
+				arms, err := replay.ParseArms(compare)
 				if err != nil {
 					return err
+				}
+				if len(speedupRatios) > 0 && !cmd.Flags().Changed("workers") {
+					workers = len(speedupRatios)
 				}
 				eng := mocker.DefaultConfig()
 				eng.SpeedupRatio = speedupRatio
@@ -80,10 +88,18 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 						return err
 					}
 				}
-				fmt.Fprintf(os.Stderr, "comparing %v: %d requests of %s, %s, %d workers (speedup %g, %d blocks each)\n",
-					pols, min(cfg.Limit, len(recs)), filepath.Base(tracePath), cfg.Pacer, workers, speedupRatio, eng.NumBlocks)
-				reps, err = replay.Compare(ctx, replay.CompareConfig{Replay: cfg, Policies: pols, Workers: workers,
-					Engine: eng, Direct: direct, Logger: log,
+				speeds := fmt.Sprint(speedupRatio)
+				if len(speedupRatios) > 0 {
+					speeds = fmt.Sprint(speedupRatios)
+				}
+				var names []string
+				for _, a := range arms {
+					names = append(names, a.Name)
+				}
+				fmt.Fprintf(os.Stderr, "comparing %v: %d requests of %s, %s, %d workers (speedup %s, %d blocks each)\n",
+					names, min(cfg.Limit, len(recs)), filepath.Base(tracePath), cfg.Pacer, workers, speeds, eng.NumBlocks)
+				reps, err = replay.Compare(ctx, replay.CompareConfig{Replay: cfg, Arms: arms, Workers: workers,
+					SpeedupRatios: speedupRatios, Engine: eng, Direct: direct, Logger: log,
 					Frontend: func(fc *frontend.Config) {
 						if preset != "" {
 							rc, _ := router.Preset(preset) // validated below RunE's start
@@ -149,10 +165,11 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 	f.IntVar(&cfg.MaxOutputTokens, "max-output", 0, "cap output tokens per request (0 = the trace's)")
 	f.IntVar(&cfg.VocabSize, "vocab-size", 0, "map token ids into [0, N) for real engines (0 = as synthesized)")
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "per-request timeout")
-	f.StringVar(&compare, "compare", "", "policies to compare on fresh in-process fleets, e.g. kv,load,round-robin")
+	f.StringVar(&compare, "compare", "", "policies to compare on fresh in-process fleets, e.g. kv,load,round-robin; suffix -nofit (kv-nofit) = that policy with the router's --timing-fit=false")
 	f.IntVar(&workers, "workers", 4, "with --compare: mocker workers per fleet")
 	f.IntVar(&numBlocks, "num-blocks", 0, "with --compare: KV blocks per worker (0 = mocker default 16384)")
 	f.Float64Var(&speedupRatio, "speedup-ratio", 4, "with --compare: mocker speedup ratio")
+	f.Float64SliceVar(&speedupRatios, "speedup-ratios", nil, "with --compare: one mocker speedup ratio per worker, e.g. 8,8,2,2 (overrides --speedup-ratio; sets --workers, which must match if given)")
 	f.Float64Var(&credit, "overlap-credit", 1, "with --compare: router overlap credit for every fleet")
 	f.StringVar(&preset, "preset", "", "with --compare: router cost preset for every fleet: default or dynamo (--overlap-credit and --prefill-load-scale still override)")
 	f.Float64Var(&scale, "prefill-load-scale", 1, "with --compare: router prefill load scale for every fleet")
