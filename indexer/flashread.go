@@ -214,7 +214,10 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 			continue
 		}
 		alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
-		if memCount(next) == 0 {
+		// Every worker has its overlap once none still matches; in safe
+		// mode next may hold workers stored during the lookup, which must
+		// not send the walk bisecting the rest of the query.
+		if len(aslots) == 0 || memCount(next) == 0 {
 			if !ordered {
 				sortOverlaps(out)
 			}
