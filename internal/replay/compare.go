@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -220,17 +219,4 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 		return nil, err
 	}
 	return []string{cdf, sum, hit}, nil
-}
-
-// PolicyList parses "kv,load,round-robin".
-func PolicyList(s string) ([]router.Policy, error) {
-	var out []router.Policy
-	for _, name := range strings.Split(s, ",") {
-		p, err := router.ParsePolicy(name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
