@@ -372,29 +372,9 @@ const tieEps = 1e-9
 
 // pick fills Prob on the scored breakdowns and draws the winner.
 func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
-	if temp <= 0 || cmax-cmin <= tieEps*max(1, math.Abs(cmin)) {
+	if eps := tieEps * max(1, math.Abs(cmin)); temp <= 0 || cmax-cmin <= eps {
 		// Lowest cost; uniform among ties.
-		k := 0
-		for i := range bs {
-			if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= tieEps*max(1, math.Abs(cmin)) {
-				k++
-			}
-		}
-		j := 0
-		if k > 1 {
-			j = rng.IntN(k)
-		}
-		chosen := -1
-		for i := range bs {
-			if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= tieEps*max(1, math.Abs(cmin)) {
-				bs[i].Prob = 1 / float64(k)
-				if j == 0 && chosen < 0 {
-					chosen = i
-				}
-				j--
-			}
-		}
-		return chosen
+		return drawTied(bs, func(i int) bool { return bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps }, rng)
 	}
 	sum := 0.0
 	for i := range bs {
@@ -506,9 +486,17 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 			umin = min(umin, cands[i].Utilization)
 		}
 	}
+	return drawTied(bs, func(i int) bool {
+		return bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin
+	}, rng)
+}
+
+// drawTied gives every candidate tied(i) the same probability and draws
+// one of them, in index order; rng is drawn from only when several tie.
+func drawTied(bs []Breakdown, tied func(i int) bool, rng *rand.Rand) int {
 	k := 0
 	for i := range bs {
-		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
+		if tied(i) {
 			k++
 		}
 	}
@@ -518,7 +506,7 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 	}
 	chosen := -1
 	for i := range bs {
-		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
+		if tied(i) {
 			bs[i].Prob = 1 / float64(k)
 			if j == 0 && chosen < 0 {
 				chosen = i
