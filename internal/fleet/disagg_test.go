@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,23 +32,7 @@ func TestDisaggFleetFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	})
-	select {
-	case <-f.Ready():
-	case err := <-done:
-		done <- err
-		t.Fatalf("fleet stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("fleet not ready after 30s")
-	}
+	runFleet(t, f)
 	if p, d := f.Pools(); p != 2 || d != 2 {
 		t.Fatalf("pools %d:%d", p, d)
 	}

@@ -1,11 +1,9 @@
 package fleet_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/mocker"
@@ -23,22 +21,7 @@ func TestFleetSpeedupRatios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	}()
-	select {
-	case <-f.Ready():
-	case err := <-done:
-		t.Fatalf("fleet stopped: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("fleet not ready after 30s")
-	}
+	runFleet(t, f)
 	ws := f.Workers()
 	if len(ws) != len(want) {
 		t.Fatalf("%d workers, want %d (one per ratio)", len(ws), len(want))

@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -43,23 +42,7 @@ func TestTiersHostHit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-runDone; err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	})
-	select {
-	case <-f.Ready():
-	case err := <-runDone:
-		runDone <- err
-		t.Fatalf("fleet stopped before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("fleet not ready after 30s")
-	}
+	runFleet(t, f)
 
 	complete := func(base, prompt string) http.Header {
 		t.Helper()
@@ -114,7 +97,7 @@ func TestTiersHostHit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := tok.Encode(ctx, prompt)
+	toks, err := tok.Encode(t.Context(), prompt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,23 +180,7 @@ func TestTiersSharedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- f.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-runDone; err != nil {
-			t.Errorf("fleet run: %v", err)
-		}
-	})
-	select {
-	case <-f.Ready():
-	case err := <-runDone:
-		runDone <- err
-		t.Fatalf("fleet stopped before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("fleet not ready after 30s")
-	}
+	runFleet(t, f)
 	x, y := f.Workers()[0], f.Workers()[1]
 	prompt := longPrompt("alpha", 90)
 	for _, p := range []string{prompt, longPrompt("beta", 90), longPrompt("gamma", 90), longPrompt("delta", 90), longPrompt("epsilon", 90)} {
@@ -223,7 +190,7 @@ func TestTiersSharedStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks, err := tok.Encode(ctx, prompt)
+	toks, err := tok.Encode(t.Context(), prompt)
 	if err != nil {
 		t.Fatal(err)
 	}
