@@ -53,7 +53,7 @@ func (f *Flash) check() error {
 	}
 	inTable := 0
 	f.each(func(uint64, uint32) bool { inTable++; return true })
-	if inTable != f.m.n || 2*(f.m.n+f.m.tomb) > len(f.m.slots) {
+	if inTable != f.m.n || 4*(f.m.n+f.m.tomb) > 3*len(f.m.slots) {
 		return fmt.Errorf("flash: id table holds %d, counts %d of %d slots", inTable, f.m.n, len(f.m.slots))
 	}
 	if f.used != f.m.n || f.used+free+f.retiredEntries() > len(f.chunks)*fchunkSize {

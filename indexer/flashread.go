@@ -49,9 +49,8 @@ func (r *reader) get(seq uint64) *fentry {
 	if len(ids) == 0 {
 		return nil
 	}
-	mask := uint64(len(ids) - 1)
 	tag := ptag(seq)
-	for i := ((seq >> 32) * pidK2) >> r.v.shift; ; i = (i + 1) & mask {
+	for i := pHome(seq, len(ids)); ; i = pNext(i, len(ids)) {
 		s := atomic.LoadUint64(&ids[i])
 		if s == 0 {
 			return nil
