@@ -33,7 +33,7 @@ func (f *Flash) check() error {
 		return err
 	}
 	free := 0
-	for i := f.free; i != noEntry; i = f.at(i).parent {
+	for i := f.free; i != noEntry; i = f.parent(i) {
 		if f.at(i).mem != 0 {
 			return fmt.Errorf("flash: free entry %d in use", i)
 		}
@@ -111,14 +111,14 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 			return fmt.Errorf("flash: entry %d: %w", seq, err)
 		}
 	}
-	want := f.local(e)
-	if p := f.parentOf(e); p != nil {
-		want = prefixID(p.seq, f.local(e))
-		if e.pos != p.pos+1 || !f.holds(p.seq, e.parent) {
+	want := f.local(ei)
+	var p *fentry
+	if pi := f.parent(ei); pi != noEntry {
+		p = f.at(pi)
+		want = prefixID(p.seq, f.local(ei))
+		if !f.holds(p.seq, pi) {
 			return fmt.Errorf("flash: entry %d badly linked", seq)
 		}
-	} else if e.pos != 0 {
-		return fmt.Errorf("flash: root entry %d at pos %d", seq, e.pos)
 	}
 	if want != seq {
 		return fmt.Errorf("flash: entry %d has wrong prefix id", seq)
@@ -129,7 +129,7 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 		if i > 0 && ms[i-1].slot >= m.slot {
 			return fmt.Errorf("flash: entry %d members unsorted", seq)
 		}
-		if p := f.parentOf(e); p != nil {
+		if p != nil {
 			if _, ok := f.find(p, m.slot); !ok {
 				return fmt.Errorf("flash: entry %d slot %d not prefix-closed", seq, m.slot)
 			}

@@ -34,7 +34,7 @@ import (
 // before the word that led there).
 type fview struct {
 	ids     []uint64 // the id table's slots (ptable)
-	chunks  []*[fchunkSize]fentry
+	chunks  []*fchunk
 	arena   []fmember
 	names   []kvevents.Worker // slot -> worker, a copy
 	ordered bool              // names of used slots are in worker order
@@ -139,7 +139,8 @@ func (f *Flash) quiesce() {
 		return
 	}
 	for _, i := range prev.entries {
-		*f.at(i) = fentry{parent: f.free}
+		*f.at(i) = fentry{}
+		f.setParent(i, f.free)
 		f.free = i
 	}
 	for _, b := range prev.blocks {
