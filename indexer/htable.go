@@ -16,7 +16,8 @@ import (
 // The table has any number of slots (a probe starts at the high half of
 // hash x len, "fastrange", instead of at the hash's top bits), so a table
 // sized by a hint or a first event is 8/7 of it, not the next power of two
-// above that, and a full table grows by a quarter (load 0.7 to 0.875).
+// above that, and a full table grows by an eighth (load 7/9 to 7/8: 12
+// bytes per key at load 7/8, ~14.6 on average over a growth cycle).
 //
 // Robin Hood: the keys of a run are kept in the order of their home
 // slots, so a probe for an absent key stops at the first slot whose key
@@ -26,10 +27,11 @@ import (
 // made every absent-key probe (the common case: engines store new blocks)
 // walk the whole run.
 //
-// Measured (BenchmarkBytesPerBlock, flash, heap bytes per block):
-// shape=unique 58.1 -> 55.7, unique-sweep (the mean over a growth cycle)
-// 67.2 -> 62.6, shared-sweep 45.3 -> 40.5 (load at most 3/4, growth by
-// half before). Earlier, 12-byte interleaved slots against
+// Measured (BenchmarkBytesPerBlock, flash, heap bytes per block, against
+// load at most 3/4 and growth by half): shape=unique 58.1 -> 54.1,
+// unique-sweep (the mean over a growth cycle) 67.2 -> 62.8, shared-sweep
+// 45.3 -> 37.6 with growth by a quarter; by an eighth, with the id table's
+// growth by a quarter, unique-sweep 49.9 -> 47.3. Earlier, 12-byte interleaved slots against
 // map[uint64]uint32 made flash 84 -> 72 and cut the probes from 13% to
 // ~5% of a conversation-trace replay's CPU.
 type htable struct {
@@ -158,7 +160,7 @@ func (t *htable) put(k uint64, v uint32) {
 func (t *htable) putAt(i int, k uint64, v uint32) {
 	e := hslot{lo: uint32(k), hi: uint32(k >> 32), v: v}
 	if i < 0 || htDen*(t.n+1) > htNum*len(t.s) {
-		t.resize(len(t.s) + len(t.s)/4) // load 0.7 after, 7/8 at most
+		t.resize(len(t.s) + len(t.s)/8) // load 7/9 after, 7/8 at most
 		t.insert(e)
 		t.n++
 		return
