@@ -75,6 +75,7 @@ func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
 	f.StringVar(&c.Protocol.BodyMode, "body-mode", c.Protocol.BodyMode, "body mode assumed when Envoy sends no protocol_config: full-duplex-streamed, buffered, streamed or none")
 	f.StringVar(&c.Protocol.DestinationNamespace, "destination-namespace", c.Protocol.DestinationNamespace, "dynamic metadata namespace of the picked endpoint")
 	f.StringVar(&c.Protocol.SubsetNamespace, "subset-namespace", c.Protocol.SubsetNamespace, "filter metadata namespace of the endpoint subset hint")
+	f.IntVar(&c.Protocol.Fallbacks, "fallbacks", c.Protocol.Fallbacks, "fallback endpoints listed after the pick (ip:port,ip:port,...), next cheapest first, for a proxy that retries; the one it reports as served carries the load (0: the pick alone)")
 	f.StringVar(&c.Pool.Selector, "pool-selector", c.Pool.Selector, "InferencePool pod label selector (app=vllm); empty = no pod discovery")
 	f.StringVar(&c.Pool.Namespace, "pool-namespace", c.Pool.Namespace, "namespace of the InferencePool's pods")
 	f.IntVar(&c.Pool.TargetPort, "pool-target-port", c.Pool.TargetPort, "the model servers' port (InferencePool targetPorts)")

@@ -94,6 +94,9 @@ type PickRequest struct {
 	// Allow, when non-nil, restricts the pick to these worker ids; an
 	// empty non-nil list has no eligible worker (503).
 	Allow []uint64
+	// Fallbacks is how many other workers to list after the pick
+	// (Picked.Fallbacks); 0 none.
+	Fallbacks int
 }
 
 // Picked is a routed request whose load the router holds until Done.
@@ -108,6 +111,9 @@ type Picked struct {
 	// Body is the body to forward: Request.Body, or with a completions
 	// text prompt replaced by its token ids (Config.ForwardTokens).
 	Body []byte
+	// Fallbacks are up to PickRequest.Fallbacks other workers, the
+	// cheapest first, for a proxy that retries down a list (ServedBy).
+	Fallbacks []Fallback
 
 	s        *Server
 	j        *job
@@ -167,8 +173,8 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		}
 		s.m.inflight.Inc()
 		now := time.Now()
-		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, s: s, j: j,
-			obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
+		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, Fallbacks: s.fallbacks(&d, in.Fallbacks),
+			s: s, j: j, obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
 	}
 }
 
