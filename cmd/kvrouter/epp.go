@@ -81,5 +81,6 @@ func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
 	f.IntVar(&c.Pool.TargetPort, "pool-target-port", c.Pool.TargetPort, "the model servers' port (InferencePool targetPorts)")
 	f.StringVar(&c.Pool.Kubeconfig, "kubeconfig", c.Pool.Kubeconfig, "kubeconfig file (default: in-cluster service account)")
 	f.DurationVar(&c.Pool.Resync, "pool-resync", c.Pool.Resync, "re-deliver every pod this often (0 = never)")
+	f.IntVar(&c.Pool.ZMQReplayPort, "pool-zmq-replay-port", c.Pool.ZMQReplayPort, "with a dialled PUB, ask tcp://POD_IP:PORT (vLLM replay_endpoint) for missed batches on a sequence gap instead of clearing the pod's blocks; 0 = no replay, unless a pod is annotated kvrouter.io/zmq-replay-endpoint")
 	f.IntVar(&c.Pool.ZMQPort, "pool-zmq-port", c.Pool.ZMQPort, "dial each ready pod's KV-event PUB at tcp://POD_IP:PORT (vLLM endpoint tcp://*:PORT); 0 = only pods annotated kvrouter.io/zmq-endpoint")
 }
