@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -99,6 +100,10 @@ type PickRequest struct {
 	Fallbacks int
 }
 
+// maxAnswer bounds the non-streamed answer Picked keeps to read its
+// usage (an OpenAI answer is far smaller; longer ones are not parsed).
+const maxAnswer = 1 << 20
+
 // Picked is a routed request whose load the router holds until Done.
 // Its methods are called from one goroutine (the request's stream).
 type Picked struct {
@@ -124,6 +129,8 @@ type Picked struct {
 	tokens   int
 	line     []byte // SSE line carried over between chunks
 	sse      bool
+	answer   []byte // a JSON answer, kept up to maxAnswer for its usage
+	output   int    // completion_tokens the worker reported; 0 none
 	finished bool
 }
 
@@ -206,6 +213,11 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 		p.touched = now
 	}
 	if !p.sse {
+		if len(p.answer)+len(chunk) <= maxAnswer {
+			p.answer = append(p.answer, chunk...)
+		} else {
+			p.answer = p.answer[:0:0] // too long to parse here
+		}
 		return
 	}
 	// Complete lines only: an SSE event may be split across chunks.
@@ -225,6 +237,11 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 			if len(data) > 0 && !bytes.Equal(data, []byte("[DONE]")) && isToken(data) {
 				p.obs.token(now)
 				p.tokens++
+			}
+			if bytes.Contains(data, []byte(`"usage":{`)) {
+				if u, ok := s.m.observeUsage(data); ok {
+					p.output = u.completion
+				}
 			}
 		}
 		p.line = p.line[:0]
@@ -264,8 +281,15 @@ func (p *Picked) Done(outcome string) {
 	s.m.duration.Observe(time.Since(p.j.start).Seconds())
 	if outcome == OutcomeOK {
 		s.fits.observe(p.obs)
-		if p.tokens > 0 {
-			s.observeOutput(p.j, p.tokens)
+		if !p.sse && len(p.answer) > 0 {
+			if u, ok := s.m.observeUsage(p.answer); ok {
+				p.output = u.completion
+			}
+		}
+		// The worker's own count is exact; counted SSE events are not
+		// always one token each.
+		if n := cmp.Or(p.output, p.tokens); n > 0 {
+			s.observeOutput(p.j, n)
 		}
 	}
 	if s.cfg.Events.OnFree != nil {
