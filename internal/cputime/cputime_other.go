@@ -10,3 +10,6 @@ const Supported = false
 // Thread is unavailable off Linux: it returns 0, false, and callers report
 // wall times only.
 func Thread() (time.Duration, bool) { return 0, false }
+
+// Sched is unavailable off Linux: it returns 0, 0, false.
+func Sched() (onCPU, waiting time.Duration, ok bool) { return 0, 0, false }

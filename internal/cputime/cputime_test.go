@@ -53,3 +53,26 @@ func BenchmarkThread(b *testing.B) {
 		Thread()
 	}
 }
+
+// Sched's CPU time covers at least the calling thread's, and neither
+// figure goes back.
+func TestSchedCoversThisThread(t *testing.T) {
+	if !Supported {
+		t.Skip("no schedstat on this platform")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r0, w0, ok := Sched()
+	if !ok {
+		t.Skip("schedstat not readable (kernel without CONFIG_SCHEDSTATS?)")
+	}
+	c, _ := Thread()
+	r1, w1, ok := Sched()
+	if !ok || r1 < r0 || w1 < w0 {
+		t.Fatalf("went back or failed: %v %v -> %v %v (%v)", r0, w0, r1, w1, ok)
+	}
+	// schedstat lags the thread clock by at most the current slice.
+	if r1+10*time.Millisecond < c {
+		t.Fatalf("process on-CPU %v < this thread's CPU %v", r1, c)
+	}
+}

@@ -5,4 +5,7 @@
 //
 // The caller must keep its goroutine on one OS thread across the two reads
 // (runtime.LockOSThread); otherwise the difference mixes two threads.
+//
+// Sched splits a whole process's time the same way: on a CPU, or runnable
+// and waiting for one while other processes run.
 package cputime
