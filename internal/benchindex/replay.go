@@ -100,8 +100,13 @@ type Sample struct {
 	// on a reader before the replay.
 	LookupsCPU  *hdrhistogram.Histogram
 	CPUBaseline time.Duration
-	MatchSum    int64 // sum of Lookup results
-	Final       Final
+	// Quiet holds the wall and CPU times of the lookups their thread ran
+	// without being switched off its CPU (cputime.ThreadSwitches
+	// unchanged), and Switched counts the others (ThreadCPU only).
+	QuietWall, QuietCPU *hdrhistogram.Histogram
+	Switched            int64
+	MatchSum            int64 // sum of Lookup results
+	Final               Final
 }
 
 // latency histogram range: 1 ns to 10 s, 3 significant figures.
@@ -140,10 +145,11 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 	}
 
 	type out struct {
-		h, cpu *hdrhistogram.Histogram
-		base   time.Duration
-		sum    int64
-		err    error
+		h    *hdrhistogram.Histogram
+		cpu  *cpuRec
+		base time.Duration
+		sum  int64
+		err  error
 	}
 	outs := make([]out, readers)
 	threadCPU := opt.ThreadCPU && cputime.Supported
@@ -162,7 +168,7 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 				// it stays on one thread.
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				o.cpu = hdrhistogram.New(histMin, histMax, histSig)
+				o.cpu = newCPURec()
 				o.base = emptyBracketCPU()
 			}
 			<-gate
@@ -192,14 +198,15 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 	s := Sample{Window: opt.Window, Wall: wall, Queued: queued, Lookups: hdrhistogram.New(histMin, histMax, histSig)}
 	var errs []error
 	if threadCPU {
-		s.LookupsCPU = hdrhistogram.New(histMin, histMax, histSig)
+		all := newCPURec()
+		for _, o := range outs {
+			all.merge(o.cpu)
+		}
+		s.LookupsCPU, s.QuietWall, s.QuietCPU, s.Switched = all.cpu, all.quietWall, all.quietCPU, all.switched
 		s.CPUBaseline = outs[0].base
 	}
 	for _, o := range outs {
 		s.Lookups.Merge(o.h)
-		if o.cpu != nil {
-			s.LookupsCPU.Merge(o.cpu)
-		}
 		s.MatchSum += o.sum
 		if o.err != nil {
 			errs = append(errs, o.err)
@@ -248,7 +255,7 @@ const progressEvery = 4096
 // (sleeping when well ahead, yielding when close), times lookups with the
 // monotonic clock (and the thread CPU clock into cpu when it is not nil)
 // and submits events.
-func runReader(r int, s *Stream, plan []readerEntry, tgt Target, start time.Time, h, cpu *hdrhistogram.Histogram,
+func runReader(r int, s *Stream, plan []readerEntry, tgt Target, start time.Time, h *hdrhistogram.Histogram, cpu *cpuRec,
 	progress func(int), stop *atomic.Bool) (sum int64, err error) {
 	var now int64 // ns since start, refreshed only when an entry is not yet known to be due
 	pending := 0
@@ -269,17 +276,20 @@ func runReader(r int, s *Stream, plan []readerEntry, tgt Target, start time.Time
 		case OpLookup:
 			l := &s.Lookups[e.index]
 			var c0 time.Duration
+			var n0 int64
 			if cpu != nil {
+				n0, _ = cputime.ThreadSwitches()
 				c0, _ = cputime.Thread()
 			}
 			t0 := time.Now()
 			sum += int64(tgt.Lookup(r, int(e.index), l.Locals))
 			t1 := time.Now()
+			d := int64(t1.Sub(t0))
 			if cpu != nil {
 				c1, _ := cputime.Thread()
-				_ = cpu.RecordValue(max(int64(c1-c0), histMin))
+				n1, _ := cputime.ThreadSwitches()
+				cpu.record(d, int64(c1-c0), n1 != n0)
 			}
-			d := int64(t1.Sub(t0))
 			_ = h.RecordValue(max(d, histMin))
 			now = int64(t1.Sub(start))
 		case OpEvent:
@@ -318,4 +328,34 @@ func emptyBracketCPU() time.Duration {
 	}
 	slices.Sort(ds[:])
 	return ds[len(ds)/2]
+}
+
+// cpuRec is one reader's thread-CPU record (ReplayOptions.ThreadCPU).
+type cpuRec struct {
+	cpu, quietWall, quietCPU *hdrhistogram.Histogram
+	switched                 int64
+}
+
+func newCPURec() *cpuRec {
+	return &cpuRec{cpu: hdrhistogram.New(histMin, histMax, histSig),
+		quietWall: hdrhistogram.New(histMin, histMax, histSig), quietCPU: hdrhistogram.New(histMin, histMax, histSig)}
+}
+
+// record adds one lookup: wall and CPU nanoseconds, and whether its thread
+// was switched off the CPU meanwhile.
+func (c *cpuRec) record(wall, cpu int64, switched bool) {
+	_ = c.cpu.RecordValue(max(cpu, histMin))
+	if switched {
+		c.switched++
+		return
+	}
+	_ = c.quietWall.RecordValue(max(wall, histMin))
+	_ = c.quietCPU.RecordValue(max(cpu, histMin))
+}
+
+func (c *cpuRec) merge(o *cpuRec) {
+	c.cpu.Merge(o.cpu)
+	c.quietWall.Merge(o.quietWall)
+	c.quietCPU.Merge(o.quietCPU)
+	c.switched += o.switched
 }

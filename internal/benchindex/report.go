@@ -82,6 +82,14 @@ type Result struct {
 	LookupCPUP99us  float64 `json:"lookup_cpu_p99_us,omitempty"`
 	LookupCPUP999us float64 `json:"lookup_cpu_p999_us,omitempty"`
 	CPUBaselineus   float64 `json:"cpu_baseline_us,omitempty"`
+	// Lookups whose thread was switched off its CPU mid-lookup (a share
+	// of all lookups), and the wall and CPU tails of the others: the
+	// index's own tail, without descheduling.
+	SwitchedFrac    float64 `json:"switched_frac,omitempty"`
+	QuietWallP50us  float64 `json:"quiet_wall_p50_us,omitempty"`
+	QuietWallP99us  float64 `json:"quiet_wall_p99_us,omitempty"`
+	QuietWallP999us float64 `json:"quiet_wall_p999_us,omitempty"`
+	QuietCPUP99us   float64 `json:"quiet_cpu_p99_us,omitempty"`
 	// SafeStarted and SafeRedone count index lookups that ran Flash's
 	// safe mode (indexer.Stats; one per shard per lookup): begun during a
 	// write, or overlapped by one and redone.
@@ -164,6 +172,13 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		r.LookupCPUP99us = us(h.ValueAtQuantile(99))
 		r.LookupCPUP999us = us(h.ValueAtQuantile(99.9))
 		r.CPUBaselineus = us(int64(s.CPUBaseline))
+		r.SwitchedFrac = float64(s.Switched) / float64(h.TotalCount())
+	}
+	if h := s.QuietWall; h != nil && h.TotalCount() > 0 {
+		r.QuietWallP50us = us(h.ValueAtQuantile(50))
+		r.QuietWallP99us = us(h.ValueAtQuantile(99))
+		r.QuietWallP999us = us(h.ValueAtQuantile(99.9))
+		r.QuietCPUP99us = us(s.QuietCPU.ValueAtQuantile(99))
 	}
 	r.SafeStarted, r.SafeRedone = s.Final.SafeStarted, s.Final.SafeRedone
 	if tl.Lookups > 0 {
@@ -272,8 +287,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			sm.At.LookupP50us, sm.At.LookupP99us, sm.At.LookupP999us,
 			sm.Half.LookupP50us, sm.Half.LookupP99us, sm.Half.LookupP999us, si(sm.Half.OfferedBlockOpsPerSec))
 		if h := sm.Half; h.LookupCPUP50us > 0 {
-			fmt.Fprintf(&b, "%-6s at half: lookup thread CPU p50/p99/p999 %.2f/%.2f/%.2f µs (each includes ~%.2f µs of clock reads), wall p50/p99 %.2f/%.2f µs: the wall tail beyond the CPU tail is time descheduled\n",
-				sm.Index, h.LookupCPUP50us, h.LookupCPUP99us, h.LookupCPUP999us, h.CPUBaselineus, h.LookupP50us, h.LookupP99us)
+			fmt.Fprintf(&b, "%-6s at half: %s\n", sm.Index, cpuText(h))
 		}
 		if h := sm.Half; h.SafeStarted+h.SafeRedone > 0 {
 			fmt.Fprintf(&b, "%-6s at half: %s\n", sm.Index, safeText(h, p.Shards))
@@ -284,8 +298,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 			r.Index, si(r.BlockOpsPerSec), si(r.OpsPerSec), si(r.LookupsPerSec), r.LookupP50us, r.LookupP99us, r.LookupP999us,
 			fmt.Sprintf("%.0f", r.BytesPerBlock), 100*r.QueuedFrac, r.WindowMS, r.WallMS, flags(r))
 		if r.LookupCPUP50us > 0 {
-			fmt.Fprintf(&b, "%-6s lookup thread CPU p50 %.2f µs p99 %.2f µs p999 %.2f µs (each includes ~%.2f µs of clock reads)\n",
-				r.Index, r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us, r.CPUBaselineus)
+			fmt.Fprintf(&b, "%-6s %s\n", r.Index, cpuText(r))
 		}
 		if r.SafeStarted+r.SafeRedone > 0 {
 			fmt.Fprintf(&b, "%-6s %s\n", r.Index, safeText(r, p.Shards))
@@ -346,6 +359,14 @@ func safeFrac(r Result, shards int) float64 {
 		return 0
 	}
 	return float64(r.SafeStarted+r.SafeRedone) / n
+}
+
+// cpuText splits a result's lookup tail into work and descheduling.
+func cpuText(r Result) string {
+	return fmt.Sprintf("lookup thread CPU p50/p99/p999 %.2f/%.2f/%.2f µs (each includes ~%.2f µs of clock reads) against wall %.2f/%.2f/%.2f µs; "+
+		"%.2f%% of lookups were switched off their CPU mid-lookup, the others took wall p50/p99/p999 %.2f/%.2f/%.2f µs (CPU p99 %.2f µs)",
+		r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us, r.CPUBaselineus, r.LookupP50us, r.LookupP99us, r.LookupP999us,
+		100*r.SwitchedFrac, r.QuietWallP50us, r.QuietWallP99us, r.QuietWallP999us, r.QuietCPUP99us)
 }
 
 func safeText(r Result, shards int) string {

@@ -55,6 +55,9 @@ func TestReplayThreadCPU(t *testing.T) {
 		if n := s.LookupsCPU.TotalCount(); n != 4 {
 			t.Fatalf("%d lookups with a CPU time, want 4", n)
 		}
+		if q := s.QuietWall.TotalCount(); q+s.Switched != 4 || s.QuietCPU.TotalCount() != q {
+			t.Fatalf("%d quiet (%d CPU) + %d switched lookups, want 4 in all", q, s.QuietCPU.TotalCount(), s.Switched)
+		}
 		if s.LookupsCPU.Min() < int64(spin) || s.CPUBaseline <= 0 {
 			t.Fatalf("CPU min %v (want >= %v), baseline %v", time.Duration(s.LookupsCPU.Min()), spin, s.CPUBaseline)
 		}

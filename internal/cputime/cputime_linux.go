@@ -23,3 +23,18 @@ func Thread() (time.Duration, bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
+
+// rusageThread is RUSAGE_THREAD of getrusage(2).
+const rusageThread = 1
+
+// ThreadSwitches returns how many times the calling OS thread has been
+// switched off a CPU, voluntarily or not (getrusage RUSAGE_THREAD: exact
+// counters), and false if they could not be read. An unchanged count
+// across a call means the call ran without being descheduled.
+func ThreadSwitches() (int64, bool) {
+	var ru syscall.Rusage
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_GETRUSAGE, rusageThread, uintptr(unsafe.Pointer(&ru)), 0); errno != 0 {
+		return 0, false
+	}
+	return ru.Nvcsw + ru.Nivcsw, true
+}

@@ -13,3 +13,6 @@ func Thread() (time.Duration, bool) { return 0, false }
 
 // Sched is unavailable off Linux: it returns 0, 0, false.
 func Sched() (onCPU, waiting time.Duration, ok bool) { return 0, 0, false }
+
+// ThreadSwitches is unavailable off Linux: it returns 0, false.
+func ThreadSwitches() (int64, bool) { return 0, false }

@@ -2,6 +2,7 @@ package cputime
 
 import (
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -74,5 +75,27 @@ func TestSchedCoversThisThread(t *testing.T) {
 	// schedstat lags the thread clock by at most the current slice.
 	if r1+10*time.Millisecond < c {
 		t.Fatalf("process on-CPU %v < this thread's CPU %v", r1, c)
+	}
+}
+
+// Blocking in the kernel switches the thread off its CPU: the count must
+// grow. (A nanosleep always blocks, however short; it synchronizes
+// nothing.)
+func TestThreadSwitchesCountsABlock(t *testing.T) {
+	if !Supported {
+		t.Skip("no thread counters on this platform")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	n0, ok := ThreadSwitches()
+	if !ok {
+		t.Fatal("ThreadSwitches failed")
+	}
+	ts := syscall.Timespec{Nsec: 1000}
+	if err := syscall.Nanosleep(&ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n1, _ := ThreadSwitches(); n1 <= n0 {
+		t.Fatalf("switch count %d -> %d across a blocking call", n0, n1)
 	}
 }
