@@ -25,7 +25,7 @@ type allInFlight struct {
 func (g *allInFlight) wait(ctx context.Context, label string) error {
 	g.mu.Lock()
 	g.waiting[label]++
-	if !g.opened && len(g.waiting) == cap3 {
+	if !g.opened && len(g.waiting) == gatePaths {
 		g.opened = true
 		close(g.open)
 	}
@@ -38,7 +38,8 @@ func (g *allInFlight) wait(ctx context.Context, label string) error {
 	}
 }
 
-const cap3 = 3
+// gatePaths is how many paths must wait at the gate before it opens.
+const gatePaths = 3
 
 // sseServer answers completions with two streamed tokens once the gate
 // opens.
