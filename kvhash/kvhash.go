@@ -76,11 +76,16 @@ func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []ui
 	}
 	n := len(tokens) / blockSize
 	dst = slices.Grow(dst, n)
+	if n == 0 {
+		return dst
+	}
+	// One secret for every block (long.go).
+	k := newLongKeys(seed)
 	if littleEndian {
 		w := blockSize * 4
 		all := tokenBytes(tokens[:n*blockSize])
 		for i := 0; i < n; i++ {
-			dst = append(dst, xxh3.HashSeed(all[i*w:(i+1)*w], seed))
+			dst = append(dst, k.hash(all[i*w:(i+1)*w]))
 		}
 		return dst
 	}
@@ -93,7 +98,7 @@ func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []ui
 	}
 	for i := 0; i < n; i++ {
 		putTokens(buf, tokens[i*blockSize:(i+1)*blockSize])
-		dst = append(dst, xxh3.HashSeed(buf, seed))
+		dst = append(dst, k.hash(buf))
 	}
 	return dst
 }

@@ -1,0 +1,39 @@
+//go:build amd64 && !purego
+
+package kvhash
+
+// accumAVX2 folds n consecutive 64-byte stripes from p into acc, stripe i
+// keyed by the 8 words from key+8i bytes, then, if last is not nil, the
+// stripe at last keyed by lastKey (XXH3's accumulate step: each lane adds
+// its input word to its neighbour and the product of the 32-bit halves of
+// the word xor its key to itself).
+//
+//go:noescape
+func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64)
+
+// cpuid returns the CPUID registers of leaf eax, subleaf ecx.
+func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
+
+// xgetbv returns XCR0, the state components the OS saves.
+func xgetbv() (eax, edx uint32)
+
+// useAVX2 reports whether the CPU has AVX2 and the OS saves the YMM
+// registers (XCR0 bits 1 and 2). A variable so that tests can take the
+// xxh3.HashSeed path too.
+var useAVX2 = func() bool {
+	maxLeaf, _, _, _ := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, c1, _ := cpuid(1, 0)
+	const osxsave, avx = 1 << 27, 1 << 28
+	if c1&osxsave == 0 || c1&avx == 0 {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&6 != 6 {
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	const avx2 = 1 << 5
+	return b7&avx2 != 0
+}()

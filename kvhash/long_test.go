@@ -1,0 +1,73 @@
+package kvhash
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+// TestHashLongMatchesXXH3 holds longKeys.hash (hashLong past 240 bytes)
+// equal to xxh3.HashSeed over random inputs of every length from 0 to
+// 4 KiB (four secret blocks: the scramble and partial last blocks) under
+// the default, zero, salted and random seeds.
+func TestHashLongMatchesXXH3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 6))
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	if !useAVX2 {
+		t.Skip("no AVX2: longKeys.hash is xxh3.HashSeed")
+	}
+	seeds := []uint64{DefaultSeed, 0, Seed("adapter-a", "tenant-a"), rng.Uint64(), ^uint64(0)}
+	for _, seed := range seeds {
+		k := newLongKeys(seed)
+		for n := 0; n <= len(buf); n++ {
+			// A fresh random window at each length, so no two lengths
+			// hash the same bytes.
+			off := rng.IntN(len(buf) - n + 1)
+			b := buf[off : off+n]
+			if got, want := k.hash(b), xxh3.HashSeed(b, seed); got != want {
+				t.Fatalf("seed %d, %d bytes: got %d, want %d", seed, n, got, want)
+			}
+		}
+	}
+}
+
+// TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
+// equal to Local (xxh3.HashSeed per block) at block sizes on both sides of
+// the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
+// and without AVX2.
+func TestAppendLocalMatchesLocal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 7))
+	toks := make([]uint32, 4096)
+	for i := range toks {
+		toks[i] = rng.Uint32()
+	}
+	defer func(le, avx bool) { littleEndian, useAVX2 = le, avx }(littleEndian, useAVX2)
+	for _, mode := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
+		le := mode[0]
+		littleEndian, useAVX2 = le, mode[1] && useAVX2
+		for _, bs := range []int{1, 4, 16, 32, 60, 61, 64, 100, 128, 256, 257, 512, 1024} {
+			for _, seed := range []uint64{DefaultSeed, Seed("adapter-a", "")} {
+				got := AppendLocal(nil, toks, bs, seed)
+				if len(got) != len(toks)/bs {
+					t.Fatalf("B=%d: %d blocks, want %d", bs, len(got), len(toks)/bs)
+				}
+				for i, h := range got {
+					if want := xxh3.HashSeed(tokenBytesLE(toks[i*bs:(i+1)*bs]), seed); h != want {
+						t.Fatalf("le=%v B=%d seed %d block %d: got %d, want %d", le, bs, seed, i, h, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// tokenBytesLE is DESIGN.md §1's byte string of tokens, built portably.
+func tokenBytesLE(toks []uint32) []byte {
+	b := make([]byte, 4*len(toks))
+	putTokens(b, toks)
+	return b
+}
