@@ -55,6 +55,12 @@ type Approx struct {
 	memberCap int
 	expired   uint64
 	pruned    uint64
+
+	// Prefix closure (approxclosed.go): maxExp bounds every held pair's
+	// expiry; low counts the held pairs expiring at or before chaos, the
+	// maxExp of the last event that may have broken the closure.
+	maxExp, chaos int64
+	low           int
 }
 
 type aentry struct {
@@ -96,6 +102,8 @@ func NewApprox(cfg ApproxConfig) *Approx {
 		pruneTo:   int(float64(cfg.MaxBlocks) * cfg.PruneFraction),
 		m:         newHtable(0),
 		nodes:     make([]anode, 1),
+		maxExp:    math.MinInt64,
+		chaos:     math.MinInt64,
 	}
 }
 
@@ -136,6 +144,13 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweep(t, math.MaxInt, &a.expired)
+	if a.blocks == 0 {
+		a.maxExp = math.MinInt64
+	}
+	// An earlier expiry than one held (now went backwards) may leave a
+	// block expiring before its descendants.
+	backwards := exp < a.maxExp
+	a.maxExp = max(a.maxExp, exp)
 	slot := a.slots.acquire(w)
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
@@ -167,6 +182,7 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 				// (the pair's expiry did not change).
 				continue
 			}
+			a.lowMoved(mb.exp, exp)
 			mb.exp = exp
 			ni = mb.node
 			a.nodes[ni].exp = exp
@@ -178,6 +194,9 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			a.memberCap += cap(e.members) - old
 			a.counts[slot]++
 			a.blocks++
+			if exp <= a.chaos {
+				a.low++
+			}
 		}
 		n := &a.nodes[ni]
 		n.prev, n.next = 0, segHead
@@ -196,7 +215,16 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 		a.nodes[0].prev = segTail
 	}
 	if a.blocks > a.maxBlocks {
-		a.sweep(math.MinInt64, a.pruneTo, &a.pruned)
+		closed := !backwards && a.low == 0
+		last := a.sweep(math.MinInt64, a.pruneTo, &a.pruned)
+		if closed {
+			a.pruneChaos(last)
+		} else {
+			backwards = true
+		}
+	}
+	if backwards {
+		a.chaos, a.low = a.maxExp, a.blocks
 	}
 	if invariants.Enabled && a.blocks <= invariantsLimit {
 		if err := a.check(); err != nil {
@@ -235,14 +263,16 @@ func (a *Approx) unlink(ni uint32) {
 }
 
 // sweep drops pairs from the head of the expiry list while they expire at
-// or before t or more than keep pairs are held, counting them in *n.
-func (a *Approx) sweep(t int64, keep int, n *uint64) {
+// or before t or more than keep pairs are held, counting them in *n, and
+// returns the expiry of the last one dropped.
+func (a *Approx) sweep(t int64, keep int, n *uint64) (last int64) {
 	for {
 		ni := a.nodes[0].next
 		if ni == 0 || (a.nodes[ni].exp > t && a.blocks <= keep) {
-			return
+			return last
 		}
 		nd := &a.nodes[ni]
+		last = nd.exp
 		ei, _ := a.m.get(nd.seq)
 		j, _ := a.entries[ei].find(nd.slot)
 		a.drop(ei, j)
@@ -259,6 +289,9 @@ func (a *Approx) drop(ei uint32, j int) {
 	a.freeNode = mb.node
 	e.members = slices.Delete(e.members, j, j+1)
 	a.blocks--
+	if mb.exp <= a.chaos {
+		a.low--
+	}
 	a.counts[mb.slot]--
 	if a.counts[mb.slot] == 0 {
 		a.slots.release(mb.slot)
@@ -293,6 +326,15 @@ func (a *Approx) appendMatches(dst Overlaps, hs []uint64, isSeq bool, now time.T
 	t := now.UnixNano()
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	if isSeq && (a.low == 0 || t >= a.chaos) {
+		return a.appendMatchesClosed(dst, hs, t)
+	}
+	return a.appendMatchesWalk(dst, hs, isSeq, t)
+}
+
+// appendMatchesWalk is appendMatches at t (unix nanoseconds) visiting the
+// blocks one by one; a.mu is held.
+func (a *Approx) appendMatchesWalk(dst Overlaps, hs []uint64, isSeq bool, t int64) Overlaps {
 	base := len(dst)
 	var buf [64]uint32
 	alive := buf[:0]
