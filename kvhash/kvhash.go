@@ -84,6 +84,13 @@ func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []ui
 	if littleEndian {
 		w := blockSize * 4
 		all := tokenBytes(tokens[:n*blockSize])
+		if useAVX2 && w >= longMin && w <= blockLen {
+			// All blocks in one call.
+			m := len(dst)
+			dst = dst[:m+n]
+			hashBlocksAVX2(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0])
+			return dst
+		}
 		for i := 0; i < n; i++ {
 			dst = append(dst, k.hash(all[i*w:(i+1)*w]))
 		}

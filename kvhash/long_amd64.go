@@ -11,6 +11,13 @@ package kvhash
 //go:noescape
 func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64)
 
+// hashBlocksAVX2 stores at dst[i] the XXH3-64 of the i-th of n blocks of
+// w bytes from p, 240 < w <= 1024, under the secret whose words, last
+// stripe key and merge key start at key, lastKey and mergeKey.
+//
+//go:noescape
+func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64)
+
 // cpuid returns the CPUID registers of leaf eax, subleaf ecx.
 func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)
 

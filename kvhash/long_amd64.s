@@ -2,15 +2,15 @@
 
 #include "textflag.h"
 
-// STRIPE folds the stripe at (SI) keyed by (DX) into Y0 (lanes 0..3) and
+// STRIPE folds the stripe at (p) keyed by (k) into Y0 (lanes 0..3) and
 // Y1 (lanes 4..7): lane i adds its input word to lane i^1 (VPSHUFD $0x4e
 // swaps the two words of each 128-bit half) and lo32(w^k) * hi32(w^k) to
 // itself.
-#define STRIPE \
-	VMOVDQU  (SI), Y2      \
-	VMOVDQU  32(SI), Y3    \
-	VPXOR    (DX), Y2, Y4  \
-	VPXOR    32(DX), Y3, Y5 \
+#define STRIPE(p, k) \
+	VMOVDQU  (p), Y2       \
+	VMOVDQU  32(p), Y3     \
+	VPXOR    (k), Y2, Y4   \
+	VPXOR    32(k), Y3, Y5 \
 	VPSRLQ   $32, Y4, Y6   \
 	VPSRLQ   $32, Y5, Y7   \
 	VPMULUDQ Y4, Y6, Y6    \
@@ -34,7 +34,7 @@ TEXT ·accumAVX2(SB), NOSPLIT, $0-48
 	JZ      tail
 
 loop:
-	STRIPE
+	STRIPE(SI, DX)
 	ADDQ $64, SI
 	ADDQ $8, DX
 	DECQ CX
@@ -45,11 +45,98 @@ tail:
 	TESTQ SI, SI
 	JZ    done
 	MOVQ  lastKey+40(FP), DX
-	STRIPE
+	STRIPE(SI, DX)
 
 done:
 	VMOVDQU Y0, (AX)
 	VMOVDQU Y1, 32(AX)
+	VZEROUPPER
+	RET
+
+// XXH3's initial accumulators.
+DATA accInit<>+0(SB)/8, $0x00000000C2B2AE3D
+DATA accInit<>+8(SB)/8, $0x9E3779B185EBCA87
+DATA accInit<>+16(SB)/8, $0xC2B2AE3D27D4EB4F
+DATA accInit<>+24(SB)/8, $0x165667B19E3779F9
+DATA accInit<>+32(SB)/8, $0x85EBCA77C2B2AE63
+DATA accInit<>+40(SB)/8, $0x0000000085EBCA77
+DATA accInit<>+48(SB)/8, $0x27D4EB2F165667C5
+DATA accInit<>+56(SB)/8, $0x000000009E3779B1
+GLOBL accInit<>(SB), RODATA|NOPTR, $64
+
+// MERGE2 adds mulFold of the two words of X to R13 (AX, CX, DX clobbered).
+#define MERGE2(x) \
+	VMOVQ   x, AX       \
+	VPEXTRQ $1, x, CX   \
+	MULQ    CX          \
+	XORQ    DX, AX      \
+	ADDQ    AX, R13
+
+// func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64)
+//
+// For each of the n blocks of w bytes from p (240 < w <= 1024: no
+// scramble), accumulates its (w-1)/64 whole stripes and its last stripe,
+// merges, avalanches, and stores the hash at dst.
+TEXT ·hashBlocksAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), BX
+	MOVQ w+24(FP), R8
+	MOVQ key+32(FP), R9
+	LEAQ -1(R8), R10
+	SHRQ $6, R10          // whole stripes per block
+	MOVQ $0x9E3779B185EBCA87, R11
+	IMULQ R8, R11         // w * prime64_1
+	TESTQ BX, BX
+	JZ   blocksDone
+
+block:
+	VMOVDQU accInit<>+0(SB), Y0
+	VMOVDQU accInit<>+32(SB), Y1
+	MOVQ    SI, R12
+	MOVQ    R9, DX
+	MOVQ    R10, CX
+	TESTQ   CX, CX
+	JZ      lastStripe
+
+stripes:
+	STRIPE(R12, DX)
+	ADDQ $64, R12
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  stripes
+
+lastStripe:
+	LEAQ -64(SI)(R8*1), R12
+	MOVQ lastKey+40(FP), CX
+	STRIPE(R12, CX)
+	MOVQ         mergeKey+48(FP), CX
+	VPXOR        (CX), Y0, Y0
+	VPXOR        32(CX), Y1, Y1
+	MOVQ         R11, R13
+	MERGE2(X0)
+	VEXTRACTI128 $1, Y0, X2
+	MERGE2(X2)
+	MERGE2(X1)
+	VEXTRACTI128 $1, Y1, X2
+	MERGE2(X2)
+
+	// Avalanche.
+	MOVQ  R13, AX
+	SHRQ  $37, AX
+	XORQ  AX, R13
+	MOVQ  $0x165667919E3779F9, AX
+	IMULQ AX, R13
+	MOVQ  R13, AX
+	SHRQ  $32, AX
+	XORQ  AX, R13
+	MOVQ  R13, (DI)
+	ADDQ  $8, DI
+	ADDQ  R8, SI
+	DECQ  BX
+	JNZ   block
+
+blocksDone:
 	VZEROUPPER
 	RET
 

@@ -8,3 +8,7 @@ var useAVX2 = false
 func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64) {
 	panic("kvhash: accumAVX2 without AVX2")
 }
+
+func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64) {
+	panic("kvhash: hashBlocksAVX2 without AVX2")
+}

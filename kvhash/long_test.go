@@ -9,7 +9,8 @@ import (
 
 // TestHashLongMatchesXXH3 holds longKeys.hash (hashLong past 240 bytes)
 // equal to xxh3.HashSeed over random inputs of every length from 0 to
-// 4 KiB (four secret blocks: the scramble and partial last blocks) under
+// 4 KiB, and so hashBlocksAVX2 at every block length it takes (241 to
+// 1024 bytes) (four secret blocks: the scramble and partial last blocks) under
 // the default, zero, salted and random seeds.
 func TestHashLongMatchesXXH3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 6))
@@ -30,6 +31,18 @@ func TestHashLongMatchesXXH3(t *testing.T) {
 			b := buf[off : off+n]
 			if got, want := k.hash(b), xxh3.HashSeed(b, seed); got != want {
 				t.Fatalf("seed %d, %d bytes: got %d, want %d", seed, n, got, want)
+			}
+		}
+		// hashBlocksAVX2: three consecutive blocks of every length it
+		// takes.
+		var got [3]uint64
+		for w := longMin; w <= blockLen; w++ {
+			b := buf[rng.IntN(len(buf)-3*w+1):][:3*w]
+			hashBlocksAVX2(&got[0], &b[0], 3, w, &k.w[0], &k.last[0], &k.merge[0])
+			for i, h := range got {
+				if want := xxh3.HashSeed(b[i*w:(i+1)*w], seed); h != want {
+					t.Fatalf("seed %d, block %d of %d bytes: got %d, want %d", seed, i, w, h, want)
+				}
 			}
 		}
 	}
