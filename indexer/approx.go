@@ -1,7 +1,6 @@
 package indexer
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -118,7 +117,19 @@ func (e *aentry) find(slot uint32) (int, bool) {
 		}
 		return len(ms), false
 	}
-	return slices.BinarySearchFunc(e.members, slot, func(m amember, s uint32) int { return cmp.Compare(m.slot, s) })
+	// Bisection written out: slices.BinarySearchFunc calls its compare
+	// function per step.
+	ms := e.members
+	lo, hi := 0, len(ms)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ms[m].slot < slot {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(ms) && ms[lo].slot == slot
 }
 
 // Insert records that worker w now holds the blocks of locals (a routed
