@@ -13,10 +13,12 @@ func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey 
 
 // hashBlocksAVX2 stores at dst[i] the XXH3-64 of the i-th of n blocks of
 // w bytes from p, 240 < w <= 1024, under the secret whose words, last
-// stripe key and merge key start at key, lastKey and mergeKey.
+// stripe key and merge key start at key, lastKey and mergeKey; with
+// seqDst not nil, it stores their sequence-hash chain at seqDst[i]
+// (seqNext with the keys flipLo and flipHi).
 //
 //go:noescape
-func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64)
+func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64)
 
 // cpuid returns the CPUID registers of leaf eax, subleaf ecx.
 func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)

@@ -72,30 +72,42 @@ GLOBL accInit<>(SB), RODATA|NOPTR, $64
 	XORQ    DX, AX      \
 	ADDQ    AX, R13
 
-// func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64)
+// AVALANCHE is XXH3's final mix of r (AX, CX clobbered).
+#define AVALANCHE(r) \
+	MOVQ  r, AX                  \
+	SHRQ  $37, AX                \
+	XORQ  AX, r                  \
+	MOVQ  $0x165667919E3779F9, AX \
+	IMULQ AX, r                  \
+	MOVQ  r, AX                  \
+	SHRQ  $32, AX                \
+	XORQ  AX, r
+
+// func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64)
 //
 // For each of the n blocks of w bytes from p (240 < w <= 1024: no
 // scramble), accumulates its (w-1)/64 whole stripes and its last stripe,
-// merges, avalanches, and stores the hash at dst.
-TEXT ·hashBlocksAVX2(SB), NOSPLIT, $0-56
-	MOVQ dst+0(FP), DI
-	MOVQ p+8(FP), SI
-	MOVQ n+16(FP), BX
-	MOVQ w+24(FP), R8
-	MOVQ key+32(FP), R9
-	LEAQ -1(R8), R10
-	SHRQ $6, R10          // whole stripes per block
-	MOVQ $0x9E3779B185EBCA87, R11
-	IMULQ R8, R11         // w * prime64_1
+// merges, avalanches, and stores the hash at dst. With seqDst not nil it
+// also stores the sequence-hash chain of those hashes there (seqNext
+// inline, flipLo and flipHi its keys): the chain is serial, and beside
+// the next block's hashing its latency costs nothing.
+TEXT ·hashBlocksAVX2(SB), NOSPLIT, $0-80
+	MOVQ  dst+0(FP), DI
+	MOVQ  p+8(FP), SI
+	MOVQ  n+16(FP), BX
+	MOVQ  w+24(FP), R8
+	MOVQ  key+32(FP), R9
+	MOVQ  seqDst+56(FP), R10
 	TESTQ BX, BX
-	JZ   blocksDone
+	JZ    blocksDone
 
 block:
 	VMOVDQU accInit<>+0(SB), Y0
 	VMOVDQU accInit<>+32(SB), Y1
 	MOVQ    SI, R12
 	MOVQ    R9, DX
-	MOVQ    R10, CX
+	LEAQ    -1(R8), CX
+	SHRQ    $6, CX         // whole stripes
 	TESTQ   CX, CX
 	JZ      lastStripe
 
@@ -107,34 +119,53 @@ stripes:
 	JNZ  stripes
 
 lastStripe:
-	LEAQ -64(SI)(R8*1), R12
-	MOVQ lastKey+40(FP), CX
+	LEAQ         -64(SI)(R8*1), R12
+	MOVQ         lastKey+40(FP), CX
 	STRIPE(R12, CX)
 	MOVQ         mergeKey+48(FP), CX
 	VPXOR        (CX), Y0, Y0
 	VPXOR        32(CX), Y1, Y1
-	MOVQ         R11, R13
+	MOVQ         $0x9E3779B185EBCA87, R13
+	IMULQ        R8, R13   // w * prime64_1
 	MERGE2(X0)
 	VEXTRACTI128 $1, Y0, X2
 	MERGE2(X2)
 	MERGE2(X1)
 	VEXTRACTI128 $1, Y1, X2
 	MERGE2(X2)
+	AVALANCHE(R13)
+	MOVQ         R13, (DI)
+	ADDQ         $8, DI
+	ADDQ         R8, SI
 
-	// Avalanche.
-	MOVQ  R13, AX
-	SHRQ  $37, AX
-	XORQ  AX, R13
-	MOVQ  $0x165667919E3779F9, AX
-	IMULQ AX, R13
-	MOVQ  R13, AX
-	SHRQ  $32, AX
-	XORQ  AX, R13
-	MOVQ  R13, (DI)
-	ADDQ  $8, DI
-	ADDQ  R8, SI
-	DECQ  BX
-	JNZ   block
+	// The sequence hash: the local hash itself for the first block, else
+	// XXH3-64 of LE64(previous) || LE64(local) under the default seed.
+	TESTQ R10, R10
+	JZ    next
+	CMPQ  BX, n+16(FP)
+	JEQ   seqStore
+	MOVQ  R11, AX
+	XORQ  flipLo+64(FP), AX // lo
+	MOVQ  R13, CX
+	XORQ  flipHi+72(FP), CX // hi
+	MOVQ  AX, R12
+	BSWAPQ R12
+	MULQ  CX
+	XORQ  DX, AX
+	ADDQ  CX, AX
+	ADDQ  R12, AX
+	ADDQ  $16, AX
+	MOVQ  AX, R13
+	AVALANCHE(R13)
+
+seqStore:
+	MOVQ R13, R11
+	MOVQ R13, (R10)
+	ADDQ $8, R10
+
+next:
+	DECQ BX
+	JNZ  block
 
 blocksDone:
 	VZEROUPPER

@@ -9,6 +9,6 @@ func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey 
 	panic("kvhash: accumAVX2 without AVX2")
 }
 
-func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey *uint64) {
+func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
 	panic("kvhash: hashBlocksAVX2 without AVX2")
 }

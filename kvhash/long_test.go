@@ -2,6 +2,7 @@ package kvhash
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -38,18 +39,23 @@ func TestHashLongMatchesXXH3(t *testing.T) {
 		var got [3]uint64
 		for w := longMin; w <= blockLen; w++ {
 			b := buf[rng.IntN(len(buf)-3*w+1):][:3*w]
-			hashBlocksAVX2(&got[0], &b[0], 3, w, &k.w[0], &k.last[0], &k.merge[0])
+			var seqs [3]uint64
+			hashBlocksAVX2(&got[0], &b[0], 3, w, &k.w[0], &k.last[0], &k.merge[0], &seqs[0], seqFlipLo, seqFlipHi)
 			for i, h := range got {
 				if want := xxh3.HashSeed(b[i*w:(i+1)*w], seed); h != want {
 					t.Fatalf("seed %d, block %d of %d bytes: got %d, want %d", seed, i, w, h, want)
 				}
+			}
+			if want := SeqHashes(got[:]); !slices.Equal(seqs[:], want) {
+				t.Fatalf("seed %d, blocks of %d bytes: chain %v, want %v", seed, w, seqs, want)
 			}
 		}
 	}
 }
 
 // TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
-// equal to Local (xxh3.HashSeed per block) at block sizes on both sides of
+// equal to Local (xxh3.HashSeed per block), and AppendLocalSeq to
+// AppendLocal and SeqHashes, at block sizes on both sides of
 // the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
 // and without AVX2.
 func TestAppendLocalMatchesLocal(t *testing.T) {
@@ -67,6 +73,15 @@ func TestAppendLocalMatchesLocal(t *testing.T) {
 				got := AppendLocal(nil, toks, bs, seed)
 				if len(got) != len(toks)/bs {
 					t.Fatalf("B=%d: %d blocks, want %d", bs, len(got), len(toks)/bs)
+				}
+				// AppendLocalSeq after what the buffers already hold.
+				pre := []uint64{7, 8}
+				locals, seqs := AppendLocalSeq(pre[:1:1], pre[1:], toks, bs, seed)
+				if !slices.Equal(locals[1:], got) || locals[0] != 7 {
+					t.Fatalf("le=%v B=%d: AppendLocalSeq locals differ from AppendLocal", le, bs)
+				}
+				if want := SeqHashes(got); !slices.Equal(seqs[1:], want) || seqs[0] != 8 {
+					t.Fatalf("le=%v B=%d: AppendLocalSeq chain differs from SeqHashes", le, bs)
 				}
 				for i, h := range got {
 					if want := xxh3.HashSeed(tokenBytesLE(toks[i*bs:(i+1)*bs]), seed); h != want {
