@@ -60,6 +60,17 @@ type Approx struct {
 	// maxExp of the last event that may have broken the closure.
 	maxExp, chaos int64
 	low           int
+
+	// last caches the entries of the blocks of recent Inserts, by
+	// position in the prompt: consecutive prompts often share a prefix (a
+	// system prompt, a conversation's history), whose blocks then need no
+	// map probe. An item is used only if its entry still holds that block.
+	last []lastEntry
+}
+
+type lastEntry struct {
+	seq uint64
+	ei  uint32
 }
 
 type aentry struct {
@@ -177,11 +188,20 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			seq = kvhash.SeqNext(seq, h)
 		}
 		var ei uint32
-		if k, ok := a.m.find(seq); ok {
-			ei = a.m.s[k].v
+		if i < len(a.last) && a.last[i].seq == seq && a.live(a.last[i].ei, seq) {
+			ei = a.last[i].ei
 		} else {
-			ei = a.newEntry(seq)
-			a.m.putAt(k, seq, ei)
+			if k, ok := a.m.find(seq); ok {
+				ei = a.m.s[k].v
+			} else {
+				ei = a.newEntry(seq)
+				a.m.putAt(k, seq, ei)
+			}
+			if i < len(a.last) {
+				a.last[i] = lastEntry{seq: seq, ei: ei}
+			} else {
+				a.last = append(a.last, lastEntry{seq: seq, ei: ei})
+			}
 		}
 		e := &a.entries[ei]
 		j, ok := e.find(slot)
@@ -242,6 +262,13 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			panic(err)
 		}
 	}
+}
+
+// live reports whether entry ei is in the map under seq (a freed entry
+// has no members; a reused one, another seq).
+func (a *Approx) live(ei uint32, seq uint64) bool {
+	e := &a.entries[ei]
+	return e.seq == seq && len(e.members) > 0
 }
 
 func (a *Approx) newEntry(seq uint64) uint32 {
@@ -418,7 +445,8 @@ func (a *Approx) Stats() ApproxStats {
 		int64(a.memberCap)*int64(unsafe.Sizeof(amember{})) +
 		a.m.bytes() +
 		int64(cap(a.nodes))*int64(unsafe.Sizeof(anode{})) +
-		int64(cap(a.freeEntry))*4
+		int64(cap(a.freeEntry))*4 +
+		int64(cap(a.last))*int64(unsafe.Sizeof(lastEntry{}))
 	return ApproxStats{
 		Blocks: a.blocks, Nodes: a.m.len(), Workers: len(a.slots.ids), Bytes: bytes,
 		Expired: a.expired, Pruned: a.pruned,
