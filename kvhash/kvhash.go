@@ -94,13 +94,17 @@ func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize in
 		return dst, seqs
 	}
 	m := len(dst)
-	// One secret for every block (long.go).
-	k := newLongKeys(seed)
+	w := blockSize * 4
+	// Blocks that read the seeded secret: derive it once (long.go).
+	var k longKeys
+	long := useAVX2 && w >= longMin && w <= blockLen
+	if long {
+		k = newLongKeys(seed)
+	}
 	if littleEndian {
-		w := blockSize * 4
 		all := tokenBytes(tokens[:n*blockSize])
-		if useAVX2 && w >= longMin && w <= blockLen {
-			// All blocks in one call.
+		if long {
+			// All blocks in one call, and the chain beside them.
 			dst = dst[:m+n]
 			var sd *uint64
 			if withSeq {
@@ -112,19 +116,23 @@ func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize in
 			return dst, seqs
 		}
 		for i := 0; i < n; i++ {
-			dst = append(dst, k.hash(all[i*w:(i+1)*w]))
+			dst = append(dst, xxh3.HashSeed(all[i*w:(i+1)*w], seed))
 		}
 	} else {
 		var stack [maxStackBlock * 4]byte
 		var buf []byte
 		if blockSize <= maxStackBlock {
-			buf = stack[:blockSize*4]
+			buf = stack[:w]
 		} else {
-			buf = make([]byte, blockSize*4)
+			buf = make([]byte, w)
 		}
 		for i := 0; i < n; i++ {
 			putTokens(buf, tokens[i*blockSize:(i+1)*blockSize])
-			dst = append(dst, k.hash(buf))
+			if long {
+				dst = append(dst, k.hash(buf))
+			} else {
+				dst = append(dst, xxh3.HashSeed(buf, seed))
+			}
 		}
 	}
 	if withSeq {

@@ -2,7 +2,6 @@ package kvhash
 
 import (
 	"encoding/binary"
-	"math/bits"
 
 	"github.com/zeebo/xxh3"
 )
@@ -10,14 +9,15 @@ import (
 // XXH3-64 of an input longer than 240 bytes (a block of more than 60
 // tokens) reads a 192-byte secret derived from the seed (DESIGN.md §1).
 // xxh3.HashSeed derives it again for every call, which cost more than
-// hashing a 64-token block itself; AppendLocal hashes every block of a
+// hashing a 64-token block itself. AppendLocal hashes every block of a
 // prompt under one seed, so it derives the secret once per call
-// (longKeys) and hashes each block with hashLong, written from the public
-// XXH3 specification, whose stripes run in AVX2 (long_amd64.s). Inputs of
-// at most 240 bytes take no secret and still go to xxh3.HashSeed, as do
-// all inputs on machines without AVX2. TestHashLongMatchesXXH3 holds
-// hashLong equal to xxh3.HashSeed over random inputs of every length up
-// to 4 KiB.
+// (longKeys), and hashes blocks of 241 to 1024 bytes (61 to 256 tokens,
+// one secret block: no scramble) in one AVX2 loop (hashBlocksAVX2 in
+// long_amd64.s), written from the public XXH3 specification. Shorter
+// inputs take no secret, and longer ones spend little on it, so they
+// still go to xxh3.HashSeed, as do all inputs on machines without AVX2.
+// TestHashLongMatchesXXH3 holds the loop equal to xxh3.HashSeed at every
+// length it takes, under several seeds.
 
 // specSecret is the XXH3 specification's default secret (kSecret), as
 // little-endian words.
@@ -41,24 +41,14 @@ const (
 	// the last stripe and the final merge read.
 	lastStripeKey = 192 - stripeLen - 7
 	mergeKey      = 11
-	// longMin is the shortest input of the long path.
+	// longMin is the shortest input that reads the secret.
 	longMin = 241
-
-	prime32_1 uint64 = 0x9E3779B1
-	prime32_2 uint64 = 0x85EBCA77
-	prime32_3 uint64 = 0xC2B2AE3D
-	prime64_1 uint64 = 0x9E3779B185EBCA87
-	prime64_2 uint64 = 0xC2B2AE3D27D4EB4F
-	prime64_3 uint64 = 0x165667B19E3779F9
-	prime64_4 uint64 = 0x85EBCA77C2B2AE63
-	prime64_5 uint64 = 0x27D4EB2F165667C5
 )
 
 // longKeys is the secret of one seed, laid out as the long path reads it.
 type longKeys struct {
 	seed uint64
-	// w are the secret's words: stripe n of a block reads w[n:n+8], the
-	// scramble w[16:24].
+	// w are the secret's words: stripe n of a block reads w[n:n+8].
 	w [secretWords]uint64
 	// last is the key of an input's last stripe (secret bytes 121..184),
 	// merge that of the final merge (bytes 11..74): not word-aligned.
@@ -88,44 +78,12 @@ func newLongKeys(seed uint64) longKeys {
 
 // hash is xxh3.HashSeed(b, k.seed).
 func (k *longKeys) hash(b []byte) uint64 {
-	if len(b) < longMin || !useAVX2 {
+	if !useAVX2 || len(b) < longMin || len(b) > blockLen {
+		// Past one secret block (256 tokens) the derivation is a small
+		// part of the work, and xxh3 has an AVX-512 loop.
 		return xxh3.HashSeed(b, k.seed)
 	}
-	return hashLong(b, k)
-}
-
-// hashLong is XXH3-64 of b (longer than 240 bytes) under k.
-func hashLong(b []byte, k *longKeys) uint64 {
-	acc := [8]uint64{prime32_3, prime64_1, prime64_2, prime64_3, prime64_4, prime32_2, prime64_5, prime32_1}
-	n := len(b)
-	p := b
-	for range (n - 1) / blockLen {
-		accumAVX2(&acc, &p[0], stripesPerBlock, &k.w[0], nil, nil)
-		// The scramble closes each full block.
-		for i := range acc {
-			a := acc[i]
-			acc[i] = (a ^ a>>47 ^ k.w[stripesPerBlock+i]) * prime32_1
-		}
-		p = p[blockLen:]
-	}
-	// The stripes of the last block that end before the input's last
-	// byte, then the last stripe, which ends at the input's end
-	// (overlapping them).
-	accumAVX2(&acc, &p[0], (len(p)-1)/stripeLen, &k.w[0], &b[n-stripeLen], &k.last[0])
-	m := &k.merge
-	h := uint64(n)*prime64_1 + mulFold(acc[0]^m[0], acc[1]^m[1]) + mulFold(acc[2]^m[2], acc[3]^m[3]) +
-		mulFold(acc[4]^m[4], acc[5]^m[5]) + mulFold(acc[6]^m[6], acc[7]^m[7])
-	return avalanche(h)
-}
-
-func mulFold(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
-}
-
-// avalanche is XXH3's final mix (seqNext inlines the same).
-func avalanche(h uint64) uint64 {
-	h ^= h >> 37
-	h *= primeMX1
-	return h ^ h>>32
+	var h uint64
+	hashBlocksAVX2(&h, &b[0], 1, len(b), &k.w[0], &k.last[0], &k.merge[0], nil, 0, 0)
+	return h
 }

@@ -2,15 +2,6 @@
 
 package kvhash
 
-// accumAVX2 folds n consecutive 64-byte stripes from p into acc, stripe i
-// keyed by the 8 words from key+8i bytes, then, if last is not nil, the
-// stripe at last keyed by lastKey (XXH3's accumulate step: each lane adds
-// its input word to its neighbour and the product of the 32-bit halves of
-// the word xor its key to itself).
-//
-//go:noescape
-func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64)
-
 // hashBlocksAVX2 stores at dst[i] the XXH3-64 of the i-th of n blocks of
 // w bytes from p, 240 < w <= 1024, under the secret whose words, last
 // stripe key and merge key start at key, lastKey and mergeKey; with

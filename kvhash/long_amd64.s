@@ -22,37 +22,6 @@
 	VPADDQ   Y6, Y0, Y0    \
 	VPADDQ   Y7, Y1, Y1
 
-// func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64)
-TEXT ·accumAVX2(SB), NOSPLIT, $0-48
-	MOVQ    acc+0(FP), AX
-	MOVQ    p+8(FP), SI
-	MOVQ    n+16(FP), CX
-	MOVQ    key+24(FP), DX
-	VMOVDQU (AX), Y0
-	VMOVDQU 32(AX), Y1
-	TESTQ   CX, CX
-	JZ      tail
-
-loop:
-	STRIPE(SI, DX)
-	ADDQ $64, SI
-	ADDQ $8, DX
-	DECQ CX
-	JNZ  loop
-
-tail:
-	MOVQ  last+32(FP), SI
-	TESTQ SI, SI
-	JZ    done
-	MOVQ  lastKey+40(FP), DX
-	STRIPE(SI, DX)
-
-done:
-	VMOVDQU Y0, (AX)
-	VMOVDQU Y1, 32(AX)
-	VZEROUPPER
-	RET
-
 // XXH3's initial accumulators.
 DATA accInit<>+0(SB)/8, $0x00000000C2B2AE3D
 DATA accInit<>+8(SB)/8, $0x9E3779B185EBCA87

@@ -5,10 +5,6 @@ package kvhash
 // useAVX2 is false off amd64: every block goes to xxh3.HashSeed.
 var useAVX2 = false
 
-func accumAVX2(acc *[8]uint64, p *byte, n int, key *uint64, last *byte, lastKey *uint64) {
-	panic("kvhash: accumAVX2 without AVX2")
-}
-
 func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
 	panic("kvhash: hashBlocksAVX2 without AVX2")
 }

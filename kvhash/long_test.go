@@ -8,10 +8,9 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// TestHashLongMatchesXXH3 holds longKeys.hash (hashLong past 240 bytes)
-// equal to xxh3.HashSeed over random inputs of every length from 0 to
-// 4 KiB, and so hashBlocksAVX2 at every block length it takes (241 to
-// 1024 bytes) (four secret blocks: the scramble and partial last blocks) under
+// TestHashLongMatchesXXH3 holds longKeys.hash equal to xxh3.HashSeed over
+// random inputs of every length from 0 to 4 KiB, and hashBlocksAVX2, with
+// its sequence chain, at every block length it takes (241 to 1024 bytes) (four secret blocks: the scramble and partial last blocks) under
 // the default, zero, salted and random seeds.
 func TestHashLongMatchesXXH3(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 6))
