@@ -27,7 +27,7 @@ func newSimCmd() *cobra.Command {
 		onboardCost                                        bool
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
 		asJSON, quiet, findCap, full                       bool
-		speed, capScale                                    float64
+		speed, capScale, loadJitter                        float64
 		seedList                                           string
 	)
 	c := &cobra.Command{
@@ -139,7 +139,7 @@ flags and --seed always give the same figures.`,
 			cfg.KeepSamples = outDir != ""
 			out := cmd.OutOrStdout()
 			if seedList != "" {
-				return simSeedsMain(cmd, cfg, names, seedList, fractions, capPolicy, capScale, quiet, asJSON, outDir, preset)
+				return simSeedsMain(cmd, cfg, names, seedList, loadJitter, fractions, capPolicy, capScale, quiet, asJSON, outDir, preset)
 			}
 			errOut := cmd.ErrOrStderr()
 			// With --json, stdout carries the JSON alone.
@@ -201,6 +201,7 @@ flags and --seed always give the same figures.`,
 	f.DurationVar(&cfg.MetricsDelay, "metrics-delay", cfg.MetricsDelay, "simulated delay of worker KV usage reports (busy thresholds)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random source")
 	f.StringVar(&seedList, "seeds", "", "with --loads: run every cell at each of these seeds (e.g. 1,2,3) and print per policy the mean and range, and per cell a verdict on the means that says when kv's loss is within seed noise, beside each seed's strict verdict")
+	f.Float64Var(&loadJitter, "load-jitter", 0, "with --seeds: run the i-th of n seeds at (1 + J*d_i) times each load's rate, d_i evenly in [-1, 1] (e.g. 0.001: the seed alone changes only random tie draws)")
 	f.IntVar(&cfg.Parallel, "parallel", 0, "policies simulated at once (0 = GOMAXPROCS)")
 	// Engine.
 	f.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "KV block size in tokens (engines and router)")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,7 @@ func TestSimSeedsErrors(t *testing.T) {
 		{"--seeds", "1,x", "--loads", "0.7"},
 		{"--seeds", "1,2"}, // no --loads
 		{"--seeds", "1,2", "--loads", "0.7", "--seed", "3"},
+		{"--seeds", "1,2", "--loads", "0.7", "--load-jitter", "-0.1"},
 	} {
 		root := newRootCmd()
 		var out bytes.Buffer
@@ -84,5 +86,66 @@ func TestSimSeedsErrors(t *testing.T) {
 		if err := root.Execute(); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// --load-jitter moves each seed's rate by a printed capacity scale, and
+// that scale with --seed reproduces the run.
+func TestSimSeedsJitter(t *testing.T) {
+	tr := writeSimTestTrace(t)
+	args := []string{"--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--policies", "kv,random", "--loads", "0.7"}
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"sim", "--seeds", "1,2,3", "--load-jitter", "0.01", "--json"}, args...))
+	if err := root.Execute(); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	var got struct {
+		Traces []struct {
+			Capacity struct {
+				RateScale float64 `json:"rate_scale"`
+			} `json:"capacity"`
+			Runs []struct {
+				Reports []struct {
+					RateScale float64     `json:"rate_scale"`
+					Policies  []seedsTTFT `json:"policies"`
+				} `json:"reports"`
+			} `json:"runs"`
+		} `json:"traces"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	runs, c := got.Traces[0].Runs, got.Traces[0].Capacity.RateScale
+	for i, d := range []float64{-1, 0, 1} {
+		want := 0.7 * c * (1 + 0.01*d)
+		if r := runs[i].Reports[0].RateScale; math.Abs(r-want) > 1e-9*want {
+			t.Errorf("seed %d: rate scale %v, want %v", i+1, r, want)
+		}
+	}
+	line := ""
+	for _, l := range strings.Split(errOut.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "seed 3: --capacity-rate-scale ") {
+			line = strings.TrimPrefix(strings.TrimSpace(l), "seed 3: --capacity-rate-scale ")
+		}
+	}
+	if line == "" {
+		t.Fatalf("no capacity scale for seed 3 in:\n%s", errOut.String())
+	}
+	var one struct {
+		Traces []struct {
+			Reports []struct {
+				Policies []seedsTTFT `json:"policies"`
+			} `json:"reports"`
+		} `json:"traces"`
+	}
+	js := runSimCmd(t, append(args, "--seed", "3", "--capacity-rate-scale", line, "--json")...)
+	if err := json.Unmarshal([]byte(js), &one); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := runs[2].Reports[0].Policies, one.Traces[0].Reports[0].Policies; a[0] != b[0] || a[1] != b[1] {
+		t.Errorf("seed 3 with jitter %+v, alone %+v", a, b)
 	}
 }
