@@ -67,6 +67,13 @@ gets its own capacity, a table of TTFT p50/p99 and hit rate / pooled bound
 per load and policy, and a verdict per load: does kv have the best TTFT p50
 and p99 of all policies and a hit rate >= 0.9 of the pooled bound?
 
+Chance: --seeds 1,2,3 (with --loads) runs every cell once per seed and
+prints each policy's mean and [min, max], each seed's strict verdict and a
+verdict on the means: NOISE when kv loses a mean but not at every seed.
+A seed alone changes only random tie draws, which on an idle fleet pick
+among equivalent workers, so most cells come out identical; add
+--load-jitter 0.001 to run the seeds at rates 0.1% apart as well.
+
 The router knobs (--cost, --imposed-weight, --predict-ttl, --overlap-credit,
 ...) apply to kv, approx and load; --preset dynamo switches them to
 Dynamo's block cost and defaults (explicit flags still override).
@@ -75,6 +82,7 @@ With --json stdout carries the JSON alone (text goes to stderr). The same
 flags and --seed always give the same figures.`,
 		Example: `  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
   kvrouter sim --traces conversation,synth --loads 0.7 --preset dynamo
+  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
   kvrouter sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
   kvrouter sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

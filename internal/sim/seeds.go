@@ -153,8 +153,8 @@ func JudgeSeeds(reps []Report, seeds []uint64, target Policy, traceName string, 
 }
 
 // String is the one-line seed verdict, e.g. "conversation @70%: NOISE
-// strict 2/3 (s1 FAIL, s2 PASS, s3 PASS)  p50 kv 195ms > approx 194ms,
-// worse at 1/3 seeds  p99 ok  hit/pooled 0.926 [ok]".
+// strict 2/3 (s1 FAIL, s2 PASS, s3 PASS)  p50 kv 195ms > approx 194ms
+// (+0.12ms), worse at 1/3 seeds  p99 ok  hit/pooled 0.926 [ok]".
 func (sv SeedVerdict) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s @%s: %s  strict %d/%d (", sv.Trace, loadLabel(sv.Load), sv.Result, sv.StrictPass, len(sv.Seeds))
@@ -181,7 +181,7 @@ func (sv SeedVerdict) String() string {
 			return
 		}
 		for _, w := range ws {
-			fmt.Fprintf(&b, "  %s %s %s > %s %s, worse at %d/%d seeds", name, sv.Target, ms(mine), w.Policy, ms(w.Mean), w.WorseSeeds, len(sv.Seeds))
+			fmt.Fprintf(&b, "  %s %s %s > %s %s (+%.2fms), worse at %d/%d seeds", name, sv.Target, ms(mine), w.Policy, ms(w.Mean), mine-w.Mean, w.WorseSeeds, len(sv.Seeds))
 		}
 	}
 	figure("p50", me.P50.Mean, sv.WorseP50)

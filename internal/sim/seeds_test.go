@@ -27,7 +27,7 @@ func TestJudgeSeeds(t *testing.T) {
 	if s := sv.Stats[0].P50; s.Mean != 101 || s.Min != 100 || s.Max != 102 {
 		t.Errorf("kv p50 spread %+v", s)
 	}
-	want := "t @70%: NOISE  strict 1/3 (s1 FAIL, s2 FAIL, s3 PASS)  p50 kv 101ms > approx 100ms, worse at 2/3 seeds  p99 ok  hit/pooled 0.950 [ok]"
+	want := "t @70%: NOISE  strict 1/3 (s1 FAIL, s2 FAIL, s3 PASS)  p50 kv 101ms > approx 100ms (+0.67ms), worse at 2/3 seeds  p99 ok  hit/pooled 0.950 [ok]"
 	if sv.String() != want {
 		t.Errorf("line\n%s\nwant\n%s", sv, want)
 	}
