@@ -132,6 +132,13 @@
 //   - azure-conv 90%, p99: chance. kv and approx swap figures between seeds
 //     1 and 2 (1450 / 1319 and 1319 / 1450 ms; equal means).
 //
+// `kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --limit 4000 --seeds 1,2,3
+// --load-jitter 0.001`: 8 cells pass on the means, 2 lose within noise
+// (azure-conv 70% p50 56.2 vs 56.1 ms, worse at 1 of 3; 90% p50 82.5 vs
+// 81.8 ms, worse at 2 of 3, with kv's p99 better: 1315 vs 1350 ms), 2 fail
+// (conversation 70% p50, azure-conv 50% p99: 116 [115, 118] vs load 112
+// [110, 115] ms); strict verdicts 9, 8 and 9 of 12.
+//
 // Tried and not kept (all 12 cells, seed 1, kv/approx/load; each derived
 // from the timing model, none tuned): the M/M/1 marginal cost
 // mine*(1/(1-U)^2 - 1) in place of ImposedWeight*mine/(1-U) (5 of 12:
