@@ -56,7 +56,7 @@ type Flash struct {
 	hint         int    // FlashConfig.BlocksPerWorker
 	m            ptable // prefix id -> entry index
 	chunks       []*[fchunkSize]fentry
-	free         uint32     // head of the free-entry list (through fentry.parent)
+	free         []uint32   // free entries, a stack (see newEntry)
 	used         int        // entries in use (not free, not retired)
 	arena        []fmember  // member blocks of entries held by >= 2 workers
 	freeB        [][]uint32 // class -> offsets of free blocks in arena
@@ -148,7 +148,7 @@ var _ Index = (*Flash)(nil)
 // (default 64).
 func NewFlash(cfg FlashConfig) *Flash {
 	cfg = cfg.withDefaults()
-	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
+	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker}
 	f.publish()
 	return f
 }
@@ -163,13 +163,17 @@ func (f *Flash) parentOf(e *fentry) *fentry {
 	return f.at(e.parent)
 }
 
-// newEntry returns the index of a zeroed entry.
+// newEntry returns the index of a zeroed entry: the last one freed, else
+// a fresh one. Free entries are a stack of indexes, not a list threaded
+// through the entries, so that warmStore can load the entries the next
+// stores will take (a list pops one cache miss at a time, each waiting
+// for the one before).
 func (f *Flash) newEntry() uint32 {
 	f.used++
-	if i := f.free; i != noEntry {
-		e := f.at(i)
-		f.free = e.parent
-		*e = fentry{}
+	if n := len(f.free); n > 0 {
+		i := f.free[n-1]
+		f.free = f.free[:n-1]
+		*f.at(i) = fentry{}
 		return i
 	}
 	i := uint32(f.used + f.retiredEntries() - 1)
@@ -342,6 +346,11 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 				sink += f.at(uint32(x) - 1).seq
 			}
 		}
+	}
+	// The free entries new blocks will take (at most one per block).
+	free := f.free[max(0, len(f.free)-len(blocks)):]
+	for _, i := range free {
+		sink += f.at(i).seq
 	}
 	f.sink = sink
 	return seq
@@ -612,7 +621,7 @@ func (f *Flash) Stats() Stats {
 	defer f.mu.RUnlock()
 	bytes := int64(len(f.chunks))*int64(unsafe.Sizeof([fchunkSize]fentry{})) +
 		int64(cap(f.arena))*int64(unsafe.Sizeof(fmember{})) +
-		f.freeBytes() +
+		f.freeBytes() + int64(cap(f.free))*4 +
 		int64(len(f.m.slots))*8 +
 		f.tableBytes() +
 		int64(len(f.tables))*int64(ptrSize+unsafe.Sizeof(kvevents.Worker{}))
