@@ -358,15 +358,28 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 
 // storeBlocks stores blocks (store's loop), cur the entry of the block
 // before them (noEntry at the root).
+//
+// A new entry is published (put) with its member and, when the next block
+// of the chunk will be its child, that child already counted: a member
+// set word is stored atomically (lookups read it without a lock), and an
+// atomic store waits for every store before it to reach the cache, so one
+// per new block instead of three (put, the member, the parent's child
+// count) let a chain's stores overlap their cache misses. pre records
+// that cur's count already includes the block being stored; a block that
+// turns out not to be cur's new child (already held: a repeated hash, or a
+// prefix-id collision) takes the count back.
 func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []kvevents.Block) error {
 	cur := *pcur
 	defer func() { *pcur = cur }()
-	for _, b := range blocks {
+	pre := false
+	for k, b := range blocks {
 		// One probe of the worker's table answers "held already?" and
 		// reserves the slot the block goes to (engines store new blocks,
 		// so this is almost always a miss, the longest probe).
 		ti, held := table.find(b.Hash)
 		if held {
+			f.unpre(pre, cur, slot)
+			pre = false
 			cur = table.s[ti].v
 			continue
 		}
@@ -378,29 +391,57 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		}
 		ei, ok := f.get(seq)
 		var e *fentry
-		i := 0
 		if !ok {
 			ei = f.newEntry()
 			e = f.at(ei)
-			*e = fentry{seq: seq, parent: cur, pos: pos}
+			m := fmember{slot: slot}
+			next := false
+			if k+1 < len(blocks) {
+				_, held := table.find(blocks[k+1].Hash)
+				next = !held
+			}
+			if next {
+				m.kids = 1
+			}
+			*e = fentry{seq: seq, mem: oneWord(m), parent: cur, pos: pos}
 			f.put(seq, ei)
+			if c != nil && !pre {
+				j, _ := f.find(c, slot)
+				f.addKids(c, j, 1)
+			}
+			pre = next
 		} else {
 			e = f.at(ei)
-			if i, held = f.find(e, slot); held {
+			i, held := f.find(e, slot)
+			if held {
+				f.unpre(pre, cur, slot)
+				pre = false
 				cur = ei
 				continue
 			}
-		}
-		f.addMember(e, i, fmember{slot: slot})
-		if c != nil {
-			j, _ := f.find(c, slot)
-			f.addKids(c, j, 1)
+			f.addMember(e, i, fmember{slot: slot})
+			if c != nil && !pre {
+				j, _ := f.find(c, slot)
+				f.addKids(c, j, 1)
+			}
+			pre = false
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
 		cur = ei
 	}
+	f.unpre(pre, cur, slot)
 	return nil
+}
+
+// unpre takes back the child that storeBlocks counted ahead in entry cur
+// when pre is set and the child was not stored.
+func (f *Flash) unpre(pre bool, cur, slot uint32) {
+	if pre {
+		c := f.at(cur)
+		j, _ := f.find(c, slot)
+		f.addKids(c, j, -1)
+	}
 }
 
 // rmKey is a hash of a Removed event with its position (-1 when unknown)

@@ -1,0 +1,58 @@
+package indexer
+
+import (
+	"testing"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
+
+// storeBlocks counts a new entry's child ahead when the next block of the
+// chunk will be it; a next block that turns out held (a repeated hash,
+// a hash the worker holds elsewhere, a chunk boundary) must leave the
+// counts exact. check verifies every child count against the tables.
+func TestFlashStoreCountsChildrenAhead(t *testing.T) {
+	blk := func(h uint64) kvevents.Block { return kvevents.Block{Hash: h, Local: h * 7} }
+	stored := func(w uint64, parent uint64, hs ...uint64) kvevents.Event {
+		ev := kvevents.Event{WorkerID: w, Kind: kvevents.KindStored, HasParent: parent != 0, Parent: parent}
+		for _, h := range hs {
+			ev.Blocks = append(ev.Blocks, blk(h))
+		}
+		return ev
+	}
+	long := make([]uint64, 3*warmSpan+5) // several chunks
+	for i := range long {
+		long[i] = uint64(1000 + i)
+	}
+	cases := []struct {
+		name string
+		evs  []kvevents.Event
+	}{
+		{"chain", []kvevents.Event{stored(1, 0, 1, 2, 3, 4)}},
+		{"repeated-hash", []kvevents.Event{stored(1, 0, 1, 2, 2, 3)}},
+		{"next-held-elsewhere", []kvevents.Event{stored(1, 0, 1, 2, 3), stored(1, 0, 5, 6, 2, 9)}},
+		{"next-held-shared", []kvevents.Event{stored(2, 0, 1, 2, 3), stored(1, 0, 1, 2, 3, 4)}},
+		{"chunks", []kvevents.Event{stored(1, 0, long...), stored(2, 0, long[:warmSpan+1]...)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFlash(FlashConfig{})
+			for i := range c.evs {
+				if err := f.Apply(&c.evs[i]); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				if err := f.Check(); err != nil {
+					t.Fatalf("after event %d: %v", i, err)
+				}
+			}
+			for _, w := range []uint64{1, 2} {
+				f.RemoveWorker(w)
+				if err := f.Check(); err != nil {
+					t.Fatalf("after removing worker %d: %v", w, err)
+				}
+			}
+			if st := f.Stats(); st.Blocks != 0 || st.Nodes != 0 {
+				t.Fatalf("left %d blocks, %d entries", st.Blocks, st.Nodes)
+			}
+		})
+	}
+}
