@@ -366,8 +366,9 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 // per new block instead of three (put, the member, the parent's child
 // count) let a chain's stores overlap their cache misses. pre records
 // that cur's count already includes the block being stored; a block that
-// turns out not to be cur's new child (already held: a repeated hash, or a
-// prefix-id collision) takes the count back.
+// turns out not to be cur's new child (one the worker holds already: a
+// repeated hash, a hash it holds elsewhere, a prefix-id collision; rare)
+// takes the count back.
 func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []kvevents.Block) error {
 	cur := *pcur
 	defer func() { *pcur = cur }()
@@ -395,11 +396,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 			ei = f.newEntry()
 			e = f.at(ei)
 			m := fmember{slot: slot}
-			next := false
-			if k+1 < len(blocks) {
-				_, held := table.find(blocks[k+1].Hash)
-				next = !held
-			}
+			next := k+1 < len(blocks)
 			if next {
 				m.kids = 1
 			}
