@@ -75,10 +75,12 @@ func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
 	f.StringVar(&c.Protocol.BodyMode, "body-mode", c.Protocol.BodyMode, "body mode assumed when Envoy sends no protocol_config: full-duplex-streamed, buffered, streamed or none")
 	f.StringVar(&c.Protocol.DestinationNamespace, "destination-namespace", c.Protocol.DestinationNamespace, "dynamic metadata namespace of the picked endpoint")
 	f.StringVar(&c.Protocol.SubsetNamespace, "subset-namespace", c.Protocol.SubsetNamespace, "filter metadata namespace of the endpoint subset hint")
+	f.IntVar(&c.Protocol.Fallbacks, "fallbacks", c.Protocol.Fallbacks, "fallback endpoints listed after the pick (ip:port,ip:port,...), next cheapest first, for a proxy that retries; the one it reports as served carries the load (0: the pick alone)")
 	f.StringVar(&c.Pool.Selector, "pool-selector", c.Pool.Selector, "InferencePool pod label selector (app=vllm); empty = no pod discovery")
 	f.StringVar(&c.Pool.Namespace, "pool-namespace", c.Pool.Namespace, "namespace of the InferencePool's pods")
 	f.IntVar(&c.Pool.TargetPort, "pool-target-port", c.Pool.TargetPort, "the model servers' port (InferencePool targetPorts)")
 	f.StringVar(&c.Pool.Kubeconfig, "kubeconfig", c.Pool.Kubeconfig, "kubeconfig file (default: in-cluster service account)")
 	f.DurationVar(&c.Pool.Resync, "pool-resync", c.Pool.Resync, "re-deliver every pod this often (0 = never)")
+	f.IntVar(&c.Pool.ZMQReplayPort, "pool-zmq-replay-port", c.Pool.ZMQReplayPort, "with a dialled PUB, ask tcp://POD_IP:PORT (vLLM replay_endpoint) for missed batches on a sequence gap instead of clearing the pod's blocks; 0 = no replay, unless a pod is annotated kvrouter.io/zmq-replay-endpoint")
 	f.IntVar(&c.Pool.ZMQPort, "pool-zmq-port", c.Pool.ZMQPort, "dial each ready pod's KV-event PUB at tcp://POD_IP:PORT (vLLM endpoint tcp://*:PORT); 0 = only pods annotated kvrouter.io/zmq-endpoint")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func TestEPPPrintConfig(t *testing.T) {
 	c := newEPPCmd()
 	var out bytes.Buffer
 	c.SetOut(&out)
-	c.SetArgs([]string{"--print-config", "--grpc-addr", "127.0.0.1:7000", "--pool-selector", "app=x", "--body-mode", "buffered"})
+	c.SetArgs([]string{"--print-config", "--grpc-addr", "127.0.0.1:7000", "--pool-selector", "app=x", "--body-mode", "buffered", "--fallbacks", "2"})
 	if err := c.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,22 @@ func TestEPPPrintConfig(t *testing.T) {
 	if err := app.LoadFile(f, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.GRPCAddr != "127.0.0.1:7000" || back.Pool.Selector != "app=x" || back.Protocol.BodyMode != "buffered" {
+	if back.GRPCAddr != "127.0.0.1:7000" || back.Pool.Selector != "app=x" || back.Protocol.BodyMode != "buffered" || back.Protocol.Fallbacks != 2 {
 		t.Fatalf("round trip: %+v", back)
+	}
+}
+
+// TestEPPFallbacksRange: --fallbacks outside [0, MaxFallbacks] is refused
+// with a message naming it.
+func TestEPPFallbacksRange(t *testing.T) {
+	for _, v := range []string{"-1", "17"} {
+		c := newEPPCmd()
+		c.SetOut(io.Discard)
+		c.SetErr(io.Discard)
+		c.SetArgs([]string{"--print-config", "--fallbacks", v})
+		err := c.Execute()
+		if err == nil || !strings.Contains(err.Error(), "fallbacks "+v) {
+			t.Errorf("--fallbacks %s: err %v, want one naming fallbacks", v, err)
+		}
 	}
 }

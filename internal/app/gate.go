@@ -34,6 +34,10 @@ type memberGate struct {
 	// before, an unknown worker may simply not be read yet (a replica
 	// restoring its snapshot at start), and events pass as they are.
 	strict atomic.Bool
+	// synced is closed by the first Synced: Serve is not ready before it
+	// knows its registered workers (it would refuse their requests).
+	synced     chan struct{}
+	syncedOnce sync.Once
 
 	mu     sync.Mutex
 	held   map[uint64][]heldEvent
@@ -49,7 +53,7 @@ type heldEvent struct {
 
 func newMemberGate(next eventplane.Sink, known func(uint64) bool, count func(uint64, string, uint64)) *memberGate {
 	return &memberGate{next: next, known: known, count: count, holdFor: 30 * time.Second,
-		maxEvents: 1 << 16, maxBlocks: 1 << 20, held: map[uint64][]heldEvent{}}
+		maxEvents: 1 << 16, maxBlocks: 1 << 20, held: map[uint64][]heldEvent{}, synced: make(chan struct{})}
 }
 
 // Apply implements eventplane.Sink. NB: it holds g.mu while it hands
@@ -83,7 +87,14 @@ func (g *memberGate) Apply(ev *kvevents.Event) error {
 }
 
 // Synced makes the gate strict: the registry's current entries are known.
-func (g *memberGate) Synced() { g.strict.Store(true) }
+// The registry calls it after every (re)started watch's initial values.
+func (g *memberGate) Synced() {
+	g.strict.Store(true)
+	g.syncedOnce.Do(func() { close(g.synced) })
+}
+
+// SyncedC is closed once the registry's entries were first read.
+func (g *memberGate) SyncedC() <-chan struct{} { return g.synced }
 
 // Joined applies the events held for worker id (call after it joined).
 func (g *memberGate) Joined(id uint64) {

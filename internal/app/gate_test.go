@@ -86,14 +86,11 @@ func TestServeUnregisteredEvents(t *testing.T) {
 	cfg.Frontend.LoadPollInterval = -1
 	cfg.Logger = quiet
 	s := runServe(t, ctx, "serve", cfg)
-	// Ready does not wait for the registry's first read: until then the
-	// gate lets every event pass (a replica restoring at start may not
-	// know its workers yet), so an event published earlier would enter
-	// the index and never be counted unregistered. Under load the
-	// registry watch can deliver its initial entries after Ready.
-	waitUntil(t, 20*time.Second, "the registry's initial entries read (gate strict)", func() (bool, string) {
-		return s.gate.strict.Load(), "gate not strict"
-	})
+	// Ready waits for the registry's first read, so the gate is strict:
+	// an unregistered worker's events are held from here on.
+	if !s.gate.strict.Load() {
+		t.Fatal("Ready closed before the registry's first read (gate not strict)")
+	}
 	conn := s.Conn()
 	pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: cfg.Frontend.Model, Logger: quiet})
 	pctx, pcancel := context.WithCancel(ctx)

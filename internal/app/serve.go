@@ -166,7 +166,9 @@ func (s *Serve) Config() ServeConfig { return s.cfg }
 // Ready is closed once Run has the event plane up and the index caught
 // up: with NATS, the replica restored the newest snapshot and applied the
 // stream up to where it stood at start (flushed through the index
-// writers, not merely received; replica.Replica.Ready).
+// writers, not merely received; replica.Replica.Ready), and the worker
+// registry was read once (before, registered workers are unknown and
+// their requests would be refused).
 func (s *Serve) Ready() <-chan struct{} { return s.ready }
 
 // Conn is the NATS connection (nil before Run connected, or without NATS).
@@ -189,7 +191,8 @@ func (s *Serve) Replica() *replica.Replica {
 func (s *Serve) LoadSync() *replica.LoadSync { return s.loadSync.Load() }
 
 // readiness is the frontend's extra /readyz condition: with NATS, the
-// replica is caught up; the body carries its status (lag, snapshot).
+// registry was read and the replica is caught up; the body carries its
+// status (lag, snapshot).
 func (s *Serve) readiness() (bool, string) {
 	if !s.usesNATS() {
 		return true, ""
@@ -198,8 +201,20 @@ func (s *Serve) readiness() (bool, string) {
 	if rep == nil {
 		return false, "replica: not started"
 	}
+	if ok, why := s.readinessRegistry(); !ok {
+		return false, why
+	}
 	st := rep.Status()
 	return st.Ready, "replica " + rep.ID() + ": " + st.String()
+}
+
+// readinessRegistry: the registry's entries were read once (the member
+// gate is strict from then on).
+func (s *Serve) readinessRegistry() (bool, string) {
+	if !s.gate.strict.Load() {
+		return false, "registry: waiting for its first read"
+	}
+	return true, ""
 }
 
 // handleLoads serves GET /debug/loads: each worker's load with its local
@@ -296,7 +311,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
-	g.Go(func() error { return s.signalReady(gctx, rep) })
+	var registered <-chan struct{}
+	if rep != nil {
+		registered = s.gate.SyncedC()
+	}
+	g.Go(func() error { return s.signalReady(gctx, rep, registered) })
 
 	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
 		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
@@ -352,12 +371,20 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	return rep, nil
 }
 
-// signalReady closes Ready once the replica (if any) caught up and the
-// index writers applied what it handed them.
-func (s *Serve) signalReady(ctx context.Context, rep *replica.Replica) error {
+// signalReady closes Ready once the replica (if any) caught up, the
+// registry (if any: registered non-nil) was read, and the index writers
+// applied what the replica handed them.
+func (s *Serve) signalReady(ctx context.Context, rep *replica.Replica, registered <-chan struct{}) error {
 	if rep != nil {
 		select {
 		case <-rep.Ready():
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	if registered != nil {
+		select {
+		case <-registered:
 		case <-ctx.Done():
 			return nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -26,8 +27,9 @@ import (
 // TestPoolDialsPodZMQ runs the picker as `kvrouter epp --pool-zmq-port`
 // does against a fake cluster: the pool's ready pod (here at 127.0.0.1,
 // where the test's in-process PUB binds as vLLM does with endpoint
-// tcp://*:PORT) is dialled when it joins, its KV events fill the index
-// under its worker id, and it is undialled when it turns unready.
+// tcp://*:PORT) is dialled when it joins (with its replay endpoint from
+// --pool-zmq-replay-port), its KV events fill the index under its worker
+// id, and it is undialled when it turns unready.
 func TestPoolDialsPodZMQ(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	pub := zmq4.NewPub(ctx)
@@ -55,6 +57,8 @@ func TestPoolDialsPodZMQ(t *testing.T) {
 	cfg := loopbackConfig(t)
 	cfg.Serve.NoNATS, cfg.Serve.ZMQDynamic = true, true // as epp.Run sets them with a pool
 	cfg.Pool.Selector, cfg.Pool.Namespace, cfg.Pool.TargetPort, cfg.Pool.ZMQPort = "app=vllm", "llm", 8000, zport
+	// Asked only on a sequence gap (none here): the source must carry it.
+	cfg.Pool.ZMQReplayPort = zport + 1
 	s, err := app.NewServe(cfg.Serve)
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +109,8 @@ func TestPoolDialsPodZMQ(t *testing.T) {
 		rep := index()
 		return len(rep.Workers) == 1 && rep.Workers[0].Worker == 42 && rep.Workers[0].Total == 2
 	})
-	if src := s.ZMQ().Sources(); len(src) != 1 || src[0].WorkerID != 42 || src[0].Endpoint != pub.Addr().Network()+"://"+pub.Addr().String() {
+	if src := s.ZMQ().Sources(); len(src) != 1 || src[0].WorkerID != 42 || src[0].Endpoint != pub.Addr().Network()+"://"+pub.Addr().String() ||
+		src[0].Replay != fmt.Sprintf("tcp://127.0.0.1:%d", zport+1) {
 		t.Fatalf("dialled sources %+v", src)
 	}
 

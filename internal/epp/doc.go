@@ -30,6 +30,11 @@
 //     does a stream that ends early (a reset, a broken upstream). The
 //     served endpoint Envoy reports (envoy.lb /
 //     x-gateway-destination-endpoint-served) is checked against the pick.
+//   - Fallbacks (ProtocolConfig.Fallbacks, --fallbacks; default none):
+//     the destination lists the pick then the next cheapest workers,
+//     "ip:port,ip:port,...", for a proxy that retries down the list; when
+//     it reports a fallback as served, the request's load moves there
+//     (frontend.Picked.ServedBy).
 //   - gRPC health (grpc.health.v1): "liveness" always SERVING; "",
 //     "readiness" and envoy.service.ext_proc.v3.ExternalProcessor SERVING
 //     once the index caught up, the pool synced and a worker is known.

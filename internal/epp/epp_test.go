@@ -37,7 +37,9 @@ type picker struct {
 
 func startPicker(t *testing.T, workers int) *picker { return startPickerWith(t, workers, nil) }
 
-func startPickerWith(t *testing.T, workers int, mod func(*frontend.Config)) *picker {
+// startPickerWith starts a picker with mod applied to the frontend's
+// config and emod (if any) to the picker's.
+func startPickerWith(t *testing.T, workers int, mod func(*frontend.Config), emod ...func(*epp.Config)) *picker {
 	t.Helper()
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 4096, 16, 100
@@ -57,6 +59,9 @@ func startPickerWith(t *testing.T, workers int, mod func(*frontend.Config)) *pic
 	ec.GRPCListener = gln
 	ec.HealthInterval = 5 * time.Millisecond
 	ec.Serve.Logger = log
+	for _, m := range emod {
+		m(&ec)
+	}
 	f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Frontend: fc, Direct: true, Logger: log,
 		RunRouter: func(ctx context.Context, s *app.Serve) error { return epp.RunWith(ctx, s, ec, nil) }})
 	if err != nil {

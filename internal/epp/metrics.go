@@ -9,6 +9,7 @@ type metrics struct {
 	picks           *prometheus.CounterVec
 	pick            prometheus.Histogram
 	servedElsewhere prometheus.Counter
+	servedFallback  prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -21,8 +22,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "Time from the complete request to the pick (parse, tokenize, route; queueing included).",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)}),
 		servedElsewhere: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_epp_served_elsewhere_total",
-			Help: "Responses the proxy reports served by another endpoint than the picked one."}),
+			Help: "Responses the proxy reports served by an endpoint neither picked nor listed as a fallback."}),
+		servedFallback: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_epp_served_fallback_total",
+			Help: "Responses the proxy reports served by one of the pick's fallback endpoints (--fallbacks); their load moved there."}),
 	}
-	reg.MustRegister(m.streams, m.picks, m.pick, m.servedElsewhere)
+	reg.MustRegister(m.streams, m.picks, m.pick, m.servedElsewhere, m.servedFallback)
 	return m
 }

@@ -33,9 +33,20 @@ type ProtocolConfig struct {
 	// SubsetNamespace is the filter metadata namespace of the subset hint.
 	// Default "envoy.lb.subset_hint"; "" = default.
 	SubsetNamespace string `yaml:"subset_namespace"`
+	// Fallbacks is how many fallback endpoints follow the pick in the
+	// destination ("ip:port,ip:port,...", the protocol's list since
+	// v0.4.0), the next cheapest workers first: a proxy with retries
+	// configured goes down the list when the pick fails, and the endpoint
+	// it reports as served then carries the request's load. Default 0
+	// (the pick alone, which every proxy version understands); at most
+	// MaxFallbacks.
+	Fallbacks int `yaml:"fallbacks"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
+
+// MaxFallbacks bounds ProtocolConfig.Fallbacks.
+const MaxFallbacks = 16
 
 // DefaultConfig returns the protocol defaults.
 func DefaultProtocolConfig() ProtocolConfig {
@@ -61,6 +72,9 @@ func ParseBodyMode(s string) (filterv3.ProcessingMode_BodySendMode, error) {
 // Validate reports every problem, joined.
 func (c ProtocolConfig) Validate() error {
 	var errs []error
+	if c.Fallbacks < 0 || c.Fallbacks > MaxFallbacks {
+		errs = append(errs, fmt.Errorf("epp: fallbacks %d not in [0, %d]", c.Fallbacks, MaxFallbacks))
+	}
 	if c.BodyMode != "" {
 		if _, err := ParseBodyMode(c.BodyMode); err != nil {
 			errs = append(errs, err)

@@ -225,7 +225,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 func (x *exchange) pickAndAnswer(eos bool) error {
 	s := x.s
 	t0 := time.Now()
-	in := frontend.PickRequest{Path: x.path, Header: x.header, Body: x.body}
+	in := frontend.PickRequest{Path: x.path, Header: x.header, Body: x.body, Fallbacks: s.cfg.Fallbacks}
 	if x.hasSubset {
 		in.Allow = s.fe.WorkersAt(x.subset)
 	}
@@ -239,6 +239,9 @@ func (x *exchange) pickAndAnswer(eos bool) error {
 	s.m.picks.WithLabelValues("200").Inc()
 	x.picked = p
 	dest := frontend.HostPort(p.Worker.URL)
+	for _, f := range p.Fallbacks {
+		dest += "," + frontend.HostPort(f.Worker.URL)
+	}
 	body := x.body
 	changed := false
 	if p.Body != nil && string(p.Body) != string(x.body) {
@@ -280,17 +283,34 @@ func (x *exchange) pickAndAnswer(eos bool) error {
 		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: cr}}})
 }
 
-// checkServed counts a response served by another endpoint than the
-// picked one (the proxy reports it under envoy.lb): the load was booked
-// on the picked worker.
+// checkServed reads the endpoint the proxy reports as served (under
+// envoy.lb). One of the pick's fallbacks takes the request's load over
+// (the proxy retried down the list); any other endpoint is counted, and
+// the load stays booked on the pick.
 func (x *exchange) checkServed(req *extprocv3.ProcessingRequest) {
 	st := req.GetMetadataContext().GetFilterMetadata()[x.s.cfg.DestinationNamespace]
 	served := st.GetFields()[KeyDestinationServed].GetStringValue()
-	if served != "" && served != frontend.HostPort(x.picked.Worker.URL) {
-		x.s.m.servedElsewhere.Inc()
-		x.log().Warn("request served by another endpoint than picked", "request_id", x.picked.ID,
-			"picked", frontend.HostPort(x.picked.Worker.URL), "served", served)
+	p := x.picked
+	picked := frontend.HostPort(p.Worker.URL)
+	if served == "" || served == picked {
+		return
 	}
+	for _, f := range p.Fallbacks {
+		if frontend.HostPort(f.Worker.URL) != served {
+			continue
+		}
+		x.s.m.servedFallback.Inc()
+		if _, err := p.ServedBy(f.Worker.ID, time.Now()); err != nil {
+			x.log().Warn("request served by a fallback endpoint; its load is not tracked", "request_id", p.ID,
+				"picked", picked, "served", served, "err", err)
+		} else {
+			x.log().Debug("request served by a fallback endpoint", "request_id", p.ID, "picked", picked, "served", served)
+		}
+		return
+	}
+	x.s.m.servedElsewhere.Inc()
+	x.log().Warn("request served by another endpoint than picked", "request_id", p.ID,
+		"picked", picked, "served", served)
 }
 
 func (x *exchange) log() *slog.Logger { return x.s.log }

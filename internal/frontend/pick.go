@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -94,7 +95,14 @@ type PickRequest struct {
 	// Allow, when non-nil, restricts the pick to these worker ids; an
 	// empty non-nil list has no eligible worker (503).
 	Allow []uint64
+	// Fallbacks is how many other workers to list after the pick
+	// (Picked.Fallbacks); 0 none.
+	Fallbacks int
 }
+
+// maxAnswer bounds the non-streamed answer Picked keeps to read its
+// usage (an OpenAI answer is far smaller; longer ones are not parsed).
+const maxAnswer = 1 << 20
 
 // Picked is a routed request whose load the router holds until Done.
 // Its methods are called from one goroutine (the request's stream).
@@ -108,6 +116,9 @@ type Picked struct {
 	// Body is the body to forward: Request.Body, or with a completions
 	// text prompt replaced by its token ids (Config.ForwardTokens).
 	Body []byte
+	// Fallbacks are up to PickRequest.Fallbacks other workers, the
+	// cheapest first, for a proxy that retries down a list (ServedBy).
+	Fallbacks []Fallback
 
 	s        *Server
 	j        *job
@@ -118,6 +129,8 @@ type Picked struct {
 	tokens   int
 	line     []byte // SSE line carried over between chunks
 	sse      bool
+	answer   []byte // a JSON answer, kept up to maxAnswer for its usage
+	output   int    // completion_tokens the worker reported; 0 none
 	finished bool
 }
 
@@ -167,8 +180,8 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		}
 		s.m.inflight.Inc()
 		now := time.Now()
-		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, s: s, j: j,
-			obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
+		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, Fallbacks: s.fallbacks(&d, in.Fallbacks),
+			s: s, j: j, obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
 	}
 }
 
@@ -200,6 +213,11 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 		p.touched = now
 	}
 	if !p.sse {
+		if len(p.answer)+len(chunk) <= maxAnswer {
+			p.answer = append(p.answer, chunk...)
+		} else {
+			p.answer = p.answer[:0:0] // too long to parse here
+		}
 		return
 	}
 	// Complete lines only: an SSE event may be split across chunks.
@@ -219,6 +237,11 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 			if len(data) > 0 && !bytes.Equal(data, []byte("[DONE]")) && isToken(data) {
 				p.obs.token(now)
 				p.tokens++
+			}
+			if bytes.Contains(data, []byte(`"usage":{`)) {
+				if u, ok := s.m.observeUsage(data); ok {
+					p.output = u.completion
+				}
 			}
 		}
 		p.line = p.line[:0]
@@ -258,8 +281,15 @@ func (p *Picked) Done(outcome string) {
 	s.m.duration.Observe(time.Since(p.j.start).Seconds())
 	if outcome == OutcomeOK {
 		s.fits.observe(p.obs)
-		if p.tokens > 0 {
-			s.observeOutput(p.j, p.tokens)
+		if !p.sse && len(p.answer) > 0 {
+			if u, ok := s.m.observeUsage(p.answer); ok {
+				p.output = u.completion
+			}
+		}
+		// The worker's own count is exact; counted SSE events are not
+		// always one token each.
+		if n := cmp.Or(p.output, p.tokens); n > 0 {
+			s.observeOutput(p.j, n)
 		}
 	}
 	if s.cfg.Events.OnFree != nil {

@@ -437,7 +437,11 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	tokens := 0          // streamed output, for the output-length average
 	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
 	reportedPrompt := 0  // the engine's usage prompt_tokens
+	reportedOutput := 0  // the engine's usage completion_tokens (exact, unlike counted events)
 	defer func() {
+		if reportedOutput > 0 {
+			tokens = reportedOutput
+		}
 		_ = s.rt.Free(j.id, time.Now())
 		s.kickRelease()
 		s.m.requests.WithLabelValues(j.endpoint, status).Inc()
@@ -473,8 +477,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 				return
 			}
 			_ = s.rt.PrefillDone(j.id, time.Now())
-			if prompt, cached, ok := s.m.observeUsage(body); ok {
-				reportedPrompt, reportedCached = prompt, cached
+			if u, ok := s.m.observeUsage(body); ok {
+				reportedPrompt, reportedCached = u.prompt, u.cached
+				tokens = u.completion // the output-length average's sample
 			}
 			return
 		}
@@ -522,8 +527,9 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 					lastTouch = now
 				}
 				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					if prompt, cached, ok := s.m.observeUsage(ev.Data); ok {
-						reportedPrompt, reportedCached = prompt, cached
+					if u, ok := s.m.observeUsage(ev.Data); ok {
+						reportedPrompt, reportedCached = u.prompt, u.cached
+						reportedOutput = u.completion
 					}
 				}
 			}

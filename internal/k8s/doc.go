@@ -17,7 +17,8 @@
 // kvrouter.io/zmq-endpoint, "tcp://$(POD_IP):5557"), the pool dials each
 // member pod's KV-event PUB through SetSources' zmqsub.Subscriber from
 // the moment it joins, and stops before it leaves (unready, new IP,
-// deleted).
+// deleted). PoolConfig.ZMQReplayPort (or kvrouter.io/zmq-replay-endpoint)
+// adds the pod's replay endpoint, asked for missed batches on a gap.
 //
 // Optional annotations kvrouter.io/block-size and kvrouter.io/dp-size
 // describe the engine (a block size other than the router's is refused).

@@ -53,6 +53,12 @@ type PoolConfig struct {
 	// SetSources). Default 0 = no dialling (pods publish to the bound SUB
 	// or through NATS), unless a pod names AnnotationZMQEndpoint.
 	ZMQPort int `yaml:"zmq_port"`
+	// ZMQReplayPort is the port of each dialled pod's replay socket
+	// (vLLM's kv-events-config replay_endpoint tcp://*:PORT): on a
+	// sequence gap the router asks it for the missed batches instead of
+	// clearing the worker's blocks. Default 0 = no replay, unless a pod
+	// names AnnotationZMQReplayEndpoint. Used only with a dialled PUB.
+	ZMQReplayPort int `yaml:"zmq_replay_port"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -79,6 +85,9 @@ func (c PoolConfig) Validate() error {
 	if c.ZMQPort < 0 || c.ZMQPort > 65535 {
 		errs = append(errs, fmt.Errorf("k8s: zmq port %d out of range", c.ZMQPort))
 	}
+	if c.ZMQReplayPort < 0 || c.ZMQReplayPort > 65535 {
+		errs = append(errs, fmt.Errorf("k8s: zmq replay port %d out of range", c.ZMQReplayPort))
+	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("k8s: resync %v < 0", c.Resync))
 	}
@@ -87,9 +96,10 @@ func (c PoolConfig) Validate() error {
 
 // member is a pod the membership knows.
 type member struct {
-	id  uint64
-	url string
-	zmq string // KV-event PUB endpoint dialled, or ""
+	id     uint64
+	url    string
+	zmq    string // KV-event PUB endpoint dialled, or ""
+	replay string // its replay endpoint, or ""
 }
 
 // Pool watches the pods of one InferencePool. Build with NewPool, then Run.
@@ -193,9 +203,9 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	}
 	key := pod.Namespace + "/" + pod.Name
 	w, ready := p.worker(pod)
-	ep := ""
+	ep, replay := "", ""
 	if p.sources != nil {
-		ep = p.zmqEndpoint(pod)
+		ep, replay = p.zmqEndpoint(pod)
 	}
 	if deleted || !p.sel.Matches(labels.Set(pod.Labels)) {
 		ready = false
@@ -203,7 +213,7 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	p.mu.Lock()
 	old, had := p.members[key]
 	p.mu.Unlock()
-	if had && ready && old.id == w.ID && old.url == w.URL && old.zmq == ep {
+	if had && ready && old.id == w.ID && old.url == w.URL && old.zmq == ep && old.replay == replay {
 		return // nothing changed for the router
 	}
 	if had {
@@ -224,12 +234,12 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 		return
 	}
 	if ep != "" {
-		if err := p.sources.Add(zmqsub.Source{WorkerID: w.ID, Endpoint: ep, DPSize: max(w.DPSize, 1)}); err != nil {
+		if err := p.sources.Add(zmqsub.Source{WorkerID: w.ID, Endpoint: ep, Replay: replay, DPSize: max(w.DPSize, 1)}); err != nil {
 			p.log.Warn("pool pod: KV events not dialled", "pod", key, "worker", w.ID, "endpoint", ep, "err", err)
 		}
 	}
 	p.mu.Lock()
-	p.members[key] = member{id: w.ID, url: w.URL, zmq: ep}
+	p.members[key] = member{id: w.ID, url: w.URL, zmq: ep, replay: replay}
 	p.mu.Unlock()
 	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL, "zmq", ep)
 }

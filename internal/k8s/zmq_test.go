@@ -22,7 +22,7 @@ import (
 type sourceRecorder struct{ rec *recorder }
 
 func (s sourceRecorder) Add(src zmqsub.Source) error {
-	s.rec.add(fmt.Sprintf("dial %d %s dp=%d", src.WorkerID, src.Endpoint, src.DPSize))
+	s.rec.add(fmt.Sprintf("dial %d %s replay=%q dp=%d", src.WorkerID, src.Endpoint, src.Replay, src.DPSize))
 	return nil
 }
 
@@ -41,7 +41,7 @@ func TestPoolZMQSources(t *testing.T) {
 		return true, w, err
 	})
 	cfg := DefaultPoolConfig()
-	cfg.Namespace, cfg.Selector, cfg.TargetPort, cfg.ZMQPort = "llm", "app=vllm", 8000, 5557
+	cfg.Namespace, cfg.Selector, cfg.TargetPort, cfg.ZMQPort, cfg.ZMQReplayPort = "llm", "app=vllm", 8000, 5557, 5558
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	p, err := NewPool(cfg, client)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestPoolZMQSources(t *testing.T) {
 			t.Fatalf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
-	want(rec.take(t, 2), "join 5 http://10.0.0.1:8000 bs=0", "dial 5 tcp://10.0.0.1:5557 dp=1")
+	want(rec.take(t, 2), "join 5 http://10.0.0.1:8000 bs=0", "dial 5 tcp://10.0.0.1:5557 replay=\"tcp://10.0.0.1:5558\" dp=1")
 	<-watching
 
 	pods := client.CoreV1().Pods("llm")
@@ -72,14 +72,14 @@ func TestPoolZMQSources(t *testing.T) {
 	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 4), "undial 5", "leave 5", "join 5 http://10.0.0.2:8000 bs=0", "dial 5 tcp://10.0.0.2:5557 dp=1")
+	want(rec.take(t, 4), "undial 5", "leave 5", "join 5 http://10.0.0.2:8000 bs=0", "dial 5 tcp://10.0.0.2:5557 replay=\"tcp://10.0.0.2:5558\" dp=1")
 
 	b := pod("b", "10.0.0.3", true, map[string]string{AnnotationWorkerID: "6", AnnotationDPSize: "2",
-		AnnotationZMQEndpoint: "tcp://$(POD_IP):6000"})
+		AnnotationZMQEndpoint: "tcp://$(POD_IP):6000", AnnotationZMQReplayEndpoint: "tcp://$(POD_IP):6001"})
 	if _, err := pods.Create(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 2), "join 6 http://10.0.0.3:8000 bs=0", "dial 6 tcp://10.0.0.3:6000 dp=2")
+	want(rec.take(t, 2), "join 6 http://10.0.0.3:8000 bs=0", "dial 6 tcp://10.0.0.3:6000 replay=\"tcp://10.0.0.3:6001\" dp=2")
 
 	a.Status.Conditions[0].Status = corev1.ConditionFalse // unready
 	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
