@@ -136,8 +136,8 @@ func (f *Flash) anchor(ev *kvevents.Event, table *htable, slot uint32) (uint32, 
 			return table.get(h)
 		},
 		all:    func(h uint64) (uint32, bool) { return single(f.tables, h) },
-		parent: func(e uint32) uint32 { return f.at(e).parent },
-		local:  func(e uint32) uint64 { return f.local(f.at(e)) },
+		parent: f.parent,
+		local:  f.local,
 		holds: func(e uint32) bool {
 			if table == nil {
 				return false

@@ -54,7 +54,7 @@ func (f *Flash) check() error {
 	}
 	inTable := 0
 	f.each(func(uint64, uint32) bool { inTable++; return true })
-	if inTable != f.m.n || 2*(f.m.n+f.m.tomb) > len(f.m.slots) {
+	if inTable != f.m.n || 4*(f.m.n+f.m.tomb) > 3*len(f.m.slots) {
 		return fmt.Errorf("flash: id table holds %d, counts %d of %d slots", inTable, f.m.n, len(f.m.slots))
 	}
 	if f.used != f.m.n || f.used+free+f.retiredEntries() > len(f.chunks)*fchunkSize {
@@ -112,14 +112,14 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 			return fmt.Errorf("flash: entry %d: %w", seq, err)
 		}
 	}
-	want := f.local(e)
-	if p := f.parentOf(e); p != nil {
-		want = prefixID(p.seq, f.local(e))
-		if e.pos != p.pos+1 || !f.holds(p.seq, e.parent) {
+	want := f.local(ei)
+	var p *fentry
+	if pi := f.parent(ei); pi != noEntry {
+		p = f.at(pi)
+		want = prefixID(p.seq, f.local(ei))
+		if !f.holds(p.seq, pi) {
 			return fmt.Errorf("flash: entry %d badly linked", seq)
 		}
-	} else if e.pos != 0 {
-		return fmt.Errorf("flash: root entry %d at pos %d", seq, e.pos)
 	}
 	if want != seq {
 		return fmt.Errorf("flash: entry %d has wrong prefix id", seq)
@@ -130,7 +130,7 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 		if i > 0 && ms[i-1].slot >= m.slot {
 			return fmt.Errorf("flash: entry %d members unsorted", seq)
 		}
-		if p := f.parentOf(e); p != nil {
+		if p != nil {
 			if _, ok := f.find(p, m.slot); !ok {
 				return fmt.Errorf("flash: entry %d slot %d not prefix-closed", seq, m.slot)
 			}

@@ -25,7 +25,8 @@ type FlashConfig struct {
 	// in blocks, e.g. 16384). Flash sizes each worker's tables for it when
 	// it first sees the worker, instead of growing them by doubling
 	// (rehashing and reallocating on the event path). Default 0 = no hint.
-	// Memory per worker is about 16 bytes per hinted block up front.
+	// Memory per worker is about 14 bytes per hinted block up front (its
+	// engine-hash table), plus ~11 in the shared prefix-id table.
 	BlocksPerWorker int `yaml:"blocks_per_worker"`
 }
 

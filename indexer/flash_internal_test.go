@@ -43,7 +43,8 @@ func TestPrefixIDDistinct(t *testing.T) {
 }
 
 // htable against a Go map under random puts, overwrites and deletes on a
-// small key space (long probe runs, wrap-around, backward shifts).
+// small key space (long probe runs, wrap-around, backward shifts), and
+// its Robin Hood order.
 func TestHtableMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for round := range 50 {
@@ -86,8 +87,20 @@ func TestHtableMatchesMap(t *testing.T) {
 			}
 			n++
 		}
-		if n != len(m) || 4*h.len() > 3*len(h.s) {
+		if n != len(m) || htDen*h.len() > htNum*len(h.s) {
 			t.Fatalf("round %d: %d pairs iterated of %d, %d slots", round, n, len(m), len(h.s))
+		}
+		// Robin Hood order: along a run, a key is at most one slot
+		// farther from its home than the key before it, and a run starts
+		// with a key at its home.
+		for i := range h.s {
+			j := h.next(i)
+			if h.s[j].v == noEntry {
+				continue
+			}
+			if d := h.dist(j); h.s[i].v == noEntry && d != 0 || h.s[i].v != noEntry && d > h.dist(i)+1 {
+				t.Fatalf("round %d: slot %d at distance %d after slot %d", round, j, d, i)
+			}
 		}
 	}
 }

@@ -34,8 +34,7 @@ import (
 // before the word that led there).
 type fview struct {
 	ids     []uint64 // the id table's slots (ptable)
-	shift   uint
-	chunks  []*[fchunkSize]fentry
+	chunks  []*fchunk
 	arena   []fmember
 	names   []kvevents.Worker // slot -> worker, a copy
 	ordered bool              // names of used slots are in worker order
@@ -45,7 +44,6 @@ type fview struct {
 func (f *Flash) publish() {
 	v := &fview{
 		ids:     f.m.slots,
-		shift:   f.m.shift,
 		chunks:  f.chunks[:cap(f.chunks)],
 		arena:   f.arena[:cap(f.arena)],
 		ordered: f.slots.ordered && f.rcu.pendingSlots() == 0,
@@ -162,7 +160,7 @@ func (f *Flash) quiesce() {
 func (f *Flash) checkView() error {
 	v := f.view.Load()
 	switch {
-	case len(v.ids) != len(f.m.slots) || v.shift != f.m.shift ||
+	case len(v.ids) != len(f.m.slots) ||
 		len(v.ids) > 0 && &v.ids[0] != &f.m.slots[0]:
 		return fmt.Errorf("flash: the view's id table is not the writers'")
 	case len(v.chunks) != cap(f.chunks) ||

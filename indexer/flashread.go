@@ -40,25 +40,38 @@ func (r *reader) at(i uint32) *fentry {
 	if c >= len(r.v.chunks) {
 		r.v = r.f.view.Load()
 	}
-	return &r.v.chunks[c][i&(fchunkSize-1)]
+	return &r.v.chunks[c].e[i&(fchunkSize-1)]
+}
+
+// isRoot reports whether entry i (read through at) is at position 0.
+func (r *reader) isRoot(i uint32) bool {
+	return r.v.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] == noEntry
 }
 
 // get returns the entry with id seq, nil when there is none.
 func (r *reader) get(seq uint64) *fentry {
+	if i := r.index(seq); i != noEntry {
+		return r.at(i)
+	}
+	return nil
+}
+
+// index returns the index of the entry with id seq, noEntry when there is
+// none.
+func (r *reader) index(seq uint64) uint32 {
 	ids := r.v.ids
 	if len(ids) == 0 {
-		return nil
+		return noEntry
 	}
-	mask := uint64(len(ids) - 1)
 	tag := ptag(seq)
-	for i := ((seq >> 32) * pidK2) >> r.v.shift; ; i = (i + 1) & mask {
+	for i := pHome(seq, len(ids)); ; i = pNext(i, len(ids)) {
 		s := atomic.LoadUint64(&ids[i])
 		if s == 0 {
-			return nil
+			return noEntry
 		}
 		if s&^0xffffffff == tag && uint32(s) != 0 {
-			if e := r.at(uint32(s) - 1); e.seq == seq {
-				return e
+			if i := uint32(s) - 1; r.at(i).seq == seq {
+				return i
 			}
 		}
 	}
@@ -160,10 +173,11 @@ func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
 // match is AppendMatches within a read section.
 func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 	r := reader{f: f, v: f.view.Load()}
-	cur := r.get(locals[0])
-	if cur == nil || cur.pos != 0 {
+	ci := r.index(locals[0])
+	if ci == noEntry || !r.isRoot(ci) {
 		return dst
 	}
+	cur := r.at(ci)
 	m0 := atomic.LoadUint64(&cur.mem)
 	// The names must come from a view at least as new as m0 (and s0 from
 	// an arena as new): a slot recycled and acquired by another worker is

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"unsafe"
 )
@@ -24,37 +25,56 @@ func hugeRange(p, n uintptr) (off, size uintptr) {
 // linear probing over 8-byte slots holding (id>>32)<<32 | index+1 (0 =
 // empty). The key itself lives in the entry (fentry.seq), so a slot is 8
 // bytes against 16 + 1 control byte for a map[uint64]uint32; the 32-bit
-// tag makes a probe touch the entry only on a likely hit. The load factor,
-// tombstones included, stays at most 1/2 (3/4 before: shorter probe runs
-// made the events phase of BenchmarkReplay ~8% faster, e.g. 239 -> 208 ms
-// and 509 -> 456 ms in alternated runs on the shared machine, together
-// with FlashConfig.BlocksPerWorker).
+// tag makes a probe touch the entry only on a likely hit.
+//
+// The table has any number of slots (a probe starts at the high half of
+// the mixed tag x len, "fastrange", as htable's do), its load factor,
+// tombstones included, stays at most 3/4, and a full table grows by a
+// quarter (load 3/5 after). Before: a power of two at load at most 1/2,
+// doubling, so 8/load bytes per id ran from 16 to 32 (23 on average over a
+// growth cycle) where they now run from ~10.7 to ~13.3 (12 on average). Slots are 8 to a
+// cache line and the tag spares entry loads, so the longer probes of a
+// fuller table stay mostly within the line the first probe loaded.
+// Measured (BenchmarkBytesPerBlock, flash heap bytes per block): unique
+// 54.1 -> 52.6, unique-sweep 62.8 -> 53.9 (with growth by half; see
+// htable for growth by a quarter).
 //
 // Deletion leaves a tombstone (a slot whose index bits are 0), unless it
 // empties the end of a run; a later insert reuses it, and a table too full
 // of them is rebuilt. Lookups probe
 // without a lock (flashrcu.go): a deletion that shifted the rest of the
 // run back, as before, could move a slot behind a probe passing by.
-//
-// Measured (BenchmarkBytesPerBlock shape=unique, 65536 single-holder
-// entries): 112 -> 92 heap bytes per block against map[uint64]uint32;
-// lookups were no slower (BenchmarkFindMatches).
 type ptable struct {
 	slots []uint64
-	n     int  // live ids
-	tomb  int  // tombstones
-	shift uint // 64 - log2(len(slots))
+	n     int // live ids
+	tomb  int // tombstones
 }
 
 // ptomb is a deleted slot: nonzero, index bits 0.
 const ptomb = uint64(0xffffffff) << 32
 
-// home is the first slot probed for a slot word or id: it depends on the
-// 32-bit tag only, so that growth rehashes slots without loading their
-// entries (a cache miss each on a large table). The tag's top bits are the
-// high bits of a product (prefixID) or of xxh3 (position 0), so mixing it
-// once more spreads it evenly.
-func (t *ptable) home(w uint64) uint64 { return ((w >> 32) * pidK2) >> t.shift }
+// pHome is the first of n slots probed for a slot word or id: it depends
+// on the 32-bit tag only, so that growth rehashes slots without loading
+// their entries (a cache miss each on a large table). The tag's top bits
+// are the high bits of a product (prefixID) or of xxh3 (position 0), so
+// mixing it once more spreads it evenly. Lookups (flashread.go) use it
+// with their view's length.
+func pHome(w uint64, n int) uint64 {
+	hi, _ := bits.Mul64((w>>32)*pidK2, uint64(n))
+	return hi
+}
+
+func (t *ptable) home(w uint64) uint64 { return pHome(w, len(t.slots)) }
+
+// pNext is the slot after i of n, cyclically.
+func pNext(i uint64, n int) uint64 {
+	if i++; i == uint64(n) {
+		return 0
+	}
+	return i
+}
+
+func (t *ptable) next(i uint64) uint64 { return pNext(i, len(t.slots)) }
 
 func ptag(seq uint64) uint64 { return seq >> 32 << 32 }
 
@@ -64,9 +84,8 @@ func (f *Flash) get(seq uint64) (uint32, bool) {
 	if t.n == 0 {
 		return 0, false
 	}
-	mask := uint64(len(t.slots) - 1)
 	tag := ptag(seq)
-	for i := t.home(seq); ; i = (i + 1) & mask {
+	for i := t.home(seq); ; i = t.next(i) {
 		s := t.slots[i]
 		if s == 0 {
 			return 0, false
@@ -82,12 +101,11 @@ func (f *Flash) get(seq uint64) (uint32, bool) {
 // put adds id seq (absent) -> entry idx; f.at(idx).seq must be seq.
 func (f *Flash) put(seq uint64, idx uint32) {
 	t := &f.m
-	if 2*(t.n+t.tomb+1) > len(t.slots) {
+	if 4*(t.n+t.tomb+1) > 3*len(t.slots) {
 		f.grow()
 	}
-	mask := uint64(len(t.slots) - 1)
 	i := t.home(seq)
-	for ; t.slots[i] != 0 && uint32(t.slots[i]) != 0; i = (i + 1) & mask {
+	for ; t.slots[i] != 0 && uint32(t.slots[i]) != 0; i = t.next(i) {
 	}
 	if t.slots[i] != 0 {
 		t.tomb--
@@ -98,61 +116,55 @@ func (f *Flash) put(seq uint64, idx uint32) {
 
 // insert puts slot word w into a table no lookup reads yet (rehash).
 func (t *ptable) insert(w uint64) {
-	mask := uint64(len(t.slots) - 1)
 	i := t.home(w)
 	for t.slots[i] != 0 {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.slots[i] = w
 }
 
-// grow makes room for one more id: doubles the table, or only drops the
-// tombstones when live ids fill at most a quarter of it.
+// grow makes room for one more id: grows the table by a quarter, or only
+// drops the tombstones when live ids fill at most half of it.
 func (f *Flash) grow() {
 	size := max(16, len(f.m.slots))
-	if 4*(f.m.n+1) > size {
-		size *= 2
+	if 2*(f.m.n+1) > size {
+		size += size / 4
 	}
 	f.rehash(size)
 }
 
-// reserve sizes the id table for n entries at load 1/2. store calls it
+// reserve sizes the id table for n entries at load 3/4. store calls it
 // with workers x FlashConfig.BlocksPerWorker when it meets a new worker: the
 // bound on the entries the workers seen so far can hold, so the table
-// costs at most 16 bytes per (worker, hinted block), as the worker
-// tables do. Workers appear early in a stream, so the table then grows
-// while it is nearly empty instead of rehashing a million ids in the
-// middle of the stream (each doubling reinserts all, a cache miss each).
+// costs at most ~10.7 bytes per (worker, hinted block). Workers appear
+// early in a stream, so the table then grows while it is nearly empty
+// instead of rehashing a million ids in the middle of the stream (each
+// growth reinserts all, a cache miss each).
 // Measured (KVROUTER_BENCH_REQUESTS=0 go test -run '^$' -bench
 // 'Replay/index=flash/phase=events' -benchtime 5x ./internal/benchindex,
 // alternated with the build before): 344, 329 -> 318, 318 ms per replay;
 // the grow path had been ~4% of the CPU.
 func (f *Flash) reserve(n int) {
-	if size := 2 * n; size > len(f.m.slots) {
-		s := 16
-		for s < size {
-			s *= 2
-		}
-		f.rehash(s)
+	if size := n*4/3 + 1; size > len(f.m.slots) {
+		f.rehash(max(16, size))
 	}
 }
 
-// rehash moves the id table to a new array of size (a power of two)
-// slots, without tombstones, and publishes it; lookups still reading the
-// old array see the ids as they were. The array is advised as huge pages
-// (adviseHuge: 16 MiB on the full conversation trace, where nearly every
-// probe used to miss the TLB). The hint takes effect on memory fresh from
-// the OS, as a long-lived index's table is; memory the Go heap reuses
-// keeps its 4 KiB pages. Measured (same benchmark with -benchtime 1x, one
-// replay per process, alternated with the build before): 439, 410, 343,
-// 361, 352 -> 398, 326, 302, 324, 317 ms (-12%); with -benchtime 5x, 262,
-// 255 -> 247, 237 ms.
+// rehash moves the id table to a new array of size slots, without
+// tombstones, and publishes it; lookups still reading the old array see
+// the ids as they were. The array is advised as huge pages (adviseHuge:
+// 16 MiB on the full conversation trace, where nearly every probe used to
+// miss the TLB). The hint takes effect on memory fresh from the OS, as a
+// long-lived index's table is; memory the Go heap reuses keeps its 4 KiB
+// pages. Measured (same benchmark with -benchtime 1x, one replay per
+// process, alternated with the build before): 439, 410, 343, 361, 352 ->
+// 398, 326, 302, 324, 317 ms (-12%); with -benchtime 5x, 262, 255 -> 247,
+// 237 ms.
 func (f *Flash) rehash(size int) {
 	t := &f.m
 	old := t.slots
 	t.slots = make([]uint64, size)
 	adviseHuge(unsafe.Pointer(&t.slots[0]), uintptr(size)*8)
-	t.shift = uint(64 - bitsLen(size-1))
 	for _, s := range old {
 		if uint32(s) != 0 {
 			t.insert(s)
@@ -162,38 +174,66 @@ func (f *Flash) rehash(size int) {
 	f.publish()
 }
 
-func bitsLen(x int) int {
-	n := 0
-	for ; x > 0; x >>= 1 {
-		n++
-	}
-	return n
-}
-
 // del removes id seq, which maps to entry idx. It finds the slot by its
 // whole word (tag and index), so it never loads an entry.
 func (f *Flash) del(seq uint64, idx uint32) {
 	t := &f.m
-	mask := uint64(len(t.slots) - 1)
 	want := ptag(seq) | uint64(idx) + 1
 	i := t.home(seq)
 	for t.slots[i] != want {
-		i = (i + 1) & mask
+		i = t.next(i)
 	}
 	t.n--
-	if t.slots[(i+1)&mask] != 0 {
+	if t.passed(i) {
 		atomic.StoreUint64(&t.slots[i], ptomb)
 		t.tomb++
 		return
 	}
-	// The last slot of its run: no probe passes it, so it can be empty,
-	// and so can the tombstones right before it (most deletions leave no
-	// tombstone at load 1/2, and rebuilds for tombstones are rare).
+	// No probe for an id of the table passes the slot, so it can be empty,
+	// and so can the tombstones right before it (an id after them whose
+	// probe passed one would pass i too).
 	atomic.StoreUint64(&t.slots[i], 0)
-	for j := (i - 1) & mask; t.slots[j] == ptomb; j = (j - 1) & mask {
+	for j := t.prev(i); t.slots[j] == ptomb; j = t.prev(j) {
 		atomic.StoreUint64(&t.slots[j], 0)
 		t.tomb--
 	}
+}
+
+// passed reports whether the probe for some id after slot i in its run
+// passes i (the id's home is at or before i), so that i must not be
+// empty. The run goes on through tombstones, which no probe looks for.
+// Homes depend on the slot words alone, so this loads no entry. Measured
+// (BenchmarkStoreRemove, where every store and removal creates and frees
+// entries): against a tombstone whenever the next slot is taken, the
+// rebuilds for tombstones stopped (62 -> 0 heap bytes allocated per op).
+func (t *ptable) passed(i uint64) bool {
+	n := uint64(len(t.slots))
+	for j := t.next(i); t.slots[j] != 0; j = t.next(j) {
+		s := t.slots[j]
+		if uint32(s) == 0 {
+			continue
+		}
+		h := t.home(s)
+		di, dj := i-h, j-h // distances from h, cyclically
+		if i < h {
+			di += n
+		}
+		if j < h {
+			dj += n
+		}
+		if di < dj {
+			return true
+		}
+	}
+	return false
+}
+
+// prev is the slot before i, cyclically.
+func (t *ptable) prev(i uint64) uint64 {
+	if i == 0 {
+		return uint64(len(t.slots) - 1)
+	}
+	return i - 1
 }
 
 // each calls fn for every (id, entry index) pair.

@@ -2,8 +2,10 @@ package indexer_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/indexer"
@@ -123,43 +125,87 @@ func BenchmarkStoreRemove(b *testing.B) {
 // BenchmarkBytesPerBlock measures heap bytes per cached (worker, block)
 // pair, by runtime.MemStats, next to the index's own Stats.Bytes estimate.
 // shape=shared: 64 workers on one 1024-block prefix tree (buildShared);
-// shape=unique: every block held by one worker only.
+// shape=unique: every block held by one worker only, 1024 per worker, each
+// worker's in one event.
+//
+// Those two sit at one point of the tables' growth cycles (a table that
+// grows by a factor g costs between 1 and g times its full size, depending
+// on where the count falls), and 1024 blocks in one event size each worker
+// table exactly. The -sweep shapes are the honest figure: the same shapes
+// at 8 sizes spaced evenly in log scale over one doubling (1024 x 2^(k/8)
+// blocks per worker, k = 0..7, unique ones stored in 64-block events),
+// reporting the mean (heap-B/block), the lowest and the highest.
 //
 //	go test ./indexer -run '^$' -bench BytesPerBlock -benchtime 1x
 func BenchmarkBytesPerBlock(b *testing.B) {
 	for _, ix := range benchIndexes {
-		for _, shape := range []string{"shared", "unique"} {
+		for _, shape := range []string{"shared", "unique", "shared-sweep", "unique-sweep"} {
 			b.Run("index="+ix.name+"/shape="+shape, func(b *testing.B) {
-				var heap, est, blocks float64
+				var heap, est, lo, hi float64
 				for b.Loop() {
-					runtime.GC()
-					var m0, m1 runtime.MemStats
-					runtime.ReadMemStats(&m0)
-					idx := ix.new()
-					if shape == "shared" {
-						buildShared(b, idx, 1024, 64)
-					} else {
-						rng := rand.New(rand.NewPCG(3, 3))
-						for w := range 64 {
-							ev := kvevents.Event{WorkerID: uint64(w), Kind: kvevents.KindStored}
-							for i := range 1024 {
-								ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: uint64(i + 1), Local: rng.Uint64()})
-							}
-							if err := idx.Apply(&ev); err != nil {
-								b.Fatal(err)
-							}
+					heap, est, lo, hi = 0, 0, 0, 0
+					sizes := []int{1024}
+					if strings.HasSuffix(shape, "-sweep") {
+						sizes = sizes[:0]
+						for k := range 8 {
+							sizes = append(sizes, int(math.Round(1024*math.Pow(2, float64(k)/8))))
 						}
 					}
-					runtime.GC()
-					runtime.ReadMemStats(&m1)
-					s := idx.Stats()
-					heap = float64(m1.HeapAlloc - m0.HeapAlloc)
-					est, blocks = float64(s.Bytes), float64(s.Blocks)
-					runtime.KeepAlive(idx)
+					for _, n := range sizes {
+						h, e := bytesPerBlock(b, ix.new, shape, n)
+						heap, est = heap+h/float64(len(sizes)), est+e/float64(len(sizes))
+						if lo == 0 || h < lo {
+							lo = h
+						}
+						hi = max(hi, h)
+					}
 				}
-				b.ReportMetric(heap/blocks, "heap-B/block")
-				b.ReportMetric(est/blocks, "stats-B/block")
+				b.ReportMetric(heap, "heap-B/block")
+				b.ReportMetric(est, "stats-B/block")
+				if strings.HasSuffix(shape, "-sweep") {
+					b.ReportMetric(lo, "min-heap-B/block")
+					b.ReportMetric(hi, "max-heap-B/block")
+				}
 			})
 		}
 	}
+}
+
+// bytesPerBlock builds one index of shape with n blocks per worker and
+// returns its heap and Stats bytes per cached (worker, block).
+func bytesPerBlock(b *testing.B, newIndex func() appendIndex, shape string, n int) (heap, est float64) {
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	idx := newIndex()
+	switch shape {
+	case "shared", "shared-sweep":
+		buildShared(b, idx, n, 64)
+	default:
+		span := 64
+		if shape == "unique" {
+			span = n
+		}
+		rng := rand.New(rand.NewPCG(3, 3))
+		for w := range 64 {
+			for start := 0; start < n; start += span {
+				ev := kvevents.Event{WorkerID: uint64(w), Kind: kvevents.KindStored}
+				if start > 0 {
+					ev.HasParent, ev.Parent = true, uint64(start)
+				}
+				for i := start; i < min(start+span, n); i++ {
+					ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: uint64(i + 1), Local: rng.Uint64()})
+				}
+				if err := idx.Apply(&ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	s := idx.Stats()
+	runtime.KeepAlive(idx)
+	blocks := float64(s.Blocks)
+	return float64(m1.HeapAlloc-m0.HeapAlloc) / blocks, float64(s.Bytes) / blocks
 }

@@ -125,7 +125,7 @@ func TestNewResultMath(t *testing.T) {
 		lat = append(lat, int64(i)*1000) // 1..1000 µs
 	}
 	s := Sample{Window: 20 * time.Millisecond, Wall: 40 * time.Millisecond, Queued: 0,
-		Lookups: histOf(lat...), MatchSum: 6, Final: Final{Blocks: 10, Bytes: 640}}
+		Lookups: histOf(lat...), MatchSum: 6, Final: Final{Blocks: 10, Bytes: 640}, HeapBytes: 720}
 	r := NewResult("x", tl, s)
 	near := func(name string, got, want float64) {
 		t.Helper()
@@ -142,6 +142,7 @@ func TestNewResultMath(t *testing.T) {
 	near("p99", r.LookupP99us, 990)
 	near("p999", r.LookupP999us, 999)
 	near("bytes/block", r.BytesPerBlock, 64)
+	near("heap bytes/block", r.HeapPerBlock, 72)
 	near("mean match", r.MeanMatch, 1.5)
 	if r.Tracking {
 		t.Errorf("achieved 50%% of offered marked tracking")

@@ -83,6 +83,10 @@ type Sample struct {
 	Lookups  *hdrhistogram.Histogram
 	MatchSum int64 // sum of Lookup results
 	Final    Final
+	// HeapBytes is the live heap after the replay (collected, target
+	// finished but alive) less the heap before the target was made: the
+	// index and its wrapper, as the runtime counts them.
+	HeapBytes int64
 }
 
 // latency histogram range: 1 ns to 10 s, 3 significant figures.
@@ -107,6 +111,10 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 	}
 	plans := planReaders(tl, readers, opt.Window)
 
+	// The heap before the target, to measure the target's by difference.
+	runtime.GC()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	tgt, err := f.New()
 	if err != nil {
 		return Sample{}, fmt.Errorf("benchindex: new %s: %w", f.Name, err)
@@ -186,6 +194,11 @@ func Replay(ctx context.Context, tl *Timeline, f TargetFactory, opt ReplayOption
 		errs = append(errs, fmt.Errorf("benchindex: finish %s: %w", f.Name, ferr))
 	}
 	s.Final = final
+	var m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(tgt)
+	s.HeapBytes = int64(m1.HeapAlloc) - int64(m0.HeapAlloc)
 	return s, errors.Join(errs...)
 }
 

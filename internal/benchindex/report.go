@@ -91,6 +91,8 @@ type Result struct {
 	IndexBlocks   int     `json:"index_blocks"`
 	BytesPerBlock float64 `json:"bytes_per_block"`
 	Rejected      uint64  `json:"rejected_events"`
+	// HeapPerBlock is Sample.HeapBytes per cached (worker, block).
+	HeapPerBlock float64 `json:"heap_bytes_per_block"`
 }
 
 // TrackingFrac is how close achieved must be to offered for a paced run to
@@ -151,6 +153,9 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 	}
 	if s.Final.Blocks > 0 && s.Final.Bytes > 0 {
 		r.BytesPerBlock = float64(s.Final.Bytes) / float64(s.Final.Blocks)
+	}
+	if s.Final.Blocks > 0 && s.HeapBytes > 0 {
+		r.HeapPerBlock = float64(s.HeapBytes) / float64(s.Final.Blocks)
 	}
 	r.Valid, r.Invalid = validity(r)
 	return r
@@ -247,9 +252,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 			sm.Half.LookupP50us, sm.Half.LookupP99us, sm.Half.LookupP999us, si(sm.Half.OfferedBlockOpsPerSec))
 	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block, queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
+		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block (heap %.0f), queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
 			r.Index, si(r.BlockOpsPerSec), si(r.OpsPerSec), si(r.LookupsPerSec), r.LookupP50us, r.LookupP99us, r.LookupP999us,
-			fmt.Sprintf("%.0f", r.BytesPerBlock), 100*r.QueuedFrac, r.WindowMS, r.WallMS, flags(r))
+			fmt.Sprintf("%.0f", r.BytesPerBlock), r.HeapPerBlock, 100*r.QueuedFrac, r.WindowMS, r.WallMS, flags(r))
 	}
 	if rep.Chart != "" {
 		fmt.Fprintf(&b, "chart %s, csv %s\n", rep.Chart, rep.CSV)
