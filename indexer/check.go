@@ -32,12 +32,13 @@ func (f *Flash) check() error {
 	if err != nil {
 		return err
 	}
-	free := 0
-	for i := f.free; i != noEntry; i = f.parent(i) {
-		if f.at(i).mem != 0 {
-			return fmt.Errorf("flash: free entry %d in use", i)
+	free := len(f.free)
+	freed := make(map[uint32]bool, free)
+	for _, i := range f.free {
+		if freed[i] || f.at(i).mem != 0 || f.holds(f.at(i).seq, i) {
+			return fmt.Errorf("flash: free entry %d in use or freed twice", i)
 		}
-		free++
+		freed[i] = true
 	}
 	for _, l := range f.rcu.limbo {
 		for _, i := range l.entries {

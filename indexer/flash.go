@@ -54,7 +54,7 @@ type Flash struct {
 	hint         int    // FlashConfig.BlocksPerWorker
 	m            ptable // prefix id -> entry index
 	chunks       []*fchunk
-	free         uint32     // head of the free-entry list (through fchunk.parent)
+	free         []uint32   // free entries, a stack (see newEntry)
 	used         int        // entries in use (not free, not retired)
 	arena        []fmember  // member blocks of entries held by >= 2 workers
 	freeB        [][]uint32 // class -> offsets of free blocks in arena
@@ -92,9 +92,8 @@ type fentry struct {
 // 52.6 -> 48.6, unique-sweep 53.9 -> 49.9.
 type fchunk struct {
 	e [fchunkSize]fentry
-	// parent is each entry's parent entry (noEntry at position 0; the
-	// next free entry while it is free). It does not change while the
-	// entry is in the id table.
+	// parent is each entry's parent entry (noEntry at position 0). It
+	// does not change while the entry is in the id table.
 	parent [fchunkSize]uint32
 }
 
@@ -160,7 +159,7 @@ var _ Index = (*Flash)(nil)
 // (default 64).
 func NewFlash(cfg FlashConfig) *Flash {
 	cfg = cfg.withDefaults()
-	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker, free: noEntry}
+	f := &Flash{stride: cfg.Stride, hint: cfg.BlocksPerWorker}
 	f.publish()
 	return f
 }
@@ -172,11 +171,16 @@ func (f *Flash) parent(i uint32) uint32 { return f.chunks[i>>fchunkShift].parent
 
 func (f *Flash) setParent(i, p uint32) { f.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] = p }
 
-// newEntry returns the index of a zeroed entry.
+// newEntry returns the index of a zeroed entry: the last one freed, else
+// a fresh one. Free entries are a stack of indexes, not a list threaded
+// through the entries, so that warmStore can load the entries the next
+// stores will take (a list pops one cache miss at a time, each waiting
+// for the one before).
 func (f *Flash) newEntry() uint32 {
 	f.used++
-	if i := f.free; i != noEntry {
-		f.free = f.parent(i)
+	if n := len(f.free); n > 0 {
+		i := f.free[n-1]
+		f.free = f.free[:n-1]
 		*f.at(i) = fentry{}
 		return i
 	}
@@ -351,21 +355,40 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 			}
 		}
 	}
+	// The free entries new blocks will take (at most one per block).
+	free := f.free[max(0, len(f.free)-len(blocks)):]
+	for _, i := range free {
+		sink += f.at(i).seq
+	}
 	f.sink = sink
 	return seq
 }
 
 // storeBlocks stores blocks (store's loop), cur the entry of the block
 // before them (noEntry at the root).
+//
+// A new entry is published (put) with its member and, when the next block
+// of the chunk will be its child, that child already counted: a member
+// set word is stored atomically (lookups read it without a lock), and an
+// atomic store waits for every store before it to reach the cache, so one
+// per new block instead of three (put, the member, the parent's child
+// count) let a chain's stores overlap their cache misses. pre records
+// that cur's count already includes the block being stored; a block that
+// turns out not to be cur's new child (one the worker holds already: a
+// repeated hash, a hash it holds elsewhere, a prefix-id collision; rare)
+// takes the count back.
 func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []kvevents.Block) error {
 	cur := *pcur
 	defer func() { *pcur = cur }()
-	for _, b := range blocks {
+	pre := false
+	for k, b := range blocks {
 		// One probe of the worker's table answers "held already?" and
 		// reserves the slot the block goes to (engines store new blocks,
 		// so this is almost always a miss, the longest probe).
 		ti, held := table.find(b.Hash)
 		if held {
+			f.unpre(pre, cur, slot)
+			pre = false
 			cur = table.s[ti].v
 			continue
 		}
@@ -377,30 +400,54 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		}
 		ei, ok := f.get(seq)
 		var e *fentry
-		i := 0
 		if !ok {
 			ei = f.newEntry()
 			e = f.at(ei)
-			*e = fentry{seq: seq}
+			m := fmember{slot: slot}
+			next := k+1 < len(blocks)
+			if next {
+				m.kids = 1
+			}
+			*e = fentry{seq: seq, mem: oneWord(m)}
 			f.setParent(ei, cur)
 			f.put(seq, ei)
+			if c != nil && !pre {
+				j, _ := f.find(c, slot)
+				f.addKids(c, j, 1)
+			}
+			pre = next
 		} else {
 			e = f.at(ei)
-			if i, held = f.find(e, slot); held {
+			i, held := f.find(e, slot)
+			if held {
+				f.unpre(pre, cur, slot)
+				pre = false
 				cur = ei
 				continue
 			}
-		}
-		f.addMember(e, i, fmember{slot: slot})
-		if c != nil {
-			j, _ := f.find(c, slot)
-			f.addKids(c, j, 1)
+			f.addMember(e, i, fmember{slot: slot})
+			if c != nil && !pre {
+				j, _ := f.find(c, slot)
+				f.addKids(c, j, 1)
+			}
+			pre = false
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
 		cur = ei
 	}
+	f.unpre(pre, cur, slot)
 	return nil
+}
+
+// unpre takes back the child that storeBlocks counted ahead in entry cur
+// when pre is set and the child was not stored.
+func (f *Flash) unpre(pre bool, cur, slot uint32) {
+	if pre {
+		c := f.at(cur)
+		j, _ := f.find(c, slot)
+		f.addKids(c, j, -1)
+	}
 }
 
 // rmKey is a hash of a Removed event with its entry (noEntry when
@@ -582,7 +629,7 @@ func (f *Flash) Stats() Stats {
 	defer f.mu.RUnlock()
 	bytes := int64(len(f.chunks))*int64(unsafe.Sizeof(fchunk{})) +
 		int64(cap(f.arena))*int64(unsafe.Sizeof(fmember{})) +
-		f.freeBytes() +
+		f.freeBytes() + int64(cap(f.free))*4 +
 		int64(len(f.m.slots))*8 +
 		f.tableBytes() +
 		int64(len(f.tables))*int64(ptrSize+unsafe.Sizeof(kvevents.Worker{}))

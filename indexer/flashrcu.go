@@ -138,11 +138,8 @@ func (f *Flash) quiesce() {
 	if r.active[(e+1)&1].n.Load() != 0 {
 		return
 	}
-	for _, i := range prev.entries {
-		*f.at(i) = fentry{}
-		f.setParent(i, f.free)
-		f.free = i
-	}
+	// Retired entries have no members; newEntry zeroes the rest.
+	f.free = append(f.free, prev.entries...)
 	for _, b := range prev.blocks {
 		f.freeBlock(b.off, b.class)
 	}

@@ -1,11 +1,13 @@
 package benchindex
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,7 +48,8 @@ type GenStats struct {
 // time (speedup 0) to produce that worker's real KV events, stamped with the
 // simulated start of the pass that emitted them (vLLM publishes a step's
 // events as the step is scheduled). Requests arrive at their trace
-// timestamps, so lookups and events share one clock.
+// timestamps, so lookups and events share one clock. Events are in
+// timeline order (see layoutByTime).
 func Generate(ctx context.Context, recs []trace.Record, opt GenOptions) (*Stream, GenStats, error) {
 	start := time.Now()
 	if opt.Workers < 1 {
@@ -113,6 +116,7 @@ func Generate(ctx context.Context, recs []trace.Record, opt GenOptions) (*Stream
 		s.Events = append(s.Events, perWorker[w]...)
 		perWorker[w] = nil
 	}
+	s.Events = layoutByTime(s.Events)
 	st.Wall = time.Since(start)
 	return s, st, nil
 }
@@ -179,4 +183,40 @@ func simulate(ctx context.Context, recs []trace.Record, mine []int, w int, cfg m
 		progress(done)
 	}
 	return out, skipped, nil
+}
+
+// layoutByTime returns evs in timeline order (time, then worker; a
+// worker's events keep their order) with their blocks and hashes copied
+// into two arrays in that order, so that a replay reads the stream front
+// to back, as a router reads events fresh off the wire. Laid out by worker,
+// as the engines produce them, every event of a time-ordered replay was a
+// cache miss of its own before its first block.
+func layoutByTime(evs []TimedEvent) []TimedEvent {
+	slices.SortStableFunc(evs, func(a, b TimedEvent) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Worker, b.Worker)
+	})
+	nb, nh := 0, 0
+	for i := range evs {
+		nb += len(evs[i].Event.Blocks)
+		nh += len(evs[i].Event.Hashes)
+	}
+	blocks := make([]kvevents.Block, 0, nb)
+	hashes := make([]uint64, 0, nh)
+	for i := range evs {
+		ev := &evs[i].Event
+		if ev.Blocks != nil {
+			n := len(blocks)
+			blocks = append(blocks, ev.Blocks...)
+			ev.Blocks = blocks[n:len(blocks):len(blocks)]
+		}
+		if ev.Hashes != nil {
+			n := len(hashes)
+			hashes = append(hashes, ev.Hashes...)
+			ev.Hashes = hashes[n:len(hashes):len(hashes)]
+		}
+	}
+	return evs
 }
