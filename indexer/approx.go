@@ -1,7 +1,6 @@
 package indexer
 
 import (
-	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -55,6 +54,23 @@ type Approx struct {
 	memberCap int
 	expired   uint64
 	pruned    uint64
+
+	// Prefix closure (approxclosed.go): maxExp bounds every held pair's
+	// expiry; low counts the held pairs expiring at or before chaos, the
+	// maxExp of the last event that may have broken the closure.
+	maxExp, chaos int64
+	low           int
+
+	// last caches the entries of the blocks of recent Inserts, by
+	// position in the prompt: consecutive prompts often share a prefix (a
+	// system prompt, a conversation's history), whose blocks then need no
+	// map probe. An item is used only if its entry still holds that block.
+	last []lastEntry
+}
+
+type lastEntry struct {
+	seq uint64
+	ei  uint32
 }
 
 type aentry struct {
@@ -96,6 +112,8 @@ func NewApprox(cfg ApproxConfig) *Approx {
 		pruneTo:   int(float64(cfg.MaxBlocks) * cfg.PruneFraction),
 		m:         newHtable(0),
 		nodes:     make([]anode, 1),
+		maxExp:    math.MinInt64,
+		chaos:     math.MinInt64,
 	}
 }
 
@@ -110,7 +128,19 @@ func (e *aentry) find(slot uint32) (int, bool) {
 		}
 		return len(ms), false
 	}
-	return slices.BinarySearchFunc(e.members, slot, func(m amember, s uint32) int { return cmp.Compare(m.slot, s) })
+	// Bisection written out: slices.BinarySearchFunc calls its compare
+	// function per step.
+	ms := e.members
+	lo, hi := 0, len(ms)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if ms[m].slot < slot {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(ms) && ms[lo].slot == slot
 }
 
 // Insert records that worker w now holds the blocks of locals (a routed
@@ -136,6 +166,13 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweep(t, math.MaxInt, &a.expired)
+	if a.blocks == 0 {
+		a.maxExp = math.MinInt64
+	}
+	// An earlier expiry than one held (now went backwards) may leave a
+	// block expiring before its descendants.
+	backwards := exp < a.maxExp
+	a.maxExp = max(a.maxExp, exp)
 	slot := a.slots.acquire(w)
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
@@ -151,11 +188,20 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			seq = kvhash.SeqNext(seq, h)
 		}
 		var ei uint32
-		if k, ok := a.m.find(seq); ok {
-			ei = a.m.s[k].v
+		if i < len(a.last) && a.last[i].seq == seq && a.live(a.last[i].ei, seq) {
+			ei = a.last[i].ei
 		} else {
-			ei = a.newEntry(seq)
-			a.m.putAt(k, seq, ei)
+			if k, ok := a.m.find(seq); ok {
+				ei = a.m.s[k].v
+			} else {
+				ei = a.newEntry(seq)
+				a.m.putAt(k, seq, ei)
+			}
+			if i < len(a.last) {
+				a.last[i] = lastEntry{seq: seq, ei: ei}
+			} else {
+				a.last = append(a.last, lastEntry{seq: seq, ei: ei})
+			}
 		}
 		e := &a.entries[ei]
 		j, ok := e.find(slot)
@@ -167,6 +213,7 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 				// (the pair's expiry did not change).
 				continue
 			}
+			a.lowMoved(mb.exp, exp)
 			mb.exp = exp
 			ni = mb.node
 			a.nodes[ni].exp = exp
@@ -178,6 +225,9 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			a.memberCap += cap(e.members) - old
 			a.counts[slot]++
 			a.blocks++
+			if exp <= a.chaos {
+				a.low++
+			}
 		}
 		n := &a.nodes[ni]
 		n.prev, n.next = 0, segHead
@@ -196,13 +246,29 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 		a.nodes[0].prev = segTail
 	}
 	if a.blocks > a.maxBlocks {
-		a.sweep(math.MinInt64, a.pruneTo, &a.pruned)
+		closed := !backwards && a.low == 0
+		last := a.sweep(math.MinInt64, a.pruneTo, &a.pruned)
+		if closed {
+			a.pruneChaos(last)
+		} else {
+			backwards = true
+		}
+	}
+	if backwards {
+		a.chaos, a.low = a.maxExp, a.blocks
 	}
 	if invariants.Enabled && a.blocks <= invariantsLimit {
 		if err := a.check(); err != nil {
 			panic(err)
 		}
 	}
+}
+
+// live reports whether entry ei is in the map under seq (a freed entry
+// has no members; a reused one, another seq).
+func (a *Approx) live(ei uint32, seq uint64) bool {
+	e := &a.entries[ei]
+	return e.seq == seq && len(e.members) > 0
 }
 
 func (a *Approx) newEntry(seq uint64) uint32 {
@@ -235,14 +301,16 @@ func (a *Approx) unlink(ni uint32) {
 }
 
 // sweep drops pairs from the head of the expiry list while they expire at
-// or before t or more than keep pairs are held, counting them in *n.
-func (a *Approx) sweep(t int64, keep int, n *uint64) {
+// or before t or more than keep pairs are held, counting them in *n, and
+// returns the expiry of the last one dropped.
+func (a *Approx) sweep(t int64, keep int, n *uint64) (last int64) {
 	for {
 		ni := a.nodes[0].next
 		if ni == 0 || (a.nodes[ni].exp > t && a.blocks <= keep) {
-			return
+			return last
 		}
 		nd := &a.nodes[ni]
+		last = nd.exp
 		ei, _ := a.m.get(nd.seq)
 		j, _ := a.entries[ei].find(nd.slot)
 		a.drop(ei, j)
@@ -259,6 +327,9 @@ func (a *Approx) drop(ei uint32, j int) {
 	a.freeNode = mb.node
 	e.members = slices.Delete(e.members, j, j+1)
 	a.blocks--
+	if mb.exp <= a.chaos {
+		a.low--
+	}
 	a.counts[mb.slot]--
 	if a.counts[mb.slot] == 0 {
 		a.slots.release(mb.slot)
@@ -293,6 +364,15 @@ func (a *Approx) appendMatches(dst Overlaps, hs []uint64, isSeq bool, now time.T
 	t := now.UnixNano()
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	if isSeq && (a.low == 0 || t >= a.chaos) {
+		return a.appendMatchesClosed(dst, hs, t)
+	}
+	return a.appendMatchesWalk(dst, hs, isSeq, t)
+}
+
+// appendMatchesWalk is appendMatches at t (unix nanoseconds) visiting the
+// blocks one by one; a.mu is held.
+func (a *Approx) appendMatchesWalk(dst Overlaps, hs []uint64, isSeq bool, t int64) Overlaps {
 	base := len(dst)
 	var buf [64]uint32
 	alive := buf[:0]
@@ -365,7 +445,8 @@ func (a *Approx) Stats() ApproxStats {
 		int64(a.memberCap)*int64(unsafe.Sizeof(amember{})) +
 		a.m.bytes() +
 		int64(cap(a.nodes))*int64(unsafe.Sizeof(anode{})) +
-		int64(cap(a.freeEntry))*4
+		int64(cap(a.freeEntry))*4 +
+		int64(cap(a.last))*int64(unsafe.Sizeof(lastEntry{}))
 	return ApproxStats{
 		Blocks: a.blocks, Nodes: a.m.len(), Workers: len(a.slots.ids), Bytes: bytes,
 		Expired: a.expired, Pruned: a.pruned,

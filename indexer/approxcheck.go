@@ -50,7 +50,7 @@ func (a *Approx) check() error {
 		return fmt.Errorf("approx: %d nodes = 1 + %d listed + %d free?", len(a.nodes), listed, free)
 	}
 	counts := make([]int, len(a.counts))
-	members := 0
+	members, low := 0, 0
 	for seq, ei := range a.m.all() {
 		e := &a.entries[ei]
 		if e.seq != seq || len(e.members) == 0 {
@@ -65,10 +65,19 @@ func (a *Approx) check() error {
 			}
 			counts[mb.slot]++
 			members++
+			if mb.exp <= a.chaos {
+				low++
+			}
+			if mb.exp > a.maxExp {
+				return fmt.Errorf("approx: entry %x slot %d expires at %d, after maxExp %d", seq, mb.slot, mb.exp, a.maxExp)
+			}
 		}
 	}
 	if members != a.blocks {
 		return fmt.Errorf("approx: %d members, %d blocks", members, a.blocks)
+	}
+	if low != a.low {
+		return fmt.Errorf("approx: %d pairs expire at or before chaos, counted %d", low, a.low)
 	}
 	for _, ei := range a.freeEntry {
 		if len(a.entries[ei].members) != 0 {

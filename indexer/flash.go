@@ -68,6 +68,7 @@ type Flash struct {
 	blocks   int
 	counters applyCounters
 	unknown  uint64
+	reads    readCounters
 }
 
 const (
@@ -666,6 +667,7 @@ func (f *Flash) Stats() Stats {
 	return Stats{
 		Blocks: f.blocks, Nodes: f.m.n, Workers: len(f.slots.ids), Bytes: bytes,
 		Applied: f.counters.applied, Rejected: f.counters.rejected, UnknownRemove: f.unknown,
+		SafeStarted: f.reads.started.Load(), SafeRedone: f.reads.redone.Load(),
 	}
 }
 

@@ -149,12 +149,26 @@ func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
 	defer f.exitRead(ep)
 	w0 := f.writing.Load()
 	safe := w0&1 != 0
+	if safe {
+		f.reads.started.Add(1)
+	}
 	base := len(dst)
 	dst = f.match(dst, locals, safe)
 	if !safe && f.writing.Load() != w0 {
+		f.reads.redone.Add(1)
 		dst = f.match(dst[:base], locals, true)
 	}
 	return dst
+}
+
+// readCounters count the lookups that ran in safe mode (Stats). Only that
+// path touches them, so exact lookups on every core share no written
+// cache line; the padding keeps them off the writers' fields.
+type readCounters struct {
+	_       [64]byte
+	started atomic.Uint64 // a writer held the lock when the lookup began
+	redone  atomic.Uint64 // began exact, overlapped a write, redone safe
+	_       [64]byte
 }
 
 // match is AppendMatches within a read section.

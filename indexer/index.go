@@ -62,6 +62,12 @@ type Stats struct {
 	// Queued is the number of events enqueued but not yet applied
 	// (Concurrent only; 0 elsewhere).
 	Queued int `json:"queued"`
+	// SafeStarted and SafeRedone count lock-free lookups that ran in safe
+	// mode (Flash only; 0 elsewhere): begun while a writer held the lock,
+	// or begun exact, overlapped by a write and redone. Each is one lookup
+	// of one index (a Sharded lookup is one per shard).
+	SafeStarted uint64 `json:"safe_started,omitempty"`
+	SafeRedone  uint64 `json:"safe_redone,omitempty"`
 }
 
 // Sentinel errors of Apply; test with errors.Is.

@@ -175,6 +175,8 @@ func (s *Sharded) Stats() Stats {
 		t.Rejected += x.Rejected
 		t.UnknownRemove += x.UnknownRemove
 		t.Queued += x.Queued
+		t.SafeStarted += x.SafeStarted
+		t.SafeRedone += x.SafeRedone
 	}
 	return t
 }

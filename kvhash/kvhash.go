@@ -71,31 +71,74 @@ func LocalMM(tokens []uint32, mmHashes []uint64, seed uint64) uint64 {
 // and returns the extended slice. blockSize must be positive; a trailing
 // partial block is ignored.
 func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
+	dst, _ = appendLocal(dst, nil, false, tokens, blockSize, seed)
+	return dst
+}
+
+// AppendLocalSeq appends the local hashes of the full blocks of tokens to
+// locals, as AppendLocal, and their sequence-hash chain to seqs, as
+// AppendSeq of them, and returns both extended slices. Where blocks are
+// hashed in AVX2 (long.go), the chain is computed beside the hashing.
+func AppendLocalSeq(locals, seqs []uint64, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64) {
+	return appendLocal(locals, seqs, true, tokens, blockSize, seed)
+}
+
+// appendLocal is AppendLocal, and also AppendSeq into seqs when withSeq.
+func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64) {
 	if blockSize <= 0 {
 		panic("kvhash: block size must be positive")
 	}
 	n := len(tokens) / blockSize
 	dst = slices.Grow(dst, n)
+	if n == 0 {
+		return dst, seqs
+	}
+	m := len(dst)
+	w := blockSize * 4
+	// Blocks that read the seeded secret: derive it once (long.go).
+	var k longKeys
+	long := useAVX2 && w >= longMin && w <= blockLen
+	if long {
+		k = newLongKeys(seed)
+	}
 	if littleEndian {
-		w := blockSize * 4
 		all := tokenBytes(tokens[:n*blockSize])
+		if long {
+			// All blocks in one call, and the chain beside them.
+			dst = dst[:m+n]
+			var sd *uint64
+			if withSeq {
+				ms := len(seqs)
+				seqs = slices.Grow(seqs, n)[:ms+n]
+				sd = &seqs[ms]
+			}
+			hashBlocksAVX2(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
+			return dst, seqs
+		}
 		for i := 0; i < n; i++ {
 			dst = append(dst, xxh3.HashSeed(all[i*w:(i+1)*w], seed))
 		}
-		return dst
-	}
-	var stack [maxStackBlock * 4]byte
-	var buf []byte
-	if blockSize <= maxStackBlock {
-		buf = stack[:blockSize*4]
 	} else {
-		buf = make([]byte, blockSize*4)
+		var stack [maxStackBlock * 4]byte
+		var buf []byte
+		if blockSize <= maxStackBlock {
+			buf = stack[:w]
+		} else {
+			buf = make([]byte, w)
+		}
+		for i := 0; i < n; i++ {
+			putTokens(buf, tokens[i*blockSize:(i+1)*blockSize])
+			if long {
+				dst = append(dst, k.hash(buf))
+			} else {
+				dst = append(dst, xxh3.HashSeed(buf, seed))
+			}
+		}
 	}
-	for i := 0; i < n; i++ {
-		putTokens(buf, tokens[i*blockSize:(i+1)*blockSize])
-		dst = append(dst, xxh3.HashSeed(buf, seed))
+	if withSeq {
+		seqs = AppendSeq(seqs, dst[m:])
 	}
-	return dst
+	return dst, seqs
 }
 
 // LocalHashes returns the local hash of every full block of tokens.

@@ -556,12 +556,12 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	p := getPending()
 	p.req, p.isl = *req, isl
 	if req.Tokens != nil {
-		p.locBuf = kvhash.AppendLocal(p.locBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
+		p.locBuf, p.seqBuf = kvhash.AppendLocalSeq(p.locBuf[:0], p.seqBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
 		p.locals = p.locBuf
 	} else {
 		p.locals = req.Locals
+		p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
 	}
-	p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
 	p.seq = p.seqBuf
 	return p, nil
 }

@@ -30,7 +30,13 @@ resolution) pooled over the measured rounds, with the ratios frontend/direct
 With --floor a third phase goes through a minimal net/http reverse proxy, which
 separates the cost of any proxy hop on this machine from the frontend's own; the
 frontend's TTFT is then judged against the proxy's (goals <= 1.05x at p50, <= 1.10x at p99)
-from the per-round ratios: met, missed, or undecided with the rounds a verdict would need.`,
+from the per-round ratios: met, missed, or undecided with the rounds a verdict would need.
+Each round also reports, per phase, the process's CPU time and the time its threads were
+runnable but waiting for a CPU (Linux schedstat): on a shared machine, a phase whose wait
+dwarfs its CPU time was starved by other processes, and every path stalls then (the direct
+one too). --interleave runs a round's phases at once, each at --rate divided by the number
+of paths, started 1/rate apart so that requests alternate: a stall then delays every path
+alike instead of landing in one phase.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !asJSON {
 				cfg.Progress = os.Stderr
@@ -73,6 +79,7 @@ from the per-round ratios: met, missed, or undecided with the rounds a verdict w
 	f.DurationVar(&cfg.Warmup, "warmup", 0, "length of each phase of the unmeasured warm-up round (default 2s, negative = none)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.BoolVar(&cfg.Floor, "floor", false, "add a phase through a minimal net/http reverse proxy: the cost of any proxy hop here")
+	f.BoolVar(&cfg.Interleave, "interleave", false, "run each round's phases at once, requests alternating between paths (--rate is the total), so a machine stall hits every path alike")
 	f.StringVar(&memProf, "memprofile", "", "write an allocation profile (pprof heap, see -sample_index=alloc_space) to this file")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the whole bench (client, frontend and mocker) to this file")
 	return c
@@ -104,9 +111,19 @@ func writeBenchFrontend(w io.Writer, rep *replay.BenchReport) error {
 		if r.FrontendFirst {
 			order = "frontend first"
 		}
+		if r.Interleaved {
+			order = "interleaved"
+		}
 		fmt.Fprintf(w, "  round %d (%s): ttft p50 %.3fx p90 %.3fx p99 %.3fx", i+1, order, r.TTFTp50, r.TTFTp90, r.TTFTp99)
 		if rep.Floor != nil {
 			fmt.Fprintf(w, "; frontend/floor p50 %.3fx p99 %.3fx", r.FloorTTFTp50, r.FloorTTFTp99)
+		}
+		for k, ps := range r.Sched {
+			sep := ", "
+			if k == 0 {
+				sep = "; cpu/runnable-waiting "
+			}
+			fmt.Fprintf(w, "%s%s %.2f/%.2fs", sep, ps.Label, ps.CPUSec, ps.WaitSec)
 		}
 		fmt.Fprintln(w)
 	}

@@ -44,11 +44,20 @@ extended F times). --sweep instead runs the doubling sweep and writes a chart
 leaves more than 5% of its events queued when the replay ends is marked
 invalid.
 
+Lookup latency: --lookup-blocks N cuts every lookup to its prompt's first N
+blocks (the goal's shape is --lookup-blocks 64: a 64-block prompt at W=64),
+events unchanged. The replay at half the sustained rate (and a --duration
+replay) also times each lookup's thread CPU (Linux, --lookup-cpu, on by
+default; two clock reads per lookup): a wall-clock tail far above the CPU
+tail is time the reader spent descheduled, not work. The report also counts
+Flash lookups that ran in safe mode (begun during a write, or overlapped by
+one and redone).
+
 Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
 every prompt at its recorded length, so a request is input_length/64 query
 blocks and the mocker's KV cache really evicts. --block-size 512 gives one
 block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
-		Example: "  kvrouter bench index --workers 64 --json\n  kvrouter bench index --trace synth --limit 2000",
+		Example: "  kvrouter bench index --workers 64 --json\n  kvrouter bench index --trace synth --limit 2000\n  kvrouter bench index --index flash --duplicate 2 --length-factor 2 --lookup-blocks 64",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Indexes, err = benchindex.ParseIndexes(indexes); err != nil {
@@ -80,6 +89,8 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.IntVar(&cfg.Duplicate, "duplicate", cfg.Duplicate, "replay N copies of the trace with disjoint hash ids, interleaved in time")
 	f.IntVar(&cfg.LengthFactor, "length-factor", cfg.LengthFactor, "extend every prompt's blocks F times (hash id h becomes F ids)")
 	f.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "sustained-rate searches per index (the report gives the spread)")
+	f.IntVar(&cfg.LookupBlocks, "lookup-blocks", 0, "cut every lookup to its prompt's first N blocks (0 = whole prompts; the latency goal's shape is 64)")
+	f.BoolVar(&cfg.LookupCPU, "lookup-cpu", cfg.LookupCPU, "also time each lookup's thread CPU at half the sustained rate and in a --duration replay (Linux)")
 	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per simulated worker")
 	f.StringVar(&indexes, "index", "all", "index to benchmark: radix, flash or all")
 	f.IntVar(&cfg.Writers, "writers", 0, "sticky writer goroutines (0 = GOMAXPROCS)")

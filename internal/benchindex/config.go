@@ -47,6 +47,17 @@ type Config struct {
 	// LengthFactor extends every prompt's blocks F times (see Scale).
 	// Default 1; 0 means 1.
 	LengthFactor int
+	// LookupBlocks, when > 0, cuts every lookup to the first LookupBlocks
+	// blocks of its prompt (prompts shorter than that stay whole): the
+	// shape of the lookup-latency goal, a 64-block prompt, in the
+	// sustained setting. Events are unchanged; block ops count the cut
+	// lookups. Default 0: whole prompts.
+	LookupBlocks int
+	// LookupCPU also times each lookup's thread CPU (Linux; see
+	// ReplayOptions.ThreadCPU) in the replays that report latency: the one
+	// at half the sustained rate (auto mode) and a fixed-window replay.
+	// Default true; false (zero) measures wall time only.
+	LookupCPU bool
 	// Repeat is how many times the auto mode searches each index's
 	// sustained rate (the report gives the spread). Default 3; 0 means 1.
 	Repeat int
@@ -99,6 +110,7 @@ func DefaultConfig() Config {
 		Duplicate:    1,
 		LengthFactor: 1,
 		Repeat:       3,
+		LookupCPU:    true,
 	}
 }
 
@@ -122,6 +134,9 @@ func (c Config) Validate() error {
 	}
 	if c.Writers < 0 || c.Readers < 0 || c.Shards < 0 {
 		errs = append(errs, fmt.Errorf("benchindex: writers %d / readers %d / shards %d must be >= 0", c.Writers, c.Readers, c.Shards))
+	}
+	if c.LookupBlocks < 0 {
+		errs = append(errs, fmt.Errorf("benchindex: lookup blocks %d < 0", c.LookupBlocks))
 	}
 	if c.Duplicate < 0 || c.LengthFactor < 0 || c.Repeat < 0 {
 		errs = append(errs, fmt.Errorf("benchindex: duplicate %d / length factor %d / repeat %d must be >= 0", c.Duplicate, c.LengthFactor, c.Repeat))

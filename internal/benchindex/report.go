@@ -25,9 +25,12 @@ type Params struct {
 	Seed      uint64 `json:"seed"`
 	// Duplicate and LengthFactor scaled the trace (see Scale); Repeat is
 	// the number of sustained-rate searches per index.
-	Duplicate    int    `json:"duplicate"`
-	LengthFactor int    `json:"length_factor"`
-	Repeat       int    `json:"repeat"`
+	Duplicate    int `json:"duplicate"`
+	LengthFactor int `json:"length_factor"`
+	Repeat       int `json:"repeat"`
+	// LookupBlocks cut every lookup to its prompt's first blocks (0: whole
+	// prompts).
+	LookupBlocks int    `json:"lookup_blocks,omitempty"`
 	GOMAXPROCS   int    `json:"gomaxprocs"`
 	NumCPU       int    `json:"num_cpu"`
 	GoVersion    string `json:"go_version"`
@@ -71,7 +74,28 @@ type Result struct {
 	LookupP99us  float64 `json:"lookup_p99_us"`
 	LookupP999us float64 `json:"lookup_p999_us"`
 	LookupMaxus  float64 `json:"lookup_max_us"`
-	MeanMatch    float64 `json:"mean_match"` // mean Lookup result (depth), a sanity figure
+	// Thread CPU time of the same lookups (ReplayOptions.ThreadCPU; 0
+	// when not measured), and CPUBaselineus, the clock reads' own share
+	// included in each (an empty bracket's median). A wall tail far above
+	// the CPU tail is time the reader spent descheduled.
+	LookupCPUP50us  float64 `json:"lookup_cpu_p50_us,omitempty"`
+	LookupCPUP99us  float64 `json:"lookup_cpu_p99_us,omitempty"`
+	LookupCPUP999us float64 `json:"lookup_cpu_p999_us,omitempty"`
+	CPUBaselineus   float64 `json:"cpu_baseline_us,omitempty"`
+	// Lookups whose thread was switched off its CPU mid-lookup (a share
+	// of all lookups), and the wall and CPU tails of the others: the
+	// index's own tail, without descheduling.
+	SwitchedFrac    float64 `json:"switched_frac,omitempty"`
+	QuietWallP50us  float64 `json:"quiet_wall_p50_us,omitempty"`
+	QuietWallP99us  float64 `json:"quiet_wall_p99_us,omitempty"`
+	QuietWallP999us float64 `json:"quiet_wall_p999_us,omitempty"`
+	QuietCPUP99us   float64 `json:"quiet_cpu_p99_us,omitempty"`
+	// SafeStarted and SafeRedone count index lookups that ran Flash's
+	// safe mode (indexer.Stats; one per shard per lookup): begun during a
+	// write, or overlapped by one and redone.
+	SafeStarted uint64  `json:"safe_started,omitempty"`
+	SafeRedone  uint64  `json:"safe_redone,omitempty"`
+	MeanMatch   float64 `json:"mean_match"` // mean Lookup result (depth), a sanity figure
 
 	// DrainMS is the time from the first entry's release until every
 	// event was applied (the writers drained), as measured by Finish.
@@ -143,6 +167,20 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		r.LookupP999us = us(h.ValueAtQuantile(99.9))
 		r.LookupMaxus = us(h.Max())
 	}
+	if h := s.LookupsCPU; h != nil && h.TotalCount() > 0 {
+		r.LookupCPUP50us = us(h.ValueAtQuantile(50))
+		r.LookupCPUP99us = us(h.ValueAtQuantile(99))
+		r.LookupCPUP999us = us(h.ValueAtQuantile(99.9))
+		r.CPUBaselineus = us(int64(s.CPUBaseline))
+		r.SwitchedFrac = float64(s.Switched) / float64(h.TotalCount())
+	}
+	if h := s.QuietWall; h != nil && h.TotalCount() > 0 {
+		r.QuietWallP50us = us(h.ValueAtQuantile(50))
+		r.QuietWallP99us = us(h.ValueAtQuantile(99))
+		r.QuietWallP999us = us(h.ValueAtQuantile(99.9))
+		r.QuietCPUP99us = us(s.QuietCPU.ValueAtQuantile(99))
+	}
+	r.SafeStarted, r.SafeRedone = s.Final.SafeStarted, s.Final.SafeRedone
 	if tl.Lookups > 0 {
 		r.MeanMatch = float64(s.MatchSum) / float64(tl.Lookups)
 	}
@@ -213,6 +251,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if p.Duplicate > 1 || p.LengthFactor > 1 {
 		fmt.Fprintf(&b, "trace scaled: %d copies with disjoint hash ids (--duplicate), prompts extended %dx (--length-factor)\n", p.Duplicate, p.LengthFactor)
 	}
+	if p.LookupBlocks > 0 {
+		fmt.Fprintf(&b, "lookups cut to their prompt's first %d blocks (--lookup-blocks); events unchanged\n", p.LookupBlocks)
+	}
 	rep.writeSearches(&b)
 	for _, head := range rep.Results {
 		name := head.Index
@@ -245,11 +286,23 @@ func (rep *Report) WriteText(w io.Writer) error {
 			sm.Index, si(sm.Median), len(sm.Rates), si(sm.Min), si(sm.Max), sm.SpreadPct,
 			sm.At.LookupP50us, sm.At.LookupP99us, sm.At.LookupP999us,
 			sm.Half.LookupP50us, sm.Half.LookupP99us, sm.Half.LookupP999us, si(sm.Half.OfferedBlockOpsPerSec))
+		if h := sm.Half; h.LookupCPUP50us > 0 {
+			fmt.Fprintf(&b, "%-6s at half: %s\n", sm.Index, cpuText(h))
+		}
+		if h := sm.Half; h.SafeStarted+h.SafeRedone > 0 {
+			fmt.Fprintf(&b, "%-6s at half: %s\n", sm.Index, safeText(h, p.Shards))
+		}
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block, queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
 			r.Index, si(r.BlockOpsPerSec), si(r.OpsPerSec), si(r.LookupsPerSec), r.LookupP50us, r.LookupP99us, r.LookupP999us,
 			fmt.Sprintf("%.0f", r.BytesPerBlock), 100*r.QueuedFrac, r.WindowMS, r.WallMS, flags(r))
+		if r.LookupCPUP50us > 0 {
+			fmt.Fprintf(&b, "%-6s %s\n", r.Index, cpuText(r))
+		}
+		if r.SafeStarted+r.SafeRedone > 0 {
+			fmt.Fprintf(&b, "%-6s %s\n", r.Index, safeText(r, p.Shards))
+		}
 	}
 	if rep.Chart != "" {
 		fmt.Fprintf(&b, "chart %s, csv %s\n", rep.Chart, rep.CSV)
@@ -267,7 +320,7 @@ func (rep *Report) writeSearches(b *strings.Builder) {
 		for k, s := range rep.Searches[sm.Index] {
 			fmt.Fprintf(b, "\nsustained search %s, repetition %d (sustains: issued within %.2fx the window, complete within %.2fx, valid):\n",
 				sm.Index, k+1, IssueSlack, KeepUpSlack)
-			fmt.Fprintf(b, "  %10s %14s %14s %8s %8s %8s %8s %8s %s\n", "window", "offered blk/s", "achieved blk/s", "issue/w", "done/w", "p50 µs", "p99 µs", "p999 µs", "")
+			fmt.Fprintf(b, "  %10s %14s %14s %8s %8s %8s %8s %8s %6s %s\n", "window", "offered blk/s", "achieved blk/s", "issue/w", "done/w", "p50 µs", "p99 µs", "p999 µs", "safe", "")
 			rows := append([]Result{s.Capacity}, s.Steps...)
 			if s.Found {
 				rows = append(rows, s.Half)
@@ -287,12 +340,38 @@ func (rep *Report) writeSearches(b *strings.Builder) {
 				if r.WindowMS > 0 {
 					iw, dw = r.WallMS/r.WindowMS, max(r.WallMS, r.DrainMS)/r.WindowMS
 				}
-				fmt.Fprintf(b, "  %8.1fms %14s %14s %8.3f %8.3f %8.2f %8.2f %8.2f %s\n",
+				if r.LookupCPUP50us > 0 {
+					verdict += fmt.Sprintf("; thread CPU p50/p99/p999 %.2f/%.2f/%.2f µs", r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us)
+				}
+				fmt.Fprintf(b, "  %8.1fms %14s %14s %8.3f %8.3f %8.2f %8.2f %8.2f %5.2f%% %s\n",
 					r.WindowMS, si(r.OfferedBlockOpsPerSec), si(r.BlockOpsPerSec), iw, dw,
-					r.LookupP50us, r.LookupP99us, r.LookupP999us, verdict)
+					r.LookupP50us, r.LookupP99us, r.LookupP999us, 100*safeFrac(r, rep.Params.Shards), verdict)
 			}
 		}
 	}
+}
+
+// safeFrac is the share of index lookups (one per shard per lookup) that
+// ran in safe mode.
+func safeFrac(r Result, shards int) float64 {
+	n := float64(r.Lookups) * float64(max(shards, 1))
+	if n == 0 {
+		return 0
+	}
+	return float64(r.SafeStarted+r.SafeRedone) / n
+}
+
+// cpuText splits a result's lookup tail into work and descheduling.
+func cpuText(r Result) string {
+	return fmt.Sprintf("lookup thread CPU p50/p99/p999 %.2f/%.2f/%.2f µs (each includes ~%.2f µs of clock reads) against wall %.2f/%.2f/%.2f µs; "+
+		"%.2f%% of lookups were switched off their CPU mid-lookup, the others took wall p50/p99/p999 %.2f/%.2f/%.2f µs (CPU p99 %.2f µs)",
+		r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us, r.CPUBaselineus, r.LookupP50us, r.LookupP99us, r.LookupP999us,
+		100*r.SwitchedFrac, r.QuietWallP50us, r.QuietWallP99us, r.QuietWallP999us, r.QuietCPUP99us)
+}
+
+func safeText(r Result, shards int) string {
+	return fmt.Sprintf("safe-mode lookups %d begun during a write + %d redone after overlapping one = %.2f%% of %d index lookups (%d lookups x %d shards)",
+		r.SafeStarted, r.SafeRedone, 100*safeFrac(r, shards), r.Lookups*max(shards, 1), r.Lookups, max(shards, 1))
 }
 
 func flags(r Result) string {

@@ -24,6 +24,9 @@ type Prepared struct {
 	Generation Generation
 	Requests   int
 	Skipped    int
+	// ShortLookups counts lookups shorter than Config.LookupBlocks (kept
+	// whole); 0 without a cut.
+	ShortLookups int
 }
 
 // Prepare reads the trace, generates the event stream and merges the
@@ -62,11 +65,13 @@ func PrepareRecords(ctx context.Context, cfg Config, recs []trace.Record) (*Prep
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("benchindex: generated stream: %w", err)
 	}
+	short := s.CutLookups(cfg.LookupBlocks)
 	tl := Merge(s)
 	return &Prepared{
-		Timeline: tl,
-		Requests: len(recs),
-		Skipped:  st.Skipped,
+		Timeline:     tl,
+		Requests:     len(recs),
+		Skipped:      st.Skipped,
+		ShortLookups: short,
 		Generation: Generation{
 			Seconds:       st.Wall.Seconds(),
 			Lookups:       tl.Lookups,
@@ -130,11 +135,16 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 			Trace: cfg.Trace, Requests: p.Requests, BlockSize: cfg.BlockSize, Workers: cfg.Workers,
 			Writers: writers, Shards: shards, Readers: readers, Window: window, Seed: cfg.Seed,
 			Duplicate: max(cfg.Duplicate, 1), LengthFactor: max(cfg.LengthFactor, 1), Repeat: max(cfg.Repeat, 1),
-			GOMAXPROCS: procs, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
+			LookupBlocks: cfg.LookupBlocks,
+			GOMAXPROCS:   procs, NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(),
 			Mocker: fmt.Sprintf("num_blocks=%d max_num_seqs=%d max_num_batched_tokens=%d watermark=%g tokens_per_trace_id=%d",
 				cfg.Engine.NumBlocks, cfg.Engine.MaxNumSeqs, cfg.Engine.MaxNumBatchedTokens, cfg.Engine.Watermark, cfg.TokensPerID),
 		},
 		Generation: p.Generation,
+	}
+	if p.ShortLookups > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d of %d lookups had fewer than %d blocks and were kept whole",
+			p.ShortLookups, tl.Lookups, cfg.LookupBlocks))
 	}
 	if p.Skipped > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d requests did not fit a worker's KV cache and were not simulated (still looked up)", p.Skipped))
@@ -150,7 +160,7 @@ func RunPrepared(ctx context.Context, cfg Config, p *Prepared) (Report, error) {
 		if cfg.Window > 0 && !cfg.Sweep {
 			bar := newBar(cfg.Progress, len(tl.Entries), "replay "+name)
 			o := ro
-			o.Window, o.Progress = cfg.Window, bar.add
+			o.Window, o.Progress, o.ThreadCPU = cfg.Window, bar.add, cfg.LookupCPU
 			s, err := Replay(ctx, tl, f, o)
 			bar.finish()
 			if err != nil {
@@ -235,7 +245,7 @@ func runSearches(ctx context.Context, cfg Config, rep *Report, tl *Timeline, f T
 	for k := range reps {
 		desc := fmt.Sprintf("sustained %s, repetition %d/%d", f.Name, k+1, reps)
 		bar := newBar(cfg.Progress, -1, desc)
-		so := SearchOptions{Replay: ro, OnStep: func(r Result) {
+		so := SearchOptions{Replay: ro, HalfThreadCPU: cfg.LookupCPU, OnStep: func(r Result) {
 			verdict := "unpaced"
 			if r.WindowMS > 0 {
 				verdict = "fails"

@@ -20,6 +20,11 @@ type SearchOptions struct {
 	MaxSteps int
 	// Replay options; Window is set per step.
 	Replay ReplayOptions
+	// HalfThreadCPU times the lookups' thread CPU in the replay at half the
+	// sustained rate (ReplayOptions.ThreadCPU), where the latencies are
+	// the point; the other steps measure wall time only, so the clock
+	// reads do not lower the sustained rate. Default false.
+	HalfThreadCPU bool
 	// OnStep, when set, is called after each step.
 	OnStep func(Result)
 }
@@ -57,9 +62,10 @@ func WindowFor(tl *Timeline, rate float64) time.Duration {
 func FindSustained(ctx context.Context, tl *Timeline, f TargetFactory, opt SearchOptions) (Search, error) {
 	opt.defaults()
 	var out Search
-	step := func(rate float64) (Result, error) {
+	step := func(rate float64, cpu bool) (Result, error) {
 		ro := opt.Replay
 		ro.Window = WindowFor(tl, rate)
+		ro.ThreadCPU = ro.ThreadCPU || cpu
 		s, err := Replay(ctx, tl, f, ro)
 		if err != nil {
 			return Result{}, err
@@ -86,11 +92,11 @@ func FindSustained(ctx context.Context, tl *Timeline, f TargetFactory, opt Searc
 		}
 		rate = out.Capacity.BlockOpsPerSec / 2
 	}
-	out.Steps, out.Sustained, out.Found, err = bisect(rate, opt, tl, step)
+	out.Steps, out.Sustained, out.Found, err = bisect(rate, opt, tl, func(r float64) (Result, error) { return step(r, false) })
 	if err != nil || !out.Found {
 		return out, err
 	}
-	out.Half, err = step(out.Sustained.OfferedBlockOpsPerSec / 2)
+	out.Half, err = step(out.Sustained.OfferedBlockOpsPerSec/2, opt.HalfThreadCPU)
 	return out, err
 }
 

@@ -169,6 +169,7 @@ func (t *IndexTarget) Finish(ctx context.Context) (Final, error) {
 		t.wg.Wait()
 	}
 	st := t.inner.Stats()
-	return Final{Blocks: st.Blocks, Bytes: st.Bytes, Applied: st.Applied, Rejected: st.Rejected},
+	return Final{Blocks: st.Blocks, Bytes: st.Bytes, Applied: st.Applied, Rejected: st.Rejected,
+			SafeStarted: st.SafeStarted, SafeRedone: st.SafeRedone},
 		errors.Join(ferr, t.runErr)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/mocker"
-	"github.com/kvrouter/kvrouter/trace"
 )
 
 // BenchConfig configures BenchFrontend.
@@ -40,6 +39,12 @@ type BenchConfig struct {
 	// cost of any proxy hop on this machine, to separate the frontend's
 	// own overhead from the hop's.
 	Floor bool
+	// Interleave runs each round's phases at once instead of one after
+	// another: every target at Rate/targets, started 1/Rate apart, so
+	// requests alternate between them and a stall of the machine delays
+	// every path alike (see benchRounds). The offered load on the mocker
+	// stays Rate. Default false (sequential phases at Rate each).
+	Interleave bool
 	// Progress receives progress bars (nil = none).
 	Progress io.Writer
 }
@@ -92,6 +97,11 @@ type RoundRatios struct {
 	// BenchConfig.Floor).
 	FloorTTFTp50 float64 `json:"floor_ttft_p50,omitempty"`
 	FloorTTFTp99 float64 `json:"floor_ttft_p99,omitempty"`
+	// Interleaved: the round's phases ran at once (BenchConfig.Interleave).
+	Interleaved bool `json:"interleaved,omitempty"`
+	// Sched is how the process shared the machine per phase (one entry,
+	// "all", when interleaved); empty where unavailable.
+	Sched []PhaseSched `json:"sched,omitempty"`
 }
 
 // BenchFrontend measures the frontend's overhead: a fixed-rate stream of
@@ -147,52 +157,26 @@ func BenchFrontend(ctx context.Context, cfg BenchConfig) (BenchReport, error) {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	next := uint64(1 << 20) // distinct prompts: no cache hits in either phase
-	phase := func(url, label string, d time.Duration) (Report, error) {
-		recs := make([]trace.Record, int(cfg.Rate*d.Seconds()))
-		for i := range recs {
-			recs[i] = trace.Record{InputLength: cfg.PromptTokens, OutputLength: cfg.MaxTokens, HashIDs: []uint64{next}}
-			next++
-		}
-		return Run(ctx, Config{URL: url, Records: recs, Pacer: FixedRate(cfg.Rate), TokensPerID: cfg.PromptTokens,
-			Progress: cfg.Progress, Label: label, Timeout: time.Minute, Client: client})
-	}
-	type target struct{ label, url string }
-	targets := []target{{"direct", f.Workers()[0].URL}, {"frontend", f.URL()}}
+	targets := []benchTarget{{"direct", f.Workers()[0].URL}, {"frontend", f.URL()}}
 	if cfg.Floor {
 		u, stopProxy, err := serveFloorProxy(f.Workers()[0].URL)
 		if err != nil {
 			return out, err
 		}
 		defer stopProxy()
-		targets = append(targets, target{"floor-proxy", u})
+		targets = append(targets, benchTarget{"floor-proxy", u})
 	}
 	if cfg.Warmup > 0 {
 		for _, t := range targets {
-			if _, err := phase(t.url, "warmup", cfg.Warmup); err != nil {
+			if _, err := benchPhase(ctx, cfg, client, t, cfg.Rate, cfg.Warmup, &next, 0, "warmup"); err != nil {
 				return out, err
 			}
 		}
 	}
-	got := map[string][]Report{}
-	for round := range cfg.Rounds {
-		ff := round%2 == 1 // reverse the order every other round
-		byLabel := map[string]Report{}
-		for k := range targets {
-			t := targets[k]
-			if ff {
-				t = targets[len(targets)-1-k]
-			}
-			r, err := phase(t.url, t.label, cfg.Duration)
-			if err != nil {
-				return out, err
-			}
-			byLabel[t.label] = r
-			got[t.label] = append(got[t.label], r)
-		}
-		d, fe, fl := byLabel["direct"], byLabel["frontend"], byLabel["floor-proxy"]
-		out.PerRound = append(out.PerRound, RoundRatios{FrontendFirst: ff, TTFTp50: div(fe.TTFT.P50, d.TTFT.P50),
-			TTFTp90: div(fe.TTFT.P90, d.TTFT.P90), TTFTp99: div(fe.TTFT.P99, d.TTFT.P99),
-			FloorTTFTp50: div(fe.TTFT.P50, fl.TTFT.P50), FloorTTFTp99: div(fe.TTFT.P99, fl.TTFT.P99)})
+	got, rounds, err := benchRounds(ctx, cfg, client, targets, &next)
+	out.PerRound = rounds
+	if err != nil {
+		return out, err
 	}
 	ds, fs := got["direct"], got["frontend"]
 	if cfg.Floor {

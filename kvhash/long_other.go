@@ -1,0 +1,10 @@
+//go:build !amd64 || purego
+
+package kvhash
+
+// useAVX2 is false off amd64: every block goes to xxh3.HashSeed.
+var useAVX2 = false
+
+func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
+	panic("kvhash: hashBlocksAVX2 without AVX2")
+}

@@ -1,0 +1,100 @@
+package kvhash
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/zeebo/xxh3"
+)
+
+// TestHashLongMatchesXXH3 holds longKeys.hash equal to xxh3.HashSeed over
+// random inputs of every length from 0 to 4 KiB, and hashBlocksAVX2, with
+// its sequence chain, at every block length it takes (241 to 1024 bytes) (four secret blocks: the scramble and partial last blocks) under
+// the default, zero, salted and random seeds.
+func TestHashLongMatchesXXH3(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 6))
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	if !useAVX2 {
+		t.Skip("no AVX2: longKeys.hash is xxh3.HashSeed")
+	}
+	seeds := []uint64{DefaultSeed, 0, Seed("adapter-a", "tenant-a"), rng.Uint64(), ^uint64(0)}
+	for _, seed := range seeds {
+		k := newLongKeys(seed)
+		for n := 0; n <= len(buf); n++ {
+			// A fresh random window at each length, so no two lengths
+			// hash the same bytes.
+			off := rng.IntN(len(buf) - n + 1)
+			b := buf[off : off+n]
+			if got, want := k.hash(b), xxh3.HashSeed(b, seed); got != want {
+				t.Fatalf("seed %d, %d bytes: got %d, want %d", seed, n, got, want)
+			}
+		}
+		// hashBlocksAVX2: three consecutive blocks of every length it
+		// takes.
+		var got [3]uint64
+		for w := longMin; w <= blockLen; w++ {
+			b := buf[rng.IntN(len(buf)-3*w+1):][:3*w]
+			var seqs [3]uint64
+			hashBlocksAVX2(&got[0], &b[0], 3, w, &k.w[0], &k.last[0], &k.merge[0], &seqs[0], seqFlipLo, seqFlipHi)
+			for i, h := range got {
+				if want := xxh3.HashSeed(b[i*w:(i+1)*w], seed); h != want {
+					t.Fatalf("seed %d, block %d of %d bytes: got %d, want %d", seed, i, w, h, want)
+				}
+			}
+			if want := SeqHashes(got[:]); !slices.Equal(seqs[:], want) {
+				t.Fatalf("seed %d, blocks of %d bytes: chain %v, want %v", seed, w, seqs, want)
+			}
+		}
+	}
+}
+
+// TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
+// equal to Local (xxh3.HashSeed per block), and AppendLocalSeq to
+// AppendLocal and SeqHashes, at block sizes on both sides of
+// the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
+// and without AVX2.
+func TestAppendLocalMatchesLocal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 7))
+	toks := make([]uint32, 4096)
+	for i := range toks {
+		toks[i] = rng.Uint32()
+	}
+	defer func(le, avx bool) { littleEndian, useAVX2 = le, avx }(littleEndian, useAVX2)
+	for _, mode := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
+		le := mode[0]
+		littleEndian, useAVX2 = le, mode[1] && useAVX2
+		for _, bs := range []int{1, 4, 16, 32, 60, 61, 64, 100, 128, 256, 257, 512, 1024} {
+			for _, seed := range []uint64{DefaultSeed, Seed("adapter-a", "")} {
+				got := AppendLocal(nil, toks, bs, seed)
+				if len(got) != len(toks)/bs {
+					t.Fatalf("B=%d: %d blocks, want %d", bs, len(got), len(toks)/bs)
+				}
+				// AppendLocalSeq after what the buffers already hold.
+				pre := []uint64{7, 8}
+				locals, seqs := AppendLocalSeq(pre[:1:1], pre[1:], toks, bs, seed)
+				if !slices.Equal(locals[1:], got) || locals[0] != 7 {
+					t.Fatalf("le=%v B=%d: AppendLocalSeq locals differ from AppendLocal", le, bs)
+				}
+				if want := SeqHashes(got); !slices.Equal(seqs[1:], want) || seqs[0] != 8 {
+					t.Fatalf("le=%v B=%d: AppendLocalSeq chain differs from SeqHashes", le, bs)
+				}
+				for i, h := range got {
+					if want := xxh3.HashSeed(tokenBytesLE(toks[i*bs:(i+1)*bs]), seed); h != want {
+						t.Fatalf("le=%v B=%d seed %d block %d: got %d, want %d", le, bs, seed, i, h, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// tokenBytesLE is DESIGN.md §1's byte string of tokens, built portably.
+func tokenBytesLE(toks []uint32) []byte {
+	b := make([]byte, 4*len(toks))
+	putTokens(b, toks)
+	return b
+}
