@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/cputime"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 )
@@ -44,7 +45,7 @@ func BenchmarkApply(b *testing.B) {
 					idx := newApplyIndex(name, shards, hint)
 					runtime.GC()
 					b.StartTimer()
-					c0, _ := threadCPU()
+					c0, _ := cputime.Thread()
 					t0 := time.Now()
 					for _, ev := range evs {
 						if err := idx.Apply(ev); err != nil {
@@ -52,7 +53,7 @@ func BenchmarkApply(b *testing.B) {
 						}
 					}
 					wall += time.Since(t0)
-					c1, _ := threadCPU()
+					c1, _ := cputime.Thread()
 					cpu += c1 - c0
 				}
 				ops := float64(tl.StoredBlocks+tl.RemovedBlocks) * float64(b.N)
