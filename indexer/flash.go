@@ -523,15 +523,11 @@ func (f *Flash) remove(ev *kvevents.Event) {
 			f.rmBuf = keys[:0]
 			return
 		}
-		ti := table.slot(k.h)
-		if ti < 0 {
-			f.unknown++
+		ti, ei, i, kids, ok := f.held(slot, table, k.h)
+		if !ok {
 			continue
 		}
-		ei := table.s[ti].v
-		e := f.at(ei)
-		i, _ := f.find(e, slot)
-		if f.kids(e, i) > 0 {
+		if kids {
 			deferred = append(deferred, k)
 			continue
 		}

@@ -26,15 +26,11 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 			return false
 		}
 		k := keys[i]
-		ti := table.slot(k.h)
-		if ti < 0 {
-			f.unknown++
+		ti, ei, j, kids, ok := f.held(slot, table, k.h)
+		if !ok {
 			continue
 		}
-		ei := table.s[ti].v
-		e := f.at(ei)
-		j, _ := f.find(e, slot)
-		if f.kids(e, j) > 0 {
+		if kids {
 			w--
 			keys[w] = k
 			continue
@@ -55,18 +51,14 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 		if n > 0 && n%warmSpan == 0 && !f.yield(slot, table, noEntry) {
 			return false
 		}
-		ti := table.slot(k.h)
-		if ti < 0 {
-			f.unknown++
+		ti, ei, j, kids, ok := f.held(slot, table, k.h)
+		if !ok {
 			continue
 		}
-		ei := table.s[ti].v
-		e := f.at(ei)
-		j, _ := f.find(e, slot)
-		if f.kids(e, j) > 0 {
+		if kids {
 			f.removeDescendants(slot, table, ei)
 			ti = table.slot(k.h)
-			j, _ = f.find(e, slot)
+			j, _ = f.find(f.at(ei), slot)
 		}
 		f.removeLeafAt(slot, table, ti, ei, j)
 	}
@@ -111,4 +103,18 @@ func (f *Flash) removeDescendants(slot uint32, table *htable, ei uint32) {
 	for _, c := range out {
 		f.removeLeaf(slot, table, c.h, c.e)
 	}
+}
+
+// held locates the worker's block h for removal: its worker-table slot
+// ti, entry ei, member index j and whether that member has children; ok
+// false (counted unknown) when the worker does not hold h.
+func (f *Flash) held(slot uint32, table *htable, h uint64) (ti int, ei uint32, j int, kids, ok bool) {
+	if ti = table.slot(h); ti < 0 {
+		f.unknown++
+		return ti, 0, 0, false, false
+	}
+	ei = table.s[ti].v
+	e := f.at(ei)
+	j, _ = f.find(e, slot)
+	return ti, ei, j, f.kids(e, j) > 0, true
 }
