@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/cputime"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/selector"
@@ -55,13 +56,13 @@ func BenchmarkRouteOverhead(b *testing.B) {
 			for i := range b.N {
 				id := ids[i%len(ids)]
 				now = now.Add(20 * time.Microsecond)
-				c0, cok := threadCPU()
+				c0, cok := cputime.Thread()
 				t0 := time.Now()
 				if _, err := r.Route(ctx, Request{ID: id, Tokens: toks, Candidates: cands}, now); err != nil {
 					b.Fatal(err)
 				}
 				d := time.Since(t0)
-				c1, _ := threadCPU()
+				c1, _ := cputime.Thread()
 				if len(lat) < cap(lat) {
 					lat = append(lat, d)
 					if cok {
