@@ -61,8 +61,7 @@ func prepare(cfg *Config) prepared {
 		r := &recs[i]
 		tok = trace.Tokens(tok[:0], r, trace.TraceBlockTokens)
 		start := len(lbuf)
-		lbuf = kvhash.AppendLocal(lbuf, tok, cfg.BlockSize, seed)
-		sbuf = kvhash.AppendSeq(sbuf, lbuf[start:])
+		lbuf, sbuf = kvhash.AppendLocalSeq(lbuf, sbuf, tok, cfg.BlockSize, seed)
 		p.reqs[i] = request{
 			rec:     r,
 			arrival: time.Duration(math.Round(float64(r.Timestamp-first) / cfg.RateScale)),
