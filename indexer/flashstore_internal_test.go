@@ -6,19 +6,34 @@ import (
 	"github.com/kvrouter/kvrouter/kvevents"
 )
 
+// stored is worker w's Stored event of blocks hs (local hash 7h), under
+// parent (0: from the root).
+func stored(w uint64, parent uint64, hs ...uint64) kvevents.Event {
+	ev := kvevents.Event{WorkerID: w, Kind: kvevents.KindStored, HasParent: parent != 0, Parent: parent}
+	for _, h := range hs {
+		ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: h, Local: h * 7})
+	}
+	return ev
+}
+
+// applyChecked applies evs to f, checking its invariants after each.
+func applyChecked(t *testing.T, f *Flash, evs []kvevents.Event) {
+	t.Helper()
+	for i := range evs {
+		if err := f.Apply(&evs[i]); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if err := f.Check(); err != nil {
+			t.Fatalf("after event %d: %v", i, err)
+		}
+	}
+}
+
 // storeBlocks counts a new entry's child ahead when the next block of the
 // chunk will be it; a next block that turns out held (a repeated hash,
 // a hash the worker holds elsewhere, a chunk boundary) must leave the
 // counts exact. check verifies every child count against the tables.
 func TestFlashStoreCountsChildrenAhead(t *testing.T) {
-	blk := func(h uint64) kvevents.Block { return kvevents.Block{Hash: h, Local: h * 7} }
-	stored := func(w uint64, parent uint64, hs ...uint64) kvevents.Event {
-		ev := kvevents.Event{WorkerID: w, Kind: kvevents.KindStored, HasParent: parent != 0, Parent: parent}
-		for _, h := range hs {
-			ev.Blocks = append(ev.Blocks, blk(h))
-		}
-		return ev
-	}
 	long := make([]uint64, 3*warmSpan+5) // several chunks
 	for i := range long {
 		long[i] = uint64(1000 + i)
@@ -36,14 +51,7 @@ func TestFlashStoreCountsChildrenAhead(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := NewFlash(FlashConfig{})
-			for i := range c.evs {
-				if err := f.Apply(&c.evs[i]); err != nil {
-					t.Fatalf("event %d: %v", i, err)
-				}
-				if err := f.Check(); err != nil {
-					t.Fatalf("after event %d: %v", i, err)
-				}
-			}
+			applyChecked(t, f, c.evs)
 			for _, w := range []uint64{1, 2} {
 				f.RemoveWorker(w)
 				if err := f.Check(); err != nil {
@@ -61,14 +69,6 @@ func TestFlashStoreCountsChildrenAhead(t *testing.T) {
 // tree: leaf-first chains, an interior block after a leaf (descendants
 // dropped), siblings, shared parents, unknown hashes, yields mid-event.
 func TestFlashRemoveCountsChildren(t *testing.T) {
-	blk := func(h uint64) kvevents.Block { return kvevents.Block{Hash: h, Local: h * 7} }
-	stored := func(w uint64, parent uint64, hs ...uint64) kvevents.Event {
-		ev := kvevents.Event{WorkerID: w, Kind: kvevents.KindStored, HasParent: parent != 0, Parent: parent}
-		for _, h := range hs {
-			ev.Blocks = append(ev.Blocks, blk(h))
-		}
-		return ev
-	}
 	removed := func(w uint64, hs ...uint64) kvevents.Event {
 		return kvevents.Event{WorkerID: w, Kind: kvevents.KindRemoved, Hashes: hs}
 	}
@@ -93,14 +93,7 @@ func TestFlashRemoveCountsChildren(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := NewFlash(FlashConfig{})
-			for i := range c.evs {
-				if err := f.Apply(&c.evs[i]); err != nil {
-					t.Fatalf("event %d: %v", i, err)
-				}
-				if err := f.Check(); err != nil {
-					t.Fatalf("after event %d: %v", i, err)
-				}
-			}
+			applyChecked(t, f, c.evs)
 		})
 	}
 }
