@@ -18,6 +18,17 @@ type seedsTTFT struct {
 
 // --seeds runs each seed exactly as --seed alone would, and judges the
 // means beside every seed's strict verdict.
+
+// singleSeedOut is the part of a one-seed `sim --json` the tests compare:
+// each policy's TTFT per report.
+type singleSeedOut struct {
+	Traces []struct {
+		Reports []struct {
+			Policies []seedsTTFT `json:"policies"`
+		} `json:"reports"`
+	} `json:"traces"`
+}
+
 func TestSimSeeds(t *testing.T) {
 	tr := writeSimTestTrace(t)
 	args := []string{"--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--policies", "kv,random", "--loads", "0.7", "--json"}
@@ -45,13 +56,7 @@ func TestSimSeeds(t *testing.T) {
 		t.Fatalf("json %+v", got)
 	}
 	for i, seed := range []string{"1", "2"} {
-		var one struct {
-			Traces []struct {
-				Reports []struct {
-					Policies []seedsTTFT `json:"policies"`
-				} `json:"reports"`
-			} `json:"traces"`
-		}
+		var one singleSeedOut
 		if err := json.Unmarshal([]byte(runSimCmd(t, append(args, "--seed", seed)...)), &one); err != nil {
 			t.Fatal(err)
 		}
@@ -134,13 +139,7 @@ func TestSimSeedsJitter(t *testing.T) {
 	if line == "" {
 		t.Fatalf("no capacity scale for seed 3 in:\n%s", errOut.String())
 	}
-	var one struct {
-		Traces []struct {
-			Reports []struct {
-				Policies []seedsTTFT `json:"policies"`
-			} `json:"reports"`
-		} `json:"traces"`
-	}
+	var one singleSeedOut
 	js := runSimCmd(t, append(args, "--seed", "3", "--capacity-rate-scale", line, "--json")...)
 	if err := json.Unmarshal([]byte(js), &one); err != nil {
 		t.Fatal(err)
