@@ -74,8 +74,7 @@ func (p *Picked) ServedBy(worker uint64, now time.Time) (bool, error) {
 	f := p.Fallbacks[i]
 	s, j := p.s, p.j
 	_ = s.rt.Fail(p.ID, now) // the picked worker failed the proxy
-	req := router.Request{ID: p.ID, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session,
-		OutputTokens: s.expectedOutput(j), Hop: router.HopAggregated}
+	req := s.routerRequest(j, p.ID, router.HopAggregated)
 	req.Constraints.Pin = &f.Rank
 	d, err := s.rt.Route(context.Background(), req, now)
 	if err == nil && d.Queued {

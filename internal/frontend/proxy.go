@@ -321,10 +321,17 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 	return s.routeHop(ctx, j, j.id, router.HopAggregated, tried)
 }
 
+// routerRequest is the router's view of one hop of j under request id id
+// (no constraints yet).
+func (s *Server) routerRequest(j *job, id string, hop router.Hop) router.Request {
+	return router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session,
+		OutputTokens: s.expectedOutput(j), Hop: hop}
+}
+
 // routeHop routes one hop of j under request id id (DESIGN.md §10;
 // HopAggregated: the whole request).
 func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop, tried []uint64) (router.Decision, error) {
-	req := router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session, OutputTokens: s.expectedOutput(j), Hop: hop}
+	req := s.routerRequest(j, id, hop)
 	if hop == router.HopPrefill {
 		req.Session = "" // a session binds to the worker that decodes (and caches) it
 	}
