@@ -27,27 +27,22 @@ func (s *Server) fallbacks(d *router.Decision, n int) []Fallback {
 	if n <= 0 {
 		return nil
 	}
-	best := make(map[uint64]*selector.Breakdown, len(d.Candidates))
+	var ranked []*selector.Breakdown
 	for i := range d.Candidates {
-		c := &d.Candidates[i]
-		if c.Out != selector.ReasonNone || c.Worker.ID == d.Worker.ID {
-			continue
+		if c := &d.Candidates[i]; c.Out == selector.ReasonNone && c.Worker.ID != d.Worker.ID {
+			ranked = append(ranked, c)
 		}
-		if b, ok := best[c.Worker.ID]; !ok || c.Cost < b.Cost {
-			best[c.Worker.ID] = c
-		}
-	}
-	ranked := make([]*selector.Breakdown, 0, len(best))
-	for _, b := range best {
-		ranked = append(ranked, b)
 	}
 	slices.SortFunc(ranked, func(a, b *selector.Breakdown) int {
 		return cmp.Or(cmp.Compare(a.Cost, b.Cost), cmp.Compare(a.Worker.ID, b.Worker.ID))
 	})
 	var out []Fallback
-	for _, b := range ranked {
+	for _, b := range ranked { // a worker's first rank here is its cheapest
 		if len(out) == n {
 			break
+		}
+		if slices.ContainsFunc(out, func(f Fallback) bool { return f.Worker.ID == b.Worker.ID }) {
+			continue
 		}
 		if w, ok := s.worker(b.Worker.ID); ok {
 			out = append(out, Fallback{Worker: *w, Rank: b.Worker})
