@@ -10,6 +10,12 @@
 // releases everything. Sweep releases requests that made no progress for
 // Config.StaleAfter (default 5 min) so lost completions cannot leak load.
 //
+// Each slot also dates its forward pass in flight (Pass, pass.go): a
+// request added to an idle worker starts one with its prefill tokens, a
+// first token ends one and the next starts with every prefill token then
+// pending. Requests added since wait for a later pass. The time cost
+// rolls the passes forward from there (selector Config.PassModel).
+//
 // Because every request adds the whole chain seq[0..n-1] of its prompt, the
 // active block set of a worker is prefix-closed: if seq[i] is active then so
 // is seq[0..i]. NewBlocks uses this to count a candidate's new blocks with a

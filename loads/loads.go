@@ -160,7 +160,8 @@ func (nd *node) drop(h *holder) {
 type slot struct {
 	w    kvevents.Worker
 	load Load
-	held int // nodes this slot holds (its distinct active blocks)
+	held int  // nodes this slot holds (its distinct active blocks)
+	pass Pass // the pass in flight (pass.go)
 }
 
 // Tracker is the load tracker. The zero value is not usable; call New.
@@ -286,6 +287,8 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	}
 	if st.load.Requests == 0 {
 		t.busy++
+		// An idle engine starts a pass at once.
+		st.pass = Pass{Start: now, Tokens: e.PrefillTokens}
 	}
 	st.load.DecodeBlocks += e.OutputBlocks
 	st.load.PrefillTokens += e.PrefillTokens
@@ -313,6 +316,8 @@ func (t *Tracker) PrefillDone(id string, now time.Time) error {
 	st := &t.slots[r.slot]
 	st.load.PrefillTokens -= r.e.PrefillTokens
 	st.load.PrefillRequests--
+	// A first token ends a pass; the next starts with what is pending.
+	st.pass = Pass{Start: now, Tokens: st.load.PrefillTokens}
 	t.check(r.slot)
 	return nil
 }
@@ -368,6 +373,7 @@ func (t *Tracker) release(r *request) {
 	st.load.Requests--
 	if st.load.Requests == 0 {
 		t.busy--
+		st.pass = Pass{}
 	}
 	t.check(s)
 	r.e = Entry{}

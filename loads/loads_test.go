@@ -107,6 +107,8 @@ func TestDataDriven(t *testing.T) {
 				w := parseWorker(t, a["w"])
 				seq := hashes(t, a["blocks"])
 				return fmt.Sprintf("new=%d potential: %s\n", tr.NewBlocks(w, seq), tr.Potential(w, seq, num("prefill"), num("out")))
+			case "pass":
+				return tr.PassOf(parseWorker(t, a["w"])).String() + "\n"
 			case "stats":
 				return fmt.Sprintf("%+v\n", tr.Stats())
 			default:
