@@ -29,6 +29,7 @@ func TestAddWorkerBounds(t *testing.T) {
 		{ID: 1, DPSize: -1},
 		{ID: 1, TotalKVBlocks: -5},
 		{ID: 1, MaxNumBatchedTokens: math.MinInt},
+		{ID: 1, MaxNumSeqs: -1},
 	} {
 		func() {
 			defer func() {

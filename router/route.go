@@ -135,6 +135,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.Worker = w
 		c.Labels = ws.info.Labels
 		c.MaxNumBatchedTokens = ws.info.MaxNumBatchedTokens
+		c.MaxNumSeqs = ws.info.MaxNumSeqs
 		c.ActivePrefillTokens = l.PrefillTokens
 		c.ActiveDecodeBlocks = l.DecodeBlocks
 		c.ActiveRequests = l.Requests
@@ -143,6 +144,11 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
 		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
+		ps := r.loads.PassAt(int(s))
+		c.PassKnown, c.PassElapsed, c.PassTokens = !ps.Start.IsZero(), 0, ps.Tokens
+		if c.PassKnown {
+			c.PassElapsed = float64(now.Sub(ps.Start)) / float64(time.Millisecond)
+		}
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
 		switch {

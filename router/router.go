@@ -242,8 +242,8 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 	if info.BlockSize != 0 && info.BlockSize != r.cfg.BlockSize {
 		return fmt.Errorf("%w: worker %d has block size %d, router %d", ErrBlockSize, info.ID, info.BlockSize, r.cfg.BlockSize)
 	}
-	if info.DPSize < 0 || info.MaxNumBatchedTokens < 0 || info.TotalKVBlocks < 0 {
-		return fmt.Errorf("%w: worker %d: negative dp size, max batched tokens or kv blocks", ErrBadWorker, info.ID)
+	if info.DPSize < 0 || info.MaxNumBatchedTokens < 0 || info.MaxNumSeqs < 0 || info.TotalKVBlocks < 0 {
+		return fmt.Errorf("%w: worker %d: negative dp size, max batched tokens, max seqs or kv blocks", ErrBadWorker, info.ID)
 	}
 	if info.DPSize > MaxDPSize {
 		// A registration is input: its dp size sizes allocations here.

@@ -146,6 +146,11 @@ type WorkerInfo struct {
 	// MaxNumBatchedTokens is the engine's token budget per step (busy
 	// fraction and queue threshold); 0 = unknown.
 	MaxNumBatchedTokens int
+	// MaxNumSeqs is the engine's cap on running requests per rank (vLLM's
+	// max_num_seqs): a request beyond it waits for a running one to end,
+	// which the time cost's pass model cannot date (selector
+	// Config.PassModel). 0 = unknown.
+	MaxNumSeqs int
 	// TotalKVBlocks is the KV capacity per rank in blocks; when the worker
 	// reports no KV usage, usage is estimated as active decode blocks /
 	// TotalKVBlocks. 0 = unknown.

@@ -84,6 +84,15 @@ type Config struct {
 	// the first one (with the predicted side index). Default
 	// DefaultImposedWeight; 0 = this request's time to first token only.
 	ImposedWeight float64 `yaml:"imposed_weight"`
+	// PassModel (CostTime only) prices the queue as the engine schedules
+	// it (pass.go): the request waits out the pass in flight, which it
+	// cannot join, then shares passes of max_batched_tokens with the
+	// prefill pending behind it, first come first served. Candidates
+	// without a pass model (Candidate.PassKnown false) or at their
+	// sequence cap (Candidate.MaxNumSeqs) keep the pass-agnostic queue.
+	// Default true; false = the whole queue ahead in passes of its own,
+	// then the request's (the pass in flight charged in full).
+	PassModel bool `yaml:"pass_model"`
 	// TransferWeight, when > 0, says the request's prompt KV arrives by
 	// transfer from another worker instead of being computed (the decode
 	// hop of a disaggregated request, DESIGN.md §10): the candidate's own
@@ -131,6 +140,7 @@ func DefaultConfig() Config {
 		Cost:             CostTime,
 		Timing:           DefaultTiming(),
 		ImposedWeight:    DefaultImposedWeight,
+		PassModel:        true,
 		TieUtilization:   true,
 		OverlapCredit:    1.0,
 		PrefillLoadScale: 1.0,

@@ -37,6 +37,32 @@
 // prefix another worker holds costs more as the fleet fills, and a cache
 // hit is worth more than the time it saves this request alone.
 //
+// # The pass model (Config.PassModel, default on)
+//
+// The lines above charge the queue as if it ran in passes of its own
+// before the request's, the pass in flight in full. The engine (the
+// mocker's vLLM v1 scheduler, DESIGN.md §6) runs one pass at a time and,
+// at each pass start, takes the pending prefill first come first served up
+// to its token budget: a request waits out the pass in flight, which it
+// cannot join, then shares passes with the prefill pending behind it. With
+// the pass model ahead + mine is instead
+//
+//	inflight = time left of the pass in flight (pass.go)
+//	waiting  = prefill tokens pending behind it
+//	prefill  = max(inflight, load) + PrefillSpan(waiting + own)
+//
+// decode counting the passes of that span. The router dates the pass in
+// flight from what it sees (loads.Pass): a request routed to an idle rank
+// starts one, a first token ends one and the next starts with every token
+// then pending; the timing model rolls the passes forward from there. A
+// model that runs past every pending token with no first token come
+// assumes the engine cycles through them again (it computes more than the
+// router booked, a predicted hit it missed). At its sequence cap
+// (Candidate.MaxNumSeqs) an engine admits no one until a request ends, a
+// wait no pass dates: such a candidate keeps the pass-agnostic queue.
+// Neither models later arrivals filling the request's last pass (the
+// batch externality) nor the wait for a sequence slot.
+//
 // Why: every term is then the same unit, so no weight has to be tuned to
 // a trace. Dynamo's cost adds prefill blocks to resident decode blocks;
 // with its unit weights one more active 12k-token request on a worker

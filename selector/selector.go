@@ -28,6 +28,10 @@ type Candidate struct {
 	Labels map[string]string
 	// MaxNumBatchedTokens is the engine's token budget per step; 0 unknown.
 	MaxNumBatchedTokens int
+	// MaxNumSeqs is the engine's cap on running requests; 0 unknown. At
+	// the cap a request waits for one to end, which the pass model
+	// cannot date (CostTime then keeps the pass-agnostic queue).
+	MaxNumSeqs int
 	// KVUsage is the rank's KV cache usage fraction in [0, 1]; negative
 	// means unknown (never busy by that rule).
 	KVUsage float64
@@ -59,6 +63,15 @@ type Candidate struct {
 	// LinkBacklog is, per lower tier, how long the onboarding loads already
 	// booked on the rank's link still take, in ms (Config.Onboard; 0 none).
 	LinkBacklog [kvevents.NumTiers]float64
+	// PassKnown says PassElapsed and PassTokens describe the rank's
+	// forward pass in flight as the router models it (loads.Pass): it
+	// started PassElapsed ms ago with PassTokens prefill tokens pending.
+	// CostTime with Config.PassModel rolls the passes forward from there
+	// (pass.go). False: no model (the queue is charged as if no pass were
+	// under way).
+	PassKnown   bool
+	PassElapsed float64
+	PassTokens  int
 }
 
 // RankRange bounds data-parallel ranks, inclusive.
@@ -146,6 +159,12 @@ type Breakdown struct {
 	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
 	// the request's own prefill time times ImposedWeight/(1-U).
 	Imposed float64
+	// InFlight is, under Config.PassModel, the modeled time left of the
+	// rank's pass in flight in ms (the request cannot join it), and
+	// Waiting the prefill tokens pending behind it, which the request's
+	// own share passes with (pass.go).
+	InFlight float64
+	Waiting  float64
 	// Onboard is CostTime's load time of the credited lower-tier blocks
 	// (Config.Onboard), in ms; the prefill waits for the larger of it and
 	// the queue ahead.
@@ -175,6 +194,9 @@ func (b Breakdown) String() string {
 	}
 	if b.Passes > 0 {
 		s += " queue=" + fmtf(b.Queue) + " passes=" + fmt.Sprint(b.Passes) + " usage=" + fmtf(b.Usage)
+	}
+	if b.InFlight != 0 || b.Waiting != 0 {
+		s += " inflight=" + fmtf(b.InFlight) + " waiting=" + fmtf(b.Waiting)
 	}
 	if b.Onboard != 0 {
 		s += " onboard=" + fmtf(b.Onboard)
@@ -350,6 +372,7 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 		return
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
+	out.InFlight, out.Waiting = 0, 0
 	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
 	if w := cfg.TransferWeight; w > 0 {
 		// The uncached prompt arrives by transfer (DESIGN.md §10).

@@ -86,6 +86,8 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.Cost = m
 		case "imposed":
 			c.ImposedWeight = fnum(t, v)
+		case "pass-model":
+			c.PassModel = v == "true"
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -161,6 +163,12 @@ func TestDataDriven(t *testing.T) {
 						c.KVUsage = fnum(t, v)
 					case "max-batched":
 						c.MaxNumBatchedTokens = inum(t, v)
+					case "max-seqs":
+						c.MaxNumSeqs = inum(t, v)
+					case "pass-elapsed":
+						c.PassKnown, c.PassElapsed = true, fnum(t, v)
+					case "pass-tokens":
+						c.PassKnown, c.PassTokens = true, inum(t, v)
 					default:
 						t.Fatalf("unknown candidate key %q", k)
 					}

@@ -163,9 +163,13 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // The queued prefill is mostly in the pass running now, which the
 // request cannot join: it waits for those passes to end, then its own
 // start (pessimistic for requests still waiting to be scheduled, which an
-// engine may batch with it; exact for the pass in flight, the common case).
-// With Unclamped, a credit beyond the prompt (own < 1) shortens the queue
-// ahead instead.
+// engine batches with it, and for a pass in flight already under way).
+// With Config.PassModel and a dated pass (Candidate.PassKnown) below its
+// sequence cap, ahead + mine is instead the time left of the pass in
+// flight, then PrefillSpan(waiting + own): the request shares passes
+// with the prefill pending behind it (pass.go, the package doc). With
+// Unclamped, a credit beyond the prompt (own < 1) shortens the queue ahead
+// instead.
 func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float64, c *Candidate, out *Breakdown) {
 	own := float64(isl) - credit*float64(b)
 	if w := cfg.TransferWeight; w > 0 {
@@ -185,22 +189,36 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float6
 	}
 	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
 	chunk = max(1, chunk-decoding)
-	prefill, passes := 0.0, 0
-	if ahead > 0 {
-		prefill, passes = tm.PrefillSpan(ahead, chunk)
-	}
-	// A load overlaps the queue ahead; its excess delays the request (the
-	// engine runs other requests meanwhile: no passes are added).
-	prefill = max(prefill, load)
-	mine, n := tm.PrefillSpan(own, chunk)
-	prefill += mine
-	passes += n
-	imposed := mine * cfg.ImposedWeight * queueFactor(util)
 	usage := max(c.KVUsage, 0)
 	if c.TotalKVBlocks > 0 {
 		usage += float64(c.NewBlocks) / float64(c.TotalKVBlocks)
 	}
 	usage = min(usage, 1)
+	mine, n := tm.PrefillSpan(own, chunk)
+	prefill, passes := 0.0, 0
+	out.InFlight, out.Waiting = 0, 0
+	if cfg.PassModel && c.PassKnown && (c.MaxNumSeqs <= 0 || c.ActiveRequests < c.MaxNumSeqs) {
+		// The pass in flight, then the pending prefill and the request's
+		// own in shared passes (pass.go).
+		dec := 0.0
+		if decoding > 0 {
+			dec = tm.DecodeTime(c.KVUsage)
+		}
+		left, waiting := tm.inFlight(c.PassElapsed, c.PassTokens, ahead, chunk, dec)
+		prefill, passes = tm.PrefillSpan(waiting+own, chunk)
+		prefill = max(left, load) + prefill
+		out.InFlight, out.Waiting = left, waiting
+		ahead = waiting
+	} else {
+		if ahead > 0 {
+			prefill, passes = tm.PrefillSpan(ahead, chunk)
+		}
+		// A load overlaps the queue ahead; its excess delays the request
+		// (the engine runs other requests meanwhile: no passes are added).
+		prefill = max(prefill, load) + mine
+		passes += n
+	}
+	imposed := mine * cfg.ImposedWeight * queueFactor(util)
 	decode := 0.0
 	if c.ActiveRequests > 0 {
 		decode = float64(passes) * tm.DecodeTime(usage)

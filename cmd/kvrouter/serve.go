@@ -94,6 +94,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.IntVar(&rc.BlockSize, "block-size", rc.BlockSize, "tokens per KV block; must equal the workers'")
 	textVar(f, &sc.Cost, "cost", "cost model: time (default: time to first token from the worker timing model) or blocks (Dynamo's formula)")
 	f.Float64Var(&sc.ImposedWeight, "imposed-weight", sc.ImposedWeight, "time cost: weight of the delay a request's own prefill imposes on later ones, scaled by 1/(1-utilization) (0 = off)")
+	f.BoolVar(&sc.PassModel, "pass-model", sc.PassModel, "time cost: price the queue as the engine batches it: the pass in flight (dated by first tokens), then passes shared with the prefill pending behind it (false = the queue ahead in passes of its own)")
 	f.BoolVar(&sc.TieUtilization, "tie-utilization", sc.TieUtilization, "at temperature 0, give a cost tie to the least utilized rank before picking at random (false = at random, as Dynamo)")
 	f.DurationVar(&rc.Predict.TTL, "predict-ttl", rc.Predict.TTL, "kv policy: lifetime of the predicted side index that lets a burst with a new prefix follow its first request (0 = off)")
 	f.BoolVar(&rc.Predict.Active, "predict-active", rc.Predict.Active, "kv policy: credit the prefix a worker's active requests hold (resident until they end, whatever the events say yet)")

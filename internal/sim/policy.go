@@ -86,6 +86,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 		err := r.AddWorker(router.WorkerInfo{
 			ID:                  uint64(w),
 			MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens,
+			MaxNumSeqs:          cfg.Engine.MaxNumSeqs,
 			TotalKVBlocks:       cfg.Engine.NumBlocks,
 			BlockSize:           cfg.BlockSize,
 		})
