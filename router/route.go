@@ -136,6 +136,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.Labels = ws.info.Labels
 		c.MaxNumBatchedTokens = ws.info.MaxNumBatchedTokens
 		c.MaxNumSeqs = ws.info.MaxNumSeqs
+		c.SlotWait = r.fin.slotWait(int(s), l.Requests, c.MaxNumSeqs)
 		c.ActivePrefillTokens = l.PrefillTokens
 		c.ActiveDecodeBlocks = l.DecodeBlocks
 		c.ActiveRequests = l.Requests

@@ -109,6 +109,7 @@ type Router struct {
 	ranks    []kvevents.Worker // every rank of every worker, sorted
 	rankWS   []*workerState    // rankWS[i] is ranks[i]'s worker
 	rankSlot []int32           // rankSlot[i] is ranks[i]'s loads slot
+	fin      finishes          // completions per loads slot (finish.go)
 	prefills int               // workers of RolePrefill (disagg.go)
 	sessions map[string]string // active request id -> session
 	stats    Stats
@@ -432,6 +433,9 @@ func (r *Router) Touch(id string, now time.Time) error {
 // from the queue if it is still waiting.
 func (r *Router) Free(id string, now time.Time) error {
 	r.mu.Lock()
+	if e, inPrefill, ok := r.loads.Request(id); ok && !inPrefill {
+		r.fin.observe(r.loads.Slot(e.Worker), now) // a completion
+	}
 	w, book := r.localWorker(id)
 	err := r.freeLocked(id)
 	r.mu.Unlock()

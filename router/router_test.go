@@ -281,7 +281,7 @@ func TestDataDriven(t *testing.T) {
 				return ""
 			case "worker":
 				err := r.AddWorker(WorkerInfo{ID: uint64(a.int(t, "id")), DPSize: a.int(t, "dp"),
-					MaxNumBatchedTokens: a.int(t, "max-batched"), TotalKVBlocks: a.int(t, "kv-blocks"),
+					MaxNumBatchedTokens: a.int(t, "max-batched"), MaxNumSeqs: a.int(t, "max-seqs"), TotalKVBlocks: a.int(t, "kv-blocks"),
 					BlockSize: a.int(t, "block"), Labels: labels(a["labels"]), Role: parseRole(t, a["role"])})
 				if err != nil {
 					return errLine(err)

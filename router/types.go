@@ -148,8 +148,8 @@ type WorkerInfo struct {
 	MaxNumBatchedTokens int
 	// MaxNumSeqs is the engine's cap on running requests per rank (vLLM's
 	// max_num_seqs): a request beyond it waits for a running one to end,
-	// which the time cost's pass model cannot date (selector
-	// Config.PassModel). 0 = unknown.
+	// which the time cost charges from the gaps between the rank's
+	// completions (finish.go, selector Config.PassModel). 0 = unknown.
 	MaxNumSeqs int
 	// TotalKVBlocks is the KV capacity per rank in blocks; when the worker
 	// reports no KV usage, usage is estimated as active decode blocks /

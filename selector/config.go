@@ -89,7 +89,8 @@ type Config struct {
 	// cannot join, then shares passes of max_batched_tokens with the
 	// prefill pending behind it, first come first served. Candidates
 	// without a pass model (Candidate.PassKnown false) or at their
-	// sequence cap (Candidate.MaxNumSeqs) keep the pass-agnostic queue.
+	// sequence cap (Candidate.MaxNumSeqs) keep the pass-agnostic queue;
+	// the latter after the wait for a sequence slot (Candidate.SlotWait).
 	// Default true; false = the whole queue ahead in passes of its own,
 	// then the request's (the pass in flight charged in full).
 	PassModel bool `yaml:"pass_model"`

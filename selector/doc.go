@@ -59,9 +59,11 @@
 // assumes the engine cycles through them again (it computes more than the
 // router booked, a predicted hit it missed). At its sequence cap
 // (Candidate.MaxNumSeqs) an engine admits no one until a request ends, a
-// wait no pass dates: such a candidate keeps the pass-agnostic queue.
-// Neither models later arrivals filling the request's last pass (the
-// batch externality) nor the wait for a sequence slot.
+// wait no pass dates: such a candidate keeps the pass-agnostic queue,
+// after Candidate.SlotWait, the router's estimate of that wait (the
+// requests over the cap, plus this one, times the mean gap between the
+// rank's completions). Later arrivals filling the request's last pass
+// (the batch externality) are not modeled.
 //
 // Why: every term is then the same unit, so no weight has to be tuned to
 // a trace. Dynamo's cost adds prefill blocks to resident decode blocks;

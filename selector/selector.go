@@ -29,9 +29,15 @@ type Candidate struct {
 	// MaxNumBatchedTokens is the engine's token budget per step; 0 unknown.
 	MaxNumBatchedTokens int
 	// MaxNumSeqs is the engine's cap on running requests; 0 unknown. At
-	// the cap a request waits for one to end, which the pass model
-	// cannot date (CostTime then keeps the pass-agnostic queue).
+	// the cap a request waits for one to end (SlotWait), which no pass
+	// dates (CostTime then keeps the pass-agnostic queue).
 	MaxNumSeqs int
+	// SlotWait is how long, in ms, the request would wait for a sequence
+	// slot on the rank (at its MaxNumSeqs: the requests over the cap, plus
+	// this one, times the mean gap between the rank's completions; the
+	// router's estimate). CostTime's pass model adds it to the wait. 0:
+	// below the cap or unknown.
+	SlotWait float64
 	// KVUsage is the rank's KV cache usage fraction in [0, 1]; negative
 	// means unknown (never busy by that rule).
 	KVUsage float64
@@ -165,6 +171,8 @@ type Breakdown struct {
 	// own share passes with (pass.go).
 	InFlight float64
 	Waiting  float64
+	// SlotWait is Candidate.SlotWait as charged (Config.PassModel), in ms.
+	SlotWait float64
 	// Onboard is CostTime's load time of the credited lower-tier blocks
 	// (Config.Onboard), in ms; the prefill waits for the larger of it and
 	// the queue ahead.
@@ -197,6 +205,9 @@ func (b Breakdown) String() string {
 	}
 	if b.InFlight != 0 || b.Waiting != 0 {
 		s += " inflight=" + fmtf(b.InFlight) + " waiting=" + fmtf(b.Waiting)
+	}
+	if b.SlotWait != 0 {
+		s += " slotwait=" + fmtf(b.SlotWait)
 	}
 	if b.Onboard != 0 {
 		s += " onboard=" + fmtf(b.Onboard)
@@ -372,7 +383,7 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 		return
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
-	out.InFlight, out.Waiting = 0, 0
+	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0
 	prefill := float64(c.ActivePrefillTokens+isl)/B - credit
 	if w := cfg.TransferWeight; w > 0 {
 		// The uncached prompt arrives by transfer (DESIGN.md §10).

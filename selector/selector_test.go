@@ -165,6 +165,8 @@ func TestDataDriven(t *testing.T) {
 						c.MaxNumBatchedTokens = inum(t, v)
 					case "max-seqs":
 						c.MaxNumSeqs = inum(t, v)
+					case "slot-wait":
+						c.SlotWait = fnum(t, v)
 					case "pass-elapsed":
 						c.PassKnown, c.PassElapsed = true, fnum(t, v)
 					case "pass-tokens":

@@ -196,7 +196,7 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float6
 	usage = min(usage, 1)
 	mine, n := tm.PrefillSpan(own, chunk)
 	prefill, passes := 0.0, 0
-	out.InFlight, out.Waiting = 0, 0
+	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0
 	if cfg.PassModel && c.PassKnown && (c.MaxNumSeqs <= 0 || c.ActiveRequests < c.MaxNumSeqs) {
 		// The pass in flight, then the pending prefill and the request's
 		// own in shared passes (pass.go).
@@ -217,6 +217,12 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float6
 		// (the engine runs other requests meanwhile: no passes are added).
 		prefill = max(prefill, load) + mine
 		passes += n
+	}
+	if cfg.PassModel && c.SlotWait > 0 {
+		// At its sequence cap the engine admits the request only once
+		// running ones end; its queue starts then.
+		prefill += c.SlotWait
+		out.SlotWait = c.SlotWait
 	}
 	imposed := mine * cfg.ImposedWeight * queueFactor(util)
 	decode := 0.0
