@@ -74,7 +74,7 @@
 // less time than a prefill block. With the default time cost (selector
 // package doc, its pass model included) kv has the best TTFT p50 and p99
 // of round-robin, random and cache-aware on every trace at every load,
-// and a hit rate of 0.95-0.999 of the pooled bound; 11 of the 12 strict
+// and a hit rate of 0.949-0.999 of the pooled bound; 11 of the 12 strict
 // verdicts (best of all policies, kvrouter's approx and load included)
 // pass, at seeds 1, 2 and 3 alike:
 //
@@ -83,14 +83,14 @@
 //	conversation   70%   196 / 2034 ms     cache-aware 263 / 2302 ms            0.950          pass
 //	conversation   90%   223 / 2136 ms     cache-aware 340 / 2714 ms            0.960          pass
 //	synth          50%   60.0 / 279 ms     cache-aware 61.0 / 380 ms            0.999          pass
-//	synth          70%   69.9 / 365 ms     cache-aware 77.7 / 545 ms            0.998          pass
-//	synth          90%   84.7 / 537 ms     cache-aware 105 / 836 ms             0.997          pass
+//	synth          70%   69.5 / 326 ms     cache-aware 77.7 / 545 ms            0.998          pass
+//	synth          90%   84.3 / 361 ms     cache-aware 105 / 836 ms             0.998          pass
 //	azure-code     50%   540 / 1696 ms     cache-aware 646 / 1838 ms            0.955          pass
 //	azure-code     70%   890 / 2160 ms     cache-aware 1038 / 2380 ms           0.952          pass
 //	azure-code     90%   1257 / 2534 ms    cache-aware 1502 / 2756 ms           0.953          pass
 //	azure-conv     50%   44.8 / 124 ms     round-robin 45.5 / 129 ms            0.980          load p99 120
 //	azure-conv     70%   52.6 / 137 ms     round-robin 59.6 / 193 ms            0.982          pass
-//	azure-conv     90%   72.9 / 1341 ms    cache-aware 87.0 / 1719 ms           0.976          pass
+//	azure-conv     90%   72.0 / 1441 ms    cache-aware 87.0 / 1719 ms           0.949          pass
 //
 // kv and approx (the same cost, overlap from routing history instead of
 // events) part only where they know different things: kv also credits the
@@ -137,14 +137,18 @@
 // synth at 90% the worst requests waited behind 256 running ones (their
 // TTFT 0.8-1.3 s, predicted 0.3-0.5), so a candidate at its cap keeps
 // the pass-agnostic queue (`--trace synth --rate-scale 17.66`: kv p99
-// 712 -> 572 ms). What it costs:
-// kv's own synth p99 (257 / 293 / 356 -> 300 / 368 / 493 ms, means over
-// the jittered seeds) and conversation 90% p50 (220 -> 233 ms) are worse:
-// neither model dates the wait for a sequence slot, and the old one's
-// overestimate kept work away from workers near their cap. What it buys:
-// azure-conv p50 56.2 / 82.5 -> 53.0 / 71.9 ms at 70/90%, azure-code p99
-// 2-3% better, hit / pooled up on every trace (0.92-0.96 -> 0.95-0.98 on
-// conversation and azure-code). --preset dynamo is unchanged (block cost).
+// 712 -> 572 ms), after the wait for a slot, estimated from the gaps
+// between the worker's completions (router finish.go: 572 -> 376 ms; the
+// pass-agnostic queue without it: 345 ms). What it costs: kv's own synth
+// p99 (257 / 293 / 356 -> 300 / 348 / 395 ms, means over the jittered
+// seeds), conversation 90% p50 (220 -> 233 ms) and azure-conv 90% p99
+// (1315 -> 1367 ms, hit / pooled 0.956 -> 0.954) are worse: the old
+// model's overestimate kept work away from busy workers, which the new
+// one's underestimated tail (later arrivals joining a pass) does not.
+// What it buys:
+// azure-conv p50 56.2 / 82.5 -> 53.0 / 71.2 ms at 70/90%, azure-code p99
+// 2-3% better, hit / pooled up on conversation, azure-code and azure-conv
+// at 50/70% (0.92-0.96 -> 0.95-0.98). --preset dynamo is unchanged (block cost).
 //
 // The cell that fails: azure-conv 50%, p99 kv 124 vs load 120 ms at every
 // seed. Both lose tail to the estimated pass model (kv 116 -> 124, load
@@ -157,8 +161,8 @@
 // saved, valued at 63 ms at U = 0.52) and requests whose last pass a later
 // arrival filled (isl 1007, predicted 83 ms, 194 ms actual: a 6472-token
 // request arrived 2 ms later for an 8-block hit and the engine batched
-// 7185 of its tokens with it). What would fix it: the wait for a sequence
-// slot (a per-rank completion-rate estimate) and the batch externality.
+// 7185 of its tokens with it). What would fix it: modeling the batch
+// externality.
 //
 // Tried and not kept (all 12 cells, seed 1, kv/approx/load; each derived
 // from the timing model, none tuned), on the pass-agnostic queue: the M/M/1
