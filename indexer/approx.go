@@ -183,6 +183,10 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 	// The pairs taken over from one older generation in a row: a run is
 	// settled (that generation's count and list updated) when it ends.
 	var run takeRun
+	// The new generation's list and count, and the change of low, are
+	// kept in locals and stored at the end (nothing reads them meanwhile).
+	ents, live := gp.ents, 0
+	chaos, low := a.chaos, 0
 	var seq uint64
 	for i, h := range hs {
 		if isSeq || i == 0 {
@@ -207,7 +211,13 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			}
 		}
 		e := &a.entries[ei]
-		j, ok := e.find(slot)
+		var j int
+		var ok bool
+		if ms := e.members; len(ms) > 0 && ms[0].slot == slot {
+			ok = true // one holder, or the first: no call
+		} else {
+			j, ok = e.find(slot)
+		}
 		if ok {
 			mb := &e.members[j]
 			if mb.exp == exp {
@@ -215,12 +225,18 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 				// (the pair's expiry did not change).
 				continue
 			}
-			a.lowMoved(mb.exp, exp)
+			// lowMoved, on the local count.
+			if mb.exp <= chaos {
+				low--
+			}
+			if exp <= chaos {
+				low++
+			}
 			if mb.gen != run.gen {
 				a.settle(&run)
-				run = takeRun{gen: mb.gen}
+				run = takeRun{gen: mb.gen, g: &a.gens[mb.gen]}
 			}
-			a.take(&run, ei)
+			run.take(ei)
 			mb.exp, mb.gen = exp, g
 		} else {
 			old := cap(e.members)
@@ -228,14 +244,16 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			a.memberCap += cap(e.members) - old
 			a.counts[slot]++
 			a.blocks++
-			if exp <= a.chaos {
-				a.low++
+			if exp <= chaos {
+				low++
 			}
 		}
-		gp.ents = append(gp.ents, ei)
-		gp.live++
+		ents = append(ents, ei)
+		live++
 	}
 	a.settle(&run)
+	gp.ents, gp.live = ents, live
+	a.low += low
 	if gp.live == 0 {
 		a.dropGen(g)
 	}

@@ -46,6 +46,7 @@ type agen struct {
 // the rest.
 type takeRun struct {
 	gen        uint32 // 0: none
+	g          *agen  // &gens[gen] (gens does not grow during an Insert)
 	pre, other int
 }
 
@@ -96,10 +97,10 @@ func (a *Approx) leave(gi uint32) {
 }
 
 // take counts the pair of entry ei, taken over from run.gen.
-func (a *Approx) take(run *takeRun, ei uint32) {
+func (run *takeRun) take(ei uint32) {
 	if run.other == 0 {
 		// The generation lists ei once, so a match is this pair's item.
-		if gp := &a.gens[run.gen]; gp.lo+run.pre < len(gp.ents) && gp.ents[gp.lo+run.pre] == ei {
+		if k := run.g.lo + run.pre; k < len(run.g.ents) && run.g.ents[k] == ei {
 			run.pre++
 			return
 		}
