@@ -2,14 +2,14 @@ package indexer
 
 // refApprox is the previous Approx implementation (a FIFO of insertion
 // records, stale ones skipped on sweep and dropped by compaction), kept
-// unchanged as the reference model of TestApproxDifferential: the linked
-// expiry list must expire, prune and match exactly as it did.
+// unchanged as the reference model of TestApproxDifferential: Approx's
+// generation queue must expire, prune and match exactly as it did.
 //
 // One change: a record is matched to its member by a ticket instead of by
 // the expiry. With the expiry, a pair deleted early (pruned, or its worker
 // removed) and inserted again at the same instant, possibly for another
 // worker that reused the slot, was deleted again at the old record's
-// earlier place; the linked list has no such alias.
+// earlier place; Approx's generations have no such alias.
 //
 // And one addition: with seqs set, inputs are sequence hashes taken as
 // they are, not local hashes to chain (TestApproxNotChains).
