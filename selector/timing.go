@@ -152,9 +152,9 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	return ms, passes
 }
 
-// costTimeInto computes the time cost (CostTime) of candidate c for a
-// request of isl tokens with block size b, given its credit in blocks (the
-// decay already applied) and the fleet utilization util.
+// costTimeInto computes the time cost (CostTime) of candidate c for the
+// scorer's request (isl tokens, block size b, fleet utilization U), given
+// c's credit in blocks (the decay already applied) and onboarding time.
 //
 //	own      = max(1, isl - credit*B)        uncached prompt tokens
 //	chunk    = max_batched_tokens - decoding requests (a decode takes one token of a pass)
