@@ -218,8 +218,11 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		setBuf [stackStride + 1]uint64
 	)
 	win := window{seqs: seqBuf[:], sets: setBuf[:]}
+	var dropBuf [stackStride]int32 // window offsets (bisectExact)
+	drops := dropBuf[:]
 	if f.stride > stackStride {
 		win = window{seqs: make([]uint64, f.stride+1), sets: make([]uint64, f.stride+1)}
+		drops = make([]int32, f.stride)
 	}
 	p, D := 0, len(locals)
 	curSeq, curSet := cur.seq, m0
@@ -241,7 +244,12 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 			curSeq, curSet, p = win.seqs[q-p], next, q
 			continue
 		}
-		alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+		if safe {
+			alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+		} else {
+			d := r.bisectExact(&win, p, q, len(aslots), next, drops[:0])
+			alive, aslots = r.markDrops(out, alive, aslots, &win, d)
+		}
 		// Every worker has its overlap once none still matches; in safe
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
