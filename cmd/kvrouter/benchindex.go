@@ -91,6 +91,7 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.IntVar(&cfg.Repeat, "repeat", cfg.Repeat, "sustained-rate searches per index (the report gives the spread)")
 	f.IntVar(&cfg.LookupBlocks, "lookup-blocks", 0, "cut every lookup to its prompt's first N blocks (0 = whole prompts; the latency goal's shape is 64)")
 	f.BoolVar(&cfg.LookupCPU, "lookup-cpu", cfg.LookupCPU, "also time each lookup's thread CPU at half the sustained rate and in a --duration replay (Linux)")
+	f.BoolVar(&cfg.IdleLookups, "idle-lookups", cfg.IdleLookups, "also replay the lookups alone against each index preloaded with every event: latency with no writers (auto mode)")
 	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per simulated worker")
 	f.StringVar(&indexes, "index", "all", "index to benchmark: radix, flash or all")
 	f.IntVar(&cfg.Writers, "writers", 0, "sticky writer goroutines (0 = GOMAXPROCS)")

@@ -58,6 +58,11 @@ type Config struct {
 	// at half the sustained rate (auto mode) and a fixed-window replay.
 	// Default true; false (zero) measures wall time only.
 	LookupCPU bool
+	// IdleLookups adds, in auto mode, one replay of the lookups alone
+	// against each index preloaded with every event of the stream: the
+	// lookup latency with no writers, on one reader, unpaced (Result in
+	// Report.Idle). Default true; false (zero) skips it.
+	IdleLookups bool
 	// Repeat is how many times the auto mode searches each index's
 	// sustained rate (the report gives the spread). Default 3; 0 means 1.
 	Repeat int
@@ -111,6 +116,7 @@ func DefaultConfig() Config {
 		LengthFactor: 1,
 		Repeat:       3,
 		LookupCPU:    true,
+		IdleLookups:  true,
 	}
 }
 

@@ -45,6 +45,11 @@
 // block ops/s on the conversation trace), so Scale duplicates it and
 // lengthens its prompts until one replay lasts seconds.
 //
+// Lookups with no writers (IdleLookups, on by default in auto mode): the
+// same lookups replayed alone, unpaced on one reader, against an index
+// preloaded with every event of the stream. It separates what a lookup
+// costs on a realistic index state from what concurrent writers add.
+//
 // Replay, Merge and the report math are deterministic given their inputs
 // and are tested with synthetic streams; generation needs the trace and
 // mocker packages. Nothing here is safe for concurrent use unless stated.

@@ -1,6 +1,7 @@
 package benchindex
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -46,4 +47,44 @@ func WithPreload(f TargetFactory, evs []TimedEvent) TargetFactory {
 func (t *IndexTarget) Preload(ev *kvevents.Event) error {
 	_ = t.inner.Apply(ev)
 	return nil
+}
+
+// IdleLookups replays tl's lookups alone, unpaced on one reader, against a
+// target from f preloaded with every event of tl: the lookup latency with
+// no writers (Config.IdleLookups). The index holds the stream's final
+// state, not each lookup's own moment, so matches differ from the mixed
+// replay's; the latency is the figure. progress, when set, counts the
+// preloaded events.
+func IdleLookups(ctx context.Context, tl *Timeline, f TargetFactory, threadCPU bool, progress func(int)) (Result, error) {
+	evs := tl.Stream.Events
+	pf := TargetFactory{Name: f.Name, New: func() (Target, error) {
+		t, err := f.New()
+		if err != nil {
+			return nil, err
+		}
+		p, ok := t.(Preloader)
+		if !ok {
+			return nil, fmt.Errorf("benchindex: target %s cannot preload", f.Name)
+		}
+		for i := range evs {
+			if i%4096 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if progress != nil && i > 0 {
+					progress(4096)
+				}
+			}
+			if err := p.Preload(&evs[i].Event); err != nil {
+				return nil, fmt.Errorf("benchindex: preload %s event %d: %w", f.Name, i, err)
+			}
+		}
+		return t, nil
+	}}
+	lt := Merge(tl.Stream.LookupsOnly())
+	s, err := Replay(ctx, lt, pf, ReplayOptions{Readers: 1, ThreadCPU: threadCPU})
+	if err != nil {
+		return Result{}, err
+	}
+	return NewResult(f.Name, lt, s), nil
 }

@@ -235,9 +235,12 @@ type Report struct {
 	Searches map[string][]Search `json:"searches,omitempty"`
 	// Summaries condenses Searches per index (spread over repetitions).
 	Summaries []Summary `json:"sustained_summary,omitempty"`
-	Chart     string    `json:"chart,omitempty"` // PNG path written by --sweep
-	CSV       string    `json:"csv,omitempty"`
-	Notes     []string  `json:"notes,omitempty"`
+	// Idle holds, per index, the lookups replayed alone against the index
+	// preloaded with every event (Config.IdleLookups): no writers.
+	Idle  []Result `json:"idle_lookups,omitempty"`
+	Chart string   `json:"chart,omitempty"` // PNG path written by --sweep
+	CSV   string   `json:"csv,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // WriteText prints the report for humans.
@@ -296,6 +299,13 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 		if h := sm.Half; h.SafeStarted+h.SafeRedone > 0 {
 			fmt.Fprintf(&b, "%-6s at half: %s\n", sm.Index, safeText(h, p.Shards))
+		}
+	}
+	for _, r := range rep.Idle {
+		fmt.Fprintf(&b, "%-6s no writers (every event preloaded, lookups alone, 1 reader, unpaced): lookup p50/p99/p999 %.2f/%.2f/%.2f µs, %s lookups/s\n",
+			r.Index, r.LookupP50us, r.LookupP99us, r.LookupP999us, si(r.LookupsPerSec))
+		if r.LookupCPUP50us > 0 {
+			fmt.Fprintf(&b, "%-6s no writers: %s\n", r.Index, cpuText(r))
 		}
 	}
 	for _, r := range rep.Results {

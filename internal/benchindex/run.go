@@ -287,6 +287,15 @@ func runSearches(ctx context.Context, cfg Config, rep *Report, tl *Timeline, f T
 	if sum.Median > 0 {
 		rep.Sustained = append(rep.Sustained, sum.At)
 	}
+	if cfg.IdleLookups && tl.Lookups > 0 {
+		bar := newBar(cfg.Progress, len(tl.Stream.Events), "no writers "+f.Name+": preloading every event")
+		r, err := IdleLookups(ctx, tl, f, cfg.LookupCPU, bar.add)
+		bar.finish()
+		if err != nil {
+			return err
+		}
+		rep.Idle = append(rep.Idle, r)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,16 @@ func TestRunPreparedAutoSearch(t *testing.T) {
 	ss := rep.Searches[IndexFlash]
 	if len(ss) != 2 || len(rep.Summaries) != 1 || len(rep.Summaries[0].Rates) != 2 || len(rep.Results) != 1 {
 		t.Fatalf("searches %d, summaries %+v", len(ss), rep.Summaries)
+	}
+	if len(rep.Idle) != 1 || rep.Idle[0].Index != IndexFlash || rep.Idle[0].Events != 0 || rep.Idle[0].Lookups != p.Generation.Lookups {
+		t.Fatalf("no-writer replays %+v", rep.Idle)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "flash  no writers (every event preloaded") {
+		t.Fatalf("report without the no-writer line:\n%s", text.String())
 	}
 	for _, s := range ss {
 		if s.Capacity.WindowMS != 0 || s.Capacity.BlockOpsPerSec <= 0 || len(s.Steps) == 0 {
