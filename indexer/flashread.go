@@ -205,7 +205,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 	for i := range s0.n {
 		dst = append(dst, r.name(s0.slot(i)))
 	}
-	ordered := r.v.ordered
+	ordered, rank := r.v.ordered, r.v.rank
 	out := dst[base:]
 	var aliveBuf [2 * aliveStack]uint32
 	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
@@ -255,7 +255,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		// not send the walk bisecting the rest of the query.
 		if len(aslots) == 0 || memCount(next) == 0 {
 			if !ordered {
-				sortOverlaps(out)
+				orderOverlaps(out, &s0, rank)
 			}
 			return dst
 		}
@@ -267,7 +267,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		}
 	}
 	if !ordered {
-		sortOverlaps(out)
+		orderOverlaps(out, &s0, rank)
 	}
 	return dst
 }
