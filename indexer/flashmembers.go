@@ -12,14 +12,14 @@ import (
 // An entry's set is one word, fentry.mem: 0 for none; 1<<63 | kids<<32 |
 // slot for one member, with its child count (so that entries need no
 // field of their own for it: 24 bytes, not 32); for n >= 2, the offset of
-// a block of the member arena in the low 32 bits, n in bits 32-51 and
-// in bits 52-61 the xor of the members' slots mod 2^10 (memSum), or, for
-// a set of 2^20 members or more, 1<<62 | n<<32 | offset. Lookups read the word once,
-// atomically, without a lock (flashread.go), so a set is never changed in
-// place: adding or dropping a member builds a new block and swaps the
-// word, and the old block is reused only once no lookup can still read it
-// (flashrcu.go). Child counts are the writers' alone and do change in
-// place.
+// a block of the member arena in the low 32 bits, n in bits 32-51 and the
+// xor of the members' slots mod 2^10 in bits 52-61 (memSum), or, for a
+// set of 2^20 members or more, 1<<62 | n<<32 | offset. Lookups read the
+// word once, atomically, without a lock (flashread.go), so a set is
+// never changed in place: adding or dropping a member builds a new block
+// and swaps the word, and the old block is reused only once no lookup can
+// still read it (flashrcu.go). Child counts are the writers' alone and do
+// change in place.
 
 const (
 	memOne = 1 << 63
