@@ -22,15 +22,16 @@ import (
 //
 // Blocks are keyed by the router sequence hash of their prefix, so matching
 // has exact prefix semantics. Time is always passed in; Approx reads no
-// clock. Expiry order is a doubly linked list of the held pairs in the
-// order of the Insert that last set their expiry (deepest block first
-// within one Insert, so that pruning ties drop leaves first): a refresh
-// moves a pair to the tail in O(1), so the list never holds stale records
-// and needs no compaction. The order is exact while the now values passed
-// to Insert do not decrease (the normal case) and approximate otherwise.
+// clock. Expiry order is a queue of generations, one per Insert, in Insert
+// order (approxgen.go): a pair belongs to the generation of the Insert
+// that last set its expiry, and is dropped from its end (deepest block
+// first within one Insert, so that pruning ties drop leaves first). A
+// pair's expiry and generation live in its member only, so a refresh
+// writes one place. The order is exact while the now values passed to
+// Insert do not decrease (the normal case) and approximate otherwise.
 //
 // Steady-state Insert and lookups do not allocate: entries, their member
-// slices and list nodes are reused from free lists.
+// slices and generations with their lists are reused from free lists.
 //
 // Approx is safe for concurrent use (one RWMutex).
 type Approx struct {
@@ -44,14 +45,16 @@ type Approx struct {
 	freeEntry []uint32 // unused entries (their member slices kept for reuse)
 	slots     slotTable
 	counts    []int // slot -> blocks held
-	// nodes[0] is the expiry list's sentinel: its next is the earliest
-	// expiry, its prev the latest. Free nodes chain through next from
-	// freeNode (0: none).
-	nodes    []anode
-	freeNode uint32
-	blocks   int
+	// gens[0] is the sentinel of the generation queue: its next is the
+	// oldest Insert's, its prev the newest. Free generations chain through
+	// next from freeGen (0: none).
+	gens    []agen
+	freeGen uint32
+	blocks  int
 
 	memberCap int
+	listCap   int    // capacity of every generation's list
+	compacted uint64 // stale items dropped by compaction (tests)
 	expired   uint64
 	pruned    uint64
 
@@ -80,16 +83,8 @@ type aentry struct {
 
 type amember struct {
 	slot uint32
-	node uint32 // its place in the expiry list
-	exp  int64  // unix nanoseconds (also in the node: lookups read it here)
-}
-
-// anode is one held (block, worker) pair in the expiry list.
-type anode struct {
-	seq        uint64
-	exp        int64
-	prev, next uint32
-	slot       uint32
+	gen  uint32 // the generation holding it (the Insert that set exp)
+	exp  int64  // unix nanoseconds
 }
 
 // ApproxStats is a snapshot of an Approx index.
@@ -111,7 +106,7 @@ func NewApprox(cfg ApproxConfig) *Approx {
 		maxBlocks: cfg.MaxBlocks,
 		pruneTo:   int(float64(cfg.MaxBlocks) * cfg.PruneFraction),
 		m:         newHtable(0),
-		nodes:     make([]anode, 1),
+		gens:      make([]agen, 1),
 		maxExp:    math.MinInt64,
 		chaos:     math.MinInt64,
 	}
@@ -128,9 +123,14 @@ func (e *aentry) find(slot uint32) (int, bool) {
 		}
 		return len(ms), false
 	}
+	ms := e.members
+	// Many holders are often every slot up to some point (a prefix booked
+	// on the whole fleet): then slot's member sits at index slot.
+	if j := int(slot); j < len(ms) && ms[j].slot == slot {
+		return j, true
+	}
 	// Bisection written out: slices.BinarySearchFunc calls its compare
 	// function per step.
-	ms := e.members
 	lo, hi := 0, len(ms)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -177,9 +177,16 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
 	}
-	// This Insert's pairs form a segment, deepest first, appended to the
-	// list's tail at the end.
-	var segHead, segTail uint32
+	// This Insert's pairs form a new generation at the queue's tail.
+	g := a.newGen(exp, slot, len(hs))
+	gp := &a.gens[g] // a.gens does not grow until the next Insert
+	// The pairs taken over from one older generation in a row: a run is
+	// settled (that generation's count and list updated) when it ends.
+	var run takeRun
+	// The new generation's list and count, and the change of low, are
+	// kept in locals and stored at the end (nothing reads them meanwhile).
+	ents, live := gp.ents, 0
+	chaos, low := a.chaos, 0
 	var seq uint64
 	for i, h := range hs {
 		if isSeq || i == 0 {
@@ -204,8 +211,13 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 			}
 		}
 		e := &a.entries[ei]
-		j, ok := e.find(slot)
-		var ni uint32
+		var j int
+		var ok bool
+		if ms := e.members; len(ms) > 0 && ms[0].slot == slot {
+			ok = true // one holder, or the first: no call
+		} else {
+			j, ok = e.find(slot)
+		}
 		if ok {
 			mb := &e.members[j]
 			if mb.exp == exp {
@@ -213,37 +225,37 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 				// (the pair's expiry did not change).
 				continue
 			}
-			a.lowMoved(mb.exp, exp)
-			mb.exp = exp
-			ni = mb.node
-			a.nodes[ni].exp = exp
-			a.unlink(ni)
+			// lowMoved, on the local count.
+			if mb.exp <= chaos {
+				low--
+			}
+			if exp <= chaos {
+				low++
+			}
+			if mb.gen != run.gen {
+				a.settle(&run)
+				run = takeRun{gen: mb.gen, g: &a.gens[mb.gen]}
+			}
+			run.take(ei)
+			mb.exp, mb.gen = exp, g
 		} else {
-			ni = a.newNode(seq, slot, exp)
 			old := cap(e.members)
-			e.members = slices.Insert(e.members, j, amember{slot: slot, node: ni, exp: exp})
+			e.members = slices.Insert(e.members, j, amember{slot: slot, gen: g, exp: exp})
 			a.memberCap += cap(e.members) - old
 			a.counts[slot]++
 			a.blocks++
-			if exp <= a.chaos {
-				a.low++
+			if exp <= chaos {
+				low++
 			}
 		}
-		n := &a.nodes[ni]
-		n.prev, n.next = 0, segHead
-		if segHead != 0 {
-			a.nodes[segHead].prev = ni
-		} else {
-			segTail = ni
-		}
-		segHead = ni
+		ents = append(ents, ei)
+		live++
 	}
-	if segHead != 0 {
-		last := a.nodes[0].prev
-		a.nodes[last].next = segHead
-		a.nodes[segHead].prev = last
-		a.nodes[segTail].next = 0
-		a.nodes[0].prev = segTail
+	a.settle(&run)
+	gp.ents, gp.live = ents, live
+	a.low += low
+	if gp.live == 0 {
+		a.dropGen(g)
 	}
 	if a.blocks > a.maxBlocks {
 		closed := !backwards && a.low == 0
@@ -282,50 +294,41 @@ func (a *Approx) newEntry(seq uint64) uint32 {
 	return uint32(len(a.entries) - 1)
 }
 
-func (a *Approx) newNode(seq uint64, slot uint32, exp int64) uint32 {
-	ni := a.freeNode
-	if ni != 0 {
-		a.freeNode = a.nodes[ni].next
-	} else {
-		a.nodes = append(a.nodes, anode{})
-		ni = uint32(len(a.nodes) - 1)
-	}
-	a.nodes[ni] = anode{seq: seq, exp: exp, slot: slot}
-	return ni
-}
-
-func (a *Approx) unlink(ni uint32) {
-	n := &a.nodes[ni]
-	a.nodes[n.prev].next = n.next
-	a.nodes[n.next].prev = n.prev
-}
-
-// sweep drops pairs from the head of the expiry list while they expire at
-// or before t or more than keep pairs are held, counting them in *n, and
-// returns the expiry of the last one dropped.
+// sweep drops pairs from the head of the generation queue while they
+// expire at or before t or more than keep pairs are held, counting them in
+// *n, and returns the expiry of the last one dropped.
 func (a *Approx) sweep(t int64, keep int, n *uint64) (last int64) {
 	for {
-		ni := a.nodes[0].next
-		if ni == 0 || (a.nodes[ni].exp > t && a.blocks <= keep) {
+		gi := a.gens[0].next
+		if gi == 0 {
 			return last
 		}
-		nd := &a.nodes[ni]
-		last = nd.exp
-		ei, _ := a.m.get(nd.seq)
-		j, _ := a.entries[ei].find(nd.slot)
-		a.drop(ei, j)
-		*n++
+		gp := &a.gens[gi]
+		if gp.exp > t && a.blocks <= keep {
+			return last
+		}
+		// Its deepest pair still held (the list's end; a generation in
+		// the queue holds at least one).
+		for {
+			k := len(gp.ents) - 1 // >= gp.lo
+			ei := gp.ents[k]
+			gp.ents = gp.ents[:k]
+			if j, ok := a.member(ei, gi); ok {
+				last = gp.exp
+				a.drop(ei, j)
+				*n++
+				break
+			}
+		}
 	}
 }
 
-// drop deletes member j of entry ei and its list node.
+// drop deletes member j of entry ei.
 func (a *Approx) drop(ei uint32, j int) {
 	e := &a.entries[ei]
 	mb := e.members[j]
-	a.unlink(mb.node)
-	a.nodes[mb.node] = anode{next: a.freeNode}
-	a.freeNode = mb.node
 	e.members = slices.Delete(e.members, j, j+1)
+	a.leave(mb.gen)
 	a.blocks--
 	if mb.exp <= a.chaos {
 		a.low--
@@ -444,7 +447,7 @@ func (a *Approx) Stats() ApproxStats {
 	bytes := int64(cap(a.entries))*int64(unsafe.Sizeof(aentry{})) +
 		int64(a.memberCap)*int64(unsafe.Sizeof(amember{})) +
 		a.m.bytes() +
-		int64(cap(a.nodes))*int64(unsafe.Sizeof(anode{})) +
+		int64(cap(a.gens))*int64(unsafe.Sizeof(agen{})) + int64(a.listCap)*4 +
 		int64(cap(a.freeEntry))*4 +
 		int64(cap(a.last))*int64(unsafe.Sizeof(lastEntry{}))
 	return ApproxStats{

@@ -2,10 +2,11 @@ package indexer
 
 import "fmt"
 
-// Check verifies Approx's structure: the expiry list holds exactly the
-// held pairs, each node and member point at each other and agree on the
-// expiry, the free lists hold the rest, and the per-slot counts add up.
-// O(size); invariant builds run it after every Insert on small indexes.
+// Check verifies Approx's structure: the generation queue holds exactly
+// the held pairs, each member's generation is queued, lists it once and
+// agrees on the slot and the expiry, the free lists hold the rest, and the
+// per-slot counts add up. O(size); invariant builds run it after every
+// Insert on small indexes.
 func (a *Approx) Check() error {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -13,41 +14,76 @@ func (a *Approx) Check() error {
 }
 
 func (a *Approx) check() error {
-	if len(a.nodes) == 0 {
-		return fmt.Errorf("approx: no sentinel node")
+	if len(a.gens) == 0 {
+		return fmt.Errorf("approx: no sentinel generation")
 	}
-	listed := 0
-	for prev, ni := uint32(0), a.nodes[0].next; ni != 0; prev, ni = ni, a.nodes[ni].next {
-		n := &a.nodes[ni]
-		if n.prev != prev {
-			return fmt.Errorf("approx: node %d: prev %d, want %d", ni, n.prev, prev)
+	queued := make(map[uint32]int) // generation -> pairs found in its list
+	listed, n := 0, 0
+	for prev, gi := uint32(0), a.gens[0].next; gi != 0; prev, gi = gi, a.gens[gi].next {
+		gp := &a.gens[gi]
+		if gp.prev != prev {
+			return fmt.Errorf("approx: generation %d: prev %d, want %d", gi, gp.prev, prev)
 		}
-		ei, ok := a.m.get(n.seq)
-		if !ok {
-			return fmt.Errorf("approx: node %d: block %x not in the map", ni, n.seq)
+		if n++; n > len(a.gens) {
+			return fmt.Errorf("approx: generation queue has a cycle")
 		}
-		j, ok := a.entries[ei].find(n.slot)
-		if !ok {
-			return fmt.Errorf("approx: node %d: block %x has no member for slot %d", ni, n.seq, n.slot)
+		if gp.live <= 0 {
+			return fmt.Errorf("approx: queued generation %d holds %d pairs", gi, gp.live)
 		}
-		if mb := a.entries[ei].members[j]; mb.node != ni || mb.exp != n.exp {
-			return fmt.Errorf("approx: node %d (exp %d) vs member node %d exp %d", ni, n.exp, mb.node, mb.exp)
+		if gp.lo < 0 || gp.lo > len(gp.ents) {
+			return fmt.Errorf("approx: generation %d: list starts at %d of %d", gi, gp.lo, len(gp.ents))
 		}
-		if listed++; listed > len(a.nodes) {
-			return fmt.Errorf("approx: expiry list has a cycle")
+		seen := make(map[uint32]bool, len(gp.ents))
+		live := 0
+		for _, ei := range gp.ents[gp.lo:] {
+			if int(ei) >= len(a.entries) {
+				return fmt.Errorf("approx: generation %d lists entry %d of %d", gi, ei, len(a.entries))
+			}
+			j, ok := a.member(ei, gi)
+			if !ok {
+				continue
+			}
+			if seen[ei] {
+				return fmt.Errorf("approx: generation %d lists entry %d twice", gi, ei)
+			}
+			seen[ei] = true
+			if mb := a.entries[ei].members[j]; mb.exp != gp.exp {
+				return fmt.Errorf("approx: generation %d (exp %d) holds entry %d slot %d at exp %d", gi, gp.exp, ei, mb.slot, mb.exp)
+			}
+			live++
 		}
+		if live != gp.live {
+			return fmt.Errorf("approx: generation %d lists %d pairs, counts %d", gi, live, gp.live)
+		}
+		// settle compacts; only the queue's head, which a prune may have
+		// stopped in, may hold more stale items.
+		if n := len(gp.ents) - gp.lo; prev != 0 && n >= 2*gp.live+compactMin {
+			return fmt.Errorf("approx: generation %d lists %d items for %d pairs", gi, n, gp.live)
+		}
+		queued[gi] = live
+		listed += live
 	}
 	if listed != a.blocks {
-		return fmt.Errorf("approx: %d listed pairs, %d blocks", listed, a.blocks)
+		return fmt.Errorf("approx: %d queued pairs, %d blocks", listed, a.blocks)
 	}
 	free := 0
-	for ni := a.freeNode; ni != 0; ni = a.nodes[ni].next {
-		if free++; free > len(a.nodes) {
-			return fmt.Errorf("approx: free node list has a cycle")
+	for gi := a.freeGen; gi != 0; gi = a.gens[gi].next {
+		if free++; free > len(a.gens) {
+			return fmt.Errorf("approx: free generation list has a cycle")
+		}
+		if len(a.gens[gi].ents) != 0 || a.gens[gi].lo != 0 {
+			return fmt.Errorf("approx: free generation %d lists %d entries from %d", gi, len(a.gens[gi].ents), a.gens[gi].lo)
 		}
 	}
-	if 1+listed+free != len(a.nodes) {
-		return fmt.Errorf("approx: %d nodes = 1 + %d listed + %d free?", len(a.nodes), listed, free)
+	if 1+n+free != len(a.gens) {
+		return fmt.Errorf("approx: %d generations = 1 + %d queued + %d free?", len(a.gens), n, free)
+	}
+	listCap := 0
+	for i := range a.gens {
+		listCap += cap(a.gens[i].ents)
+	}
+	if listCap != a.listCap {
+		return fmt.Errorf("approx: generation lists hold %d items, counted %d", listCap, a.listCap)
 	}
 	counts := make([]int, len(a.counts))
 	members, low := 0, 0
@@ -60,8 +96,8 @@ func (a *Approx) check() error {
 			if j > 0 && e.members[j-1].slot >= mb.slot {
 				return fmt.Errorf("approx: entry %x: members out of order", seq)
 			}
-			if n := a.nodes[mb.node]; n.seq != seq || n.slot != mb.slot {
-				return fmt.Errorf("approx: entry %x slot %d: node %d is %x slot %d", seq, mb.slot, mb.node, n.seq, n.slot)
+			if _, ok := queued[mb.gen]; !ok || a.gens[mb.gen].slot != mb.slot {
+				return fmt.Errorf("approx: entry %x slot %d: generation %d not queued or of another slot", seq, mb.slot, mb.gen)
 			}
 			counts[mb.slot]++
 			members++

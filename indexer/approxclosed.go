@@ -10,8 +10,8 @@ import (
 // Prefix closure. Every Insert records a prompt's blocks from its first,
 // all with one expiry. While the now values passed to Insert do not
 // decrease, a block therefore never expires before any of its
-// descendants held by the same worker, and the expiry list is in expiry
-// order, deepest first within one Insert, so that the expiry sweep drops
+// descendants held by the same worker, and the generation queue is in
+// expiry order, deepest first within one Insert, so that the expiry sweep drops
 // descendants no later than their ancestors: at any instant, the workers
 // holding a prompt's block i+1 unexpired are a subset of those holding
 // block i, and their number never grows along the prompt. A lookup then
@@ -22,7 +22,7 @@ import (
 // Two events may break the closure. An Insert whose expiry is below one
 // held (now went backwards) sets chaos to maxExp, above every pair then
 // held, and low to their number: the pairs that may be involved in a
-// violation, or sit out of expiry order in the list. Pruning a closed
+// violation, or sit out of expiry order in the queue. Pruning a closed
 // index can stop inside a group of pairs of one expiry (Inserts at one
 // instant), keeping a descendant whose ancestor it dropped: it sets chaos
 // to that expiry and low to the pairs of the group still held
@@ -37,11 +37,11 @@ import (
 
 // pruneChaos records a prune of a closed index that dropped pairs up to
 // expiry last: the pairs still held that expire at last (the head of the
-// list, in expiry order) may have lost an ancestor.
+// generation queue, in expiry order) may have lost an ancestor.
 func (a *Approx) pruneChaos(last int64) {
 	a.chaos, a.low = last, 0
-	for ni := a.nodes[0].next; ni != 0 && a.nodes[ni].exp <= last; ni = a.nodes[ni].next {
-		a.low++
+	for gi := a.gens[0].next; gi != 0 && a.gens[gi].exp <= last; gi = a.gens[gi].next {
+		a.low += a.gens[gi].live
 	}
 }
 

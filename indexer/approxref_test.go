@@ -2,14 +2,17 @@ package indexer
 
 // refApprox is the previous Approx implementation (a FIFO of insertion
 // records, stale ones skipped on sweep and dropped by compaction), kept
-// unchanged as the reference model of TestApproxDifferential: the linked
-// expiry list must expire, prune and match exactly as it did.
+// unchanged as the reference model of TestApproxDifferential: Approx's
+// generation queue must expire, prune and match exactly as it did.
 //
 // One change: a record is matched to its member by a ticket instead of by
 // the expiry. With the expiry, a pair deleted early (pruned, or its worker
 // removed) and inserted again at the same instant, possibly for another
 // worker that reused the slot, was deleted again at the old record's
-// earlier place; the linked list has no such alias.
+// earlier place; Approx's generations have no such alias.
+//
+// And one addition: with seqs set, inputs are sequence hashes taken as
+// they are, not local hashes to chain (TestApproxNotChains).
 
 import (
 	"cmp"
@@ -54,6 +57,8 @@ type refApprox struct {
 	tickets   uint64
 	expired   uint64
 	pruned    uint64
+
+	seqs bool
 }
 
 type refEntry struct {
@@ -121,7 +126,7 @@ func (a *refApprox) Insert(w kvevents.Worker, locals []uint64, now time.Time) {
 	start := len(a.queue)
 	var seq uint64
 	for i, l := range locals {
-		if i == 0 {
+		if i == 0 || a.seqs {
 			seq = l
 		} else {
 			seq = kvhash.SeqNext(seq, l)
@@ -228,7 +233,7 @@ func (a *refApprox) AppendMatches(dst Overlaps, locals []uint64, now time.Time) 
 	alive := buf[:0]
 	var seq uint64
 	for i, l := range locals {
-		if i == 0 {
+		if i == 0 || a.seqs {
 			seq = l
 		} else {
 			seq = kvhash.SeqNext(seq, l)

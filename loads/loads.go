@@ -113,6 +113,7 @@ type node struct {
 	first  holder   // a live holder, or refs 0 when the node has none
 	rest   []holder // the other live holders, unordered
 	listed bool     // in Tracker.deadList
+	free   bool     // out of the index, in Tracker.freeNodes
 }
 
 // count is the number of live holders.
@@ -187,6 +188,12 @@ type Tracker struct {
 	reqs  map[string]*request
 	spare []*request // released requests, for reuse
 	stats Stats
+
+	// last caches the nodes of the last Add's blocks by position: prompts
+	// routed one after another often share a prefix (a system prompt, a
+	// conversation's history), whose blocks then need no index probe. An
+	// item is used only if its node is still indexed under that block.
+	last []int32
 }
 
 // New returns an empty Tracker.
@@ -243,7 +250,7 @@ func (t *Tracker) newNode(h uint64) int32 {
 	if n := len(t.freeNodes); n > 0 {
 		ni := t.freeNodes[n-1]
 		t.freeNodes = t.freeNodes[:n-1]
-		t.nodes[ni].hash = h
+		t.nodes[ni].hash, t.nodes[ni].free = h, false
 		return ni
 	}
 	t.nodes = append(t.nodes, node{hash: h})
@@ -264,12 +271,24 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	r := t.newRequest()
 	r.blocks = append(r.blocks[:0], e.Blocks...)
 	e.Blocks = r.blocks
-	r.nodes = r.nodes[:0]
-	for _, h := range e.Blocks {
-		ni, ok := t.index.get(h)
+	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
+	last := t.last
+	for i, h := range e.Blocks {
+		var ni int32
+		ok := false
+		if i < len(last) {
+			if c := &t.nodes[last[i]]; c.hash == h && !c.free {
+				ni, ok = last[i], true
+			}
+		}
 		if !ok {
-			ni = t.newNode(h)
-			t.index.put(h, ni)
+			if ni, ok = t.index.get(h); !ok {
+				ni = t.newNode(h)
+				t.index.put(h, ni)
+			}
+			if i < len(last) {
+				last[i] = ni
+			}
 		}
 		nd := &t.nodes[ni]
 		if hd := nd.find(s); hd != nil {
@@ -282,7 +301,10 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 			st.load.DecodeBlocks++
 			st.held++
 		}
-		r.nodes = append(r.nodes, ni)
+		r.nodes[i] = ni
+	}
+	if len(last) < len(r.nodes) {
+		t.last = append(last, r.nodes[len(last):]...)
 	}
 	if st.load.Requests == 0 {
 		t.busy++
@@ -389,6 +411,7 @@ func (t *Tracker) collect() {
 		nd.listed = false
 		if nd.first.refs == 0 { // not revived since it died
 			t.index.del(nd.hash)
+			nd.free = true
 			t.freeNodes = append(t.freeNodes, ni)
 		}
 	}
@@ -679,7 +702,7 @@ func (t *Tracker) check(s int32) {
 		}
 		for i, h := range r.e.Blocks {
 			refs[h]++
-			if t.nodes[r.nodes[i]].hash != h {
+			if ni, ok := t.index.get(h); !ok || ni != r.nodes[i] || t.nodes[ni].hash != h {
 				panic(fmt.Sprintf("loads: request %q block %d has a stale node", r.e.ID, i))
 			}
 		}

@@ -139,6 +139,36 @@ func TestDeadBlocksCollected(t *testing.T) {
 	}
 }
 
+// Add's cache of the last prompt's nodes by position never hands out a
+// node that collect has freed, even when the block comes back at the same
+// position.
+func TestAddCacheSkipsCollectedNodes(t *testing.T) {
+	tr := New(DefaultConfig())
+	w := kvevents.Worker{ID: 1}
+	big := make([]uint64, 2*minDead)
+	for i := range big {
+		big[i] = uint64(7 + i)
+	}
+	if err := tr.Add(Entry{ID: "big", Worker: w, Blocks: big}, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Free("big"); err != nil {
+		t.Fatal(err)
+	}
+	if tr.index.len() != 0 || len(tr.freeNodes) != len(big) {
+		t.Fatalf("after the free: %d indexed, %d free nodes; want 0, %d", tr.index.len(), len(tr.freeNodes), len(big))
+	}
+	if err := tr.Add(Entry{ID: "again", Worker: w, Blocks: big[:3]}, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if n := tr.NewBlocks(w, big[:3]); n != 0 {
+		t.Errorf("blocks added again after their collection: NewBlocks = %d, want 0", n)
+	}
+	if n := tr.index.len(); n != 3 {
+		t.Errorf("%d blocks indexed, want 3", n)
+	}
+}
+
 // The tracker keeps its own copy of Entry.Blocks.
 func TestAddCopiesBlocks(t *testing.T) {
 	tr := New(DefaultConfig())

@@ -293,13 +293,14 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	}
 	res.FloorTokens = floor
 	cmin, cmax := math.Inf(1), math.Inf(-1)
+	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
 	for i := range cands {
 		if out[i] != ReasonNone {
 			res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
 			continue
 		}
 		b := &res.Breakdowns[i]
-		costInto(cfg, req.ISL, req.BlockSize, floor, req.Utilization, &cands[i], b)
+		sc.costInto(&cands[i], b)
 		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
@@ -316,22 +317,64 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 // and util the fleet utilization (Request.Utilization).
 func Cost(cfg Config, isl, b, floorTokens int, util float64, c *Candidate) Breakdown {
 	var out Breakdown
-	costInto(&cfg, isl, b, floorTokens, util, c, &out)
+	sc := newScorer(&cfg, isl, b, floorTokens, util)
+	sc.costInto(c, &out)
 	return out
 }
 
-// costInto is Cost writing into out (every field but Out and Prob).
-func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, out *Breakdown) {
+// scorer scores the candidates of one request: it computes once what is
+// the same for all of them (Select scores every worker of the fleet).
+type scorer struct {
+	cfg           *Config
+	isl, b, floor int
+	B, reqBlocks  float64
+	queueFactor   float64 // queueFactor(util)
+	onboard       bool    // cfg.Onboard charges
+	def           Timing  // cfg.Timing.orDefault()
+	defFull       float64 // def.PrefillTime of a full chunk of defChunk tokens
+	defChunk      int     // 0: defFull not computed yet
+	own           *Timing // the last Candidate.Timing seen (nil: none)
+	ownTm         Timing  // own.orDefault()
+	ownFull       float64 // as defFull, for ownTm
+	ownChunk      int
+}
+
+func newScorer(cfg *Config, isl, b, floorTokens int, util float64) scorer {
 	B := float64(b)
-	reqBlocks := max(1, float64(isl)/B)
+	return scorer{
+		cfg: cfg, isl: isl, b: b, floor: floorTokens,
+		B: B, reqBlocks: max(1, float64(isl)/B),
+		queueFactor: queueFactor(util),
+		onboard:     !cfg.Onboard.IsZero(),
+		def:         cfg.Timing.orDefault(),
+	}
+}
+
+// timing returns c's timing model, defaults applied, and where to cache
+// the time of its full chunks.
+func (s *scorer) timing(c *Candidate) (tm *Timing, full *float64, chunk *int) {
+	if c.Timing == nil {
+		return &s.def, &s.defFull, &s.defChunk
+	}
+	if c.Timing != s.own {
+		// Candidates share models (one per worker, or none): resolve a
+		// model once per run of candidates using it.
+		s.own, s.ownTm, s.ownChunk = c.Timing, c.Timing.orDefault(), 0
+	}
+	return &s.ownTm, &s.ownFull, &s.ownChunk
+}
+
+// costInto is Cost writing into out (every field but Out and Prob).
+func (s *scorer) costInto(c *Candidate, out *Breakdown) {
+	cfg, B := s.cfg, s.B
 	decay := 1.0
 	if cfg.CreditDecay > 0 {
 		excess := c.ActivePrefillTokens
 		if !cfg.DecayAbsolute {
-			excess -= floorTokens
+			excess -= s.floor
 		}
 		excess = max(0, excess)
-		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/reqBlocks)
+		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/s.reqBlocks)
 	}
 	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 	credit := tierCredit(&c.Overlap, w)
@@ -340,13 +383,13 @@ func costInto(cfg *Config, isl, b, floorTokens int, util float64, c *Candidate, 
 	out.Decay = decay
 	out.Credit = credit
 	out.Prob = 0
+	isl := s.isl
 	if cfg.Cost == CostTime {
-		tm := cfg.Timing
-		if c.Timing != nil {
-			tm = *c.Timing
+		load := 0.0
+		if s.onboard {
+			load = onboardTime(cfg, c, &w, s.b)
 		}
-		tm = tm.orDefault()
-		costTimeInto(cfg, &tm, isl, b, credit, onboardTime(cfg, c, &w, b), util, c, out)
+		s.costTimeInto(c, credit, load, out)
 		return
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
@@ -410,6 +453,13 @@ func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
 // i < overlap[t]. With the default weights (1 >= 0.75 >= 0.25) this is
 // device + 0.75*(host beyond device) + 0.25*(disk beyond both).
 func tierCredit(ov *[kvevents.NumTiers]int, w [kvevents.NumTiers]float64) float64 {
+	if ov[1] <= 0 && ov[2] <= 0 && ov[3] <= 0 {
+		// The device alone (the common case): one breakpoint, or none.
+		if ov[0] <= 0 {
+			return 0
+		}
+		return 0.0 + max(0.0, w[0])*float64(ov[0])
+	}
 	credit, prev := 0.0, 0
 	for {
 		// Next breakpoint above prev.

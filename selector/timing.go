@@ -134,11 +134,17 @@ func (t Timing) DecodeTime(p float64) float64 {
 // (at least 1: a fully cached prompt still computes its last token).
 func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 	c := float64(max(chunk, 1))
+	return t.prefillSpan(q, c, t.PrefillTime(c))
+}
+
+// prefillSpan is PrefillSpan in chunks of c tokens (>= 1) taking full ms
+// each (PrefillTime(c), which the caller may have at hand).
+func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	q = max(q, 1)
-	full := math.Floor(q / c)
-	rem := q - full*c
-	ms = full * t.PrefillTime(c)
-	passes = int(full)
+	n := math.Floor(q / c)
+	rem := q - n*c
+	ms = n * full
+	passes = int(n)
 	if rem > 0 {
 		ms += t.PrefillTime(rem)
 		passes++
@@ -146,9 +152,9 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 	return ms, passes
 }
 
-// costTimeInto computes the time cost (CostTime) of candidate c for a
-// request of isl tokens with block size b, given its credit in blocks (the
-// decay already applied) and the fleet utilization util.
+// costTimeInto computes the time cost (CostTime) of candidate c for the
+// scorer's request (isl tokens, block size b, fleet utilization U), given
+// c's credit in blocks (the decay already applied) and onboarding time.
 //
 //	own      = max(1, isl - credit*B)        uncached prompt tokens
 //	chunk    = max_batched_tokens - decoding requests (a decode takes one token of a pass)
@@ -166,8 +172,10 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // engine may batch with it; exact for the pass in flight, the common case).
 // With Unclamped, a credit beyond the prompt (own < 1) shortens the queue
 // ahead instead.
-func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float64, c *Candidate, out *Breakdown) {
-	own := float64(isl) - credit*float64(b)
+func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown) {
+	cfg := s.cfg
+	tm, full, fullChunk := s.timing(c)
+	own := float64(s.isl) - credit*float64(s.b)
 	if w := cfg.TransferWeight; w > 0 {
 		// The uncached prompt arrives by transfer (DESIGN.md §10).
 		own = w * max(0, own)
@@ -185,17 +193,21 @@ func costTimeInto(cfg *Config, tm *Timing, isl, b int, credit, load, util float6
 	}
 	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
 	chunk = max(1, chunk-decoding)
+	if chunk != *fullChunk {
+		*full, *fullChunk = tm.PrefillTime(float64(chunk)), chunk
+	}
+	cf := float64(chunk)
 	prefill, passes := 0.0, 0
 	if ahead > 0 {
-		prefill, passes = tm.PrefillSpan(ahead, chunk)
+		prefill, passes = tm.prefillSpan(ahead, cf, *full)
 	}
 	// A load overlaps the queue ahead; its excess delays the request (the
 	// engine runs other requests meanwhile: no passes are added).
 	prefill = max(prefill, load)
-	mine, n := tm.PrefillSpan(own, chunk)
+	mine, n := tm.prefillSpan(own, cf, *full)
 	prefill += mine
 	passes += n
-	imposed := mine * cfg.ImposedWeight * queueFactor(util)
+	imposed := mine * cfg.ImposedWeight * s.queueFactor
 	usage := max(c.KVUsage, 0)
 	if c.TotalKVBlocks > 0 {
 		usage += float64(c.NewBlocks) / float64(c.TotalKVBlocks)
