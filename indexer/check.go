@@ -111,6 +111,9 @@ func (f *Flash) checkEntry(seq uint64, ei uint32, setsUsed []bool, kids map[[2]u
 		if err := markBlock(setsUsed, uint32(e.mem), blockClass(e.count())); err != nil {
 			return fmt.Errorf("flash: entry %d: %w", seq, err)
 		}
+		if x, ok := memSum(e.mem); ok == (e.count() > memNMask) || ok && x != blockSum(f.block(e)) {
+			return fmt.Errorf("flash: entry %d: set word %#x does not sum its members", seq, e.mem)
+		}
 	}
 	want := f.local(ei)
 	var p *fentry

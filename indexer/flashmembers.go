@@ -11,22 +11,84 @@ import (
 //
 // An entry's set is one word, fentry.mem: 0 for none; 1<<63 | kids<<32 |
 // slot for one member, with its child count (so that entries need no
-// field of their own for it: 24 bytes, not 32); n<<32 | offset of a block
-// of the member arena for n >= 2. Lookups read the word once,
-// atomically, without a lock (flashread.go), so a set is never changed in
-// place: adding or dropping a member builds a new block and swaps the
-// word, and the old block is reused only once no lookup can still read it
-// (flashrcu.go). Child counts are the writers' alone and do change in
-// place.
+// field of their own for it: 24 bytes, not 32); for n >= 2, the offset of
+// a block of the member arena in the low 32 bits, n in bits 32-51 and the
+// xor of the members' slots mod 2^10 in bits 52-61 (memSum), or, for a
+// set of 2^20 members or more, 1<<62 | n<<32 | offset. Lookups read the
+// word once, atomically, without a lock (flashread.go), so a set is
+// never changed in place: adding or dropping a member builds a new block
+// and swaps the word, and the old block is reused only once no lookup can
+// still read it (flashrcu.go). Child counts are the writers' alone and do
+// change in place.
 
-const memOne = 1 << 63
+const (
+	memOne = 1 << 63
+	// memBig marks a set of at least 2^memNBits members, whose word has
+	// no room for the sum.
+	memBig   = 1 << 62
+	memNBits = 20
+	memNMask = 1<<memNBits - 1
+	// memSumBits low bits of each slot are summed (xor) into a set's
+	// word: a lookup that sees a set lose one member between two depths
+	// finds which one from the two sums, without reading the block
+	// (flashbatch.go).
+	memSumBits = 10
+	memSumMask = 1<<memSumBits - 1
+)
 
 // memN is the number of members of set word m.
 func memN(m uint64) uint32 {
 	if m&memOne != 0 {
 		return 1
 	}
-	return uint32(m >> 32)
+	h := uint32(m >> 32)
+	if m&memBig == 0 {
+		return h & memNMask
+	}
+	return h &^ (memBig >> 32)
+}
+
+// memSum returns the xor of the low memSumBits bits of set word m's
+// slots; ok is false for a memBig set.
+func memSum(m uint64) (x uint32, ok bool) {
+	switch {
+	case m&memOne != 0:
+		return uint32(m) & memSumMask, true
+	case m&memBig != 0:
+		return 0, false
+	}
+	return uint32(m>>(32+memNBits)) & memSumMask, true
+}
+
+// setWord is the word of the n >= 2 members of the arena block at off,
+// whose slots' low bits xor to x (ignored for a memBig set).
+func setWord(n, off, x uint32) uint64 {
+	if n > memNMask {
+		return memBig | uint64(n)<<32 | uint64(off)
+	}
+	return uint64(x&memSumMask)<<(32+memNBits) | uint64(n)<<32 | uint64(off)
+}
+
+// blockSum is the xor of the low memSumBits bits of ms's slots.
+func blockSum(ms []fmember) uint32 {
+	var x uint32
+	for _, m := range ms {
+		x ^= m.slot
+	}
+	return x & memSumMask
+}
+
+// setWordAfter is setWord for e's set (n >= 2 members, a valid word)
+// changed by one member, slot, to n members at off: the sum moves by
+// slot unless the old set had none, which a set only just below 2^20 is
+// given from its block.
+func (f *Flash) setWordAfter(e *fentry, n, off, slot uint32) uint64 {
+	x, ok := memSum(e.mem)
+	if !ok && n <= memNMask {
+		x = blockSum(f.arena[off : off+n])
+		return setWord(n, off, x)
+	}
+	return setWord(n, off, x^slot)
 }
 
 // oneWord is the set word of the single member m (kids < 2^31: a worker
@@ -164,7 +226,7 @@ func (f *Flash) addMember(e *fentry, i int, m fmember) {
 		if i == 0 {
 			b[0], b[1] = m, one
 		}
-		e.setMem(2<<32 | uint64(off))
+		e.setMem(setWord(2, off, one.slot^m.slot))
 		return
 	}
 	old := uint32(e.mem)
@@ -175,7 +237,7 @@ func (f *Flash) addMember(e *fentry, i int, m fmember) {
 		// in place: removal always moves the set to a new block, so a
 		// slot past n was never visible in this block's life.)
 		f.arena[old+n] = m
-		e.setMem(uint64(n+1)<<32 | uint64(old))
+		e.setMem(f.setWordAfter(e, n+1, old, m.slot))
 		return
 	}
 	off := f.allocBlock(blockClass(n + 1)) // may move arena: slice after
@@ -183,7 +245,7 @@ func (f *Flash) addMember(e *fentry, i int, m fmember) {
 	copy(dst, src[:i])
 	dst[i] = m
 	copy(dst[i+1:], src[i:])
-	e.setMem(uint64(n+1)<<32 | uint64(off))
+	e.setMem(f.setWordAfter(e, n+1, off, m.slot))
 	f.retireBlock(old, blockClass(n))
 }
 
@@ -205,6 +267,6 @@ func (f *Flash) delMember(e *fentry, i int) {
 	src, dst := f.arena[old:old+n], f.arena[off:off+n-1]
 	copy(dst, src[:i])
 	copy(dst[i:], src[i+1:])
-	e.setMem(uint64(n-1)<<32 | uint64(off))
+	e.setMem(f.setWordAfter(e, n-1, off, src[i].slot))
 	f.retireBlock(old, blockClass(n))
 }

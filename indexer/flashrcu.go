@@ -37,6 +37,7 @@ type fview struct {
 	chunks  []*fchunk
 	arena   []fmember
 	names   []kvevents.Worker // slot -> worker, a copy
+	rank    []uint32          // slot -> place of names[slot] in worker order (flashorder.go)
 	ordered bool              // names of used slots are in worker order
 }
 
@@ -49,9 +50,10 @@ func (f *Flash) publish() {
 		ordered: f.slots.ordered && f.rcu.pendingSlots() == 0,
 	}
 	if old := f.view.Load(); old != nil && !f.namesChanged {
-		v.names = old.names
+		v.names, v.rank = old.names, old.rank
 	} else {
 		v.names = append([]kvevents.Worker(nil), f.slots.names...)
+		v.rank = workerRanks(v.names)
 		f.namesChanged = false
 	}
 	f.view.Store(v)

@@ -205,7 +205,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 	for i := range s0.n {
 		dst = append(dst, r.name(s0.slot(i)))
 	}
-	ordered := r.v.ordered
+	ordered, rank := r.v.ordered, r.v.rank
 	out := dst[base:]
 	var aliveBuf [2 * aliveStack]uint32
 	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
@@ -218,8 +218,11 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		setBuf [stackStride + 1]uint64
 	)
 	win := window{seqs: seqBuf[:], sets: setBuf[:]}
+	var dropBuf [stackStride]int32 // window offsets (bisectExact)
+	drops := dropBuf[:]
 	if f.stride > stackStride {
 		win = window{seqs: make([]uint64, f.stride+1), sets: make([]uint64, f.stride+1)}
+		drops = make([]int32, f.stride)
 	}
 	p, D := 0, len(locals)
 	curSeq, curSet := cur.seq, m0
@@ -241,13 +244,18 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 			curSeq, curSet, p = win.seqs[q-p], next, q
 			continue
 		}
-		alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+		if safe {
+			alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+		} else {
+			d := r.bisectExact(&win, p, q, len(aslots), next, drops[:0])
+			alive, aslots = r.markDrops(out, alive, aslots, &win, d)
+		}
 		// Every worker has its overlap once none still matches; in safe
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
 		if len(aslots) == 0 || memCount(next) == 0 {
 			if !ordered {
-				sortOverlaps(out)
+				orderOverlaps(out, &s0, rank)
 			}
 			return dst
 		}
@@ -259,7 +267,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		}
 	}
 	if !ordered {
-		sortOverlaps(out)
+		orderOverlaps(out, &s0, rank)
 	}
 	return dst
 }

@@ -1,0 +1,101 @@
+package indexer
+
+import "slices"
+
+// Finding which workers a stride lost (flashread.go): in exact mode the
+// bisection only records where the count falls (bisectExact), and the
+// lost workers are marked afterwards (markDrops), from the set words'
+// sums where one worker is lost at a depth. Before, every drop was a
+// binary search over the member block of the set after it, a cache miss
+// per step on an index larger than the caches. Measured
+// (BenchmarkLookupDropouts flash, 64 workers dropping at the 64 positions
+// of a 64-block prompt, index of 2M (worker, block) pairs): that search
+// was 73% of the lookup, whose p50 went 14.1 -> 3.5 us.
+//
+// Tried and dropped: loading the sets of a stride's positions in rounds
+// of independent loads (id-table slots, then entries, then probes) and
+// the member blocks of all drops at once before marking, so that their
+// misses overlap: no gain on that benchmark (the touches took the time
+// the searches had), and more probes than the bisection made the
+// 512-block lookup slower.
+
+// bisectExact is bisect in exact mode (sets only shrink with depth, so a
+// count that falls is a drop) without marking: it appends the offset of
+// every position in lo+1..hi whose count is below the one before it (nlo
+// workers matching at lo, set shi at hi).
+func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []int32) []int32 {
+	if memCount(shi) == nlo {
+		return drops
+	}
+	if hi == lo+1 {
+		return append(drops, int32(hi-win.base))
+	}
+	mid := lo + (hi-lo)/2
+	smid := win.get(r, mid)
+	drops = r.bisectExact(win, lo, mid, nlo, smid, drops)
+	return r.bisectExact(win, mid, hi, memCount(smid), shi, drops)
+}
+
+// markDrops marks the workers lost at each position of drops (offsets in
+// win, in increasing order) as markLost does. Where one worker is lost
+// and every slot is below 2^memSumBits, it is the slot whose bits make up
+// the difference of the two sets' sums (memSum) and the block goes
+// unread; such workers leave alive and aslots in one pass at the end (or
+// before a drop that needs markLost). A lookup that reads sets of
+// different states makes nonsense of the sums, but it is then redone in
+// safe mode (AppendMatches); a slot not found falls back to markLost.
+func (r *reader) markDrops(out Overlaps, alive, aslots []uint32, win *window, drops []int32) ([]uint32, []uint32) {
+	small := len(aslots) > 0 && aslots[len(aslots)-1] <= memSumMask
+	var xa uint32
+	if small {
+		xa = slotSum(aslots)
+	}
+	live, lost := len(aslots), false // lost: some alive[i] is noEntry
+	for _, k := range drops {
+		m, pos := win.sets[k], win.base+int(k)
+		if xb, ok := memSum(m); small && ok && live-memCount(m) == 1 {
+			if i, found := slices.BinarySearch(aslots, xa^xb); found && alive[i] != noEntry {
+				out[alive[i]].Blocks = pos
+				alive[i], lost = noEntry, true
+				live--
+				xa = xb
+				continue
+			}
+		}
+		if lost {
+			alive, aslots = dropLost(alive, aslots)
+			lost = false
+		}
+		alive, aslots = markLost(out, alive, aslots, r.resolve(m, false), pos, false)
+		live = len(aslots)
+		if small {
+			xa = slotSum(aslots)
+		}
+	}
+	if lost {
+		alive, aslots = dropLost(alive, aslots)
+	}
+	return alive, aslots
+}
+
+// dropLost removes the members whose alive index is noEntry from alive
+// and aslots, in place.
+func dropLost(alive, aslots []uint32) ([]uint32, []uint32) {
+	w := 0
+	for i, a := range alive {
+		if a != noEntry {
+			alive[w], aslots[w] = a, aslots[i]
+			w++
+		}
+	}
+	return alive[:w], aslots[:w]
+}
+
+// slotSum is the xor of slots' low memSumBits bits.
+func slotSum(slots []uint32) uint32 {
+	var x uint32
+	for _, s := range slots {
+		x ^= s
+	}
+	return x & memSumMask
+}
