@@ -34,6 +34,16 @@ import (
 // growth by a quarter, unique-sweep 49.9 -> 47.3. Earlier, 12-byte interleaved slots against
 // map[uint64]uint32 made flash 84 -> 72 and cut the probes from 13% to
 // ~5% of a conversation-trace replay's CPU.
+//
+// Tried and left out: a bucketized two-choice cuckoo table (5 slots and
+// 4 bytes of padding per 64-byte line, load at most 14/15: the same bytes
+// per key). Deletions moved nothing and Flash's removes got ~30% cheaper
+// in the profile, but at the load a hint-sized table runs at (~0.93)
+// half of the insertions found both buckets full and had to move a key
+// (a dependent miss on a third line), so stores got dearer:
+// BenchmarkApply flash no faster (6 alternated rounds, load ~10), and
+// BenchmarkBytesPerBlock unique-sweep max 48.7 -> 49.3 (the growth cycle
+// falls differently on the sweep's sizes).
 type htable struct {
 	s []hslot
 	n int
