@@ -145,6 +145,8 @@ func newRouter(t *testing.T, a targs) *Router {
 			seed = uint64(a.int(t, k))
 		case "temp":
 			cfg.Selector.Temperature = a.float(t, k)
+		case "imposed":
+			cfg.Selector.ImposedWeight = a.float(t, k)
 		case "credit":
 			cfg.Selector.OverlapCredit = a.float(t, k)
 		case "decay":
