@@ -76,16 +76,7 @@ func BenchmarkRouteOverhead(b *testing.B) {
 			b.StopTimer()
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.NumGC-gcs), "GCs")
-			q := func(xs []time.Duration, p float64) float64 {
-				slices.Sort(xs)
-				return float64(xs[int(p*float64(len(xs)-1))].Nanoseconds())
-			}
-			b.ReportMetric(q(lat, 0.50), "p50-ns")
-			b.ReportMetric(q(lat, 0.99), "p99-ns")
-			if len(cpu) > 0 {
-				b.ReportMetric(q(cpu, 0.50), "cpu-p50-ns")
-				b.ReportMetric(q(cpu, 0.99), "cpu-p99-ns")
-			}
+			reportTail(b, lat, cpu)
 			b.ReportMetric(float64(len(toks))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
@@ -126,4 +117,19 @@ func overheadRouter(b *testing.B, w, n, bs int) (*Router, []uint32) {
 		}
 	}
 	return r, toks
+}
+
+// reportTail reports the p50 and p99 of the wall and (when measured)
+// thread-CPU times of the timed calls.
+func reportTail(b *testing.B, lat, cpu []time.Duration) {
+	q := func(xs []time.Duration, p float64) float64 {
+		slices.Sort(xs)
+		return float64(xs[int(p*float64(len(xs)-1))].Nanoseconds())
+	}
+	b.ReportMetric(q(lat, 0.50), "p50-ns")
+	b.ReportMetric(q(lat, 0.99), "p99-ns")
+	if len(cpu) > 0 {
+		b.ReportMetric(q(cpu, 0.50), "cpu-p50-ns")
+		b.ReportMetric(q(cpu, 0.99), "cpu-p99-ns")
+	}
 }

@@ -53,16 +53,7 @@ func BenchmarkMachineTail(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	q := func(xs []time.Duration, p float64) float64 {
-		slices.Sort(xs)
-		return float64(xs[int(p*float64(len(xs)-1))].Nanoseconds())
-	}
-	b.ReportMetric(q(lat, 0.50), "p50-ns")
-	b.ReportMetric(q(lat, 0.99), "p99-ns")
-	if len(cpu) > 0 {
-		b.ReportMetric(q(cpu, 0.50), "cpu-p50-ns")
-		b.ReportMetric(q(cpu, 0.99), "cpu-p99-ns")
-	}
+	reportTail(b, lat, cpu)
 }
 
 // spinSink keeps spin's result alive.

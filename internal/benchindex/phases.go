@@ -24,6 +24,12 @@ func (s *Stream) LookupsOnly() *Stream { return &Stream{Workers: s.Workers, Look
 // WithPreload returns a factory whose targets first apply evs, in order,
 // through Preload. The target must implement Preloader.
 func WithPreload(f TargetFactory, evs []TimedEvent) TargetFactory {
+	return withPreload(context.Background(), f, evs, nil)
+}
+
+// withPreload is WithPreload that stops when ctx is done and reports
+// progress (every 4096 events) when progress is set.
+func withPreload(ctx context.Context, f TargetFactory, evs []TimedEvent, progress func(int)) TargetFactory {
 	return TargetFactory{Name: f.Name, New: func() (Target, error) {
 		t, err := f.New()
 		if err != nil {
@@ -34,6 +40,14 @@ func WithPreload(f TargetFactory, evs []TimedEvent) TargetFactory {
 			return nil, fmt.Errorf("benchindex: target %s cannot preload", f.Name)
 		}
 		for i := range evs {
+			if i%4096 == 0 && i > 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if progress != nil {
+					progress(4096)
+				}
+			}
 			if err := p.Preload(&evs[i].Event); err != nil {
 				return nil, fmt.Errorf("benchindex: preload %s event %d: %w", f.Name, i, err)
 			}
@@ -56,31 +70,7 @@ func (t *IndexTarget) Preload(ev *kvevents.Event) error {
 // replay's; the latency is the figure. progress, when set, counts the
 // preloaded events.
 func IdleLookups(ctx context.Context, tl *Timeline, f TargetFactory, threadCPU bool, progress func(int)) (Result, error) {
-	evs := tl.Stream.Events
-	pf := TargetFactory{Name: f.Name, New: func() (Target, error) {
-		t, err := f.New()
-		if err != nil {
-			return nil, err
-		}
-		p, ok := t.(Preloader)
-		if !ok {
-			return nil, fmt.Errorf("benchindex: target %s cannot preload", f.Name)
-		}
-		for i := range evs {
-			if i%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if progress != nil && i > 0 {
-					progress(4096)
-				}
-			}
-			if err := p.Preload(&evs[i].Event); err != nil {
-				return nil, fmt.Errorf("benchindex: preload %s event %d: %w", f.Name, i, err)
-			}
-		}
-		return t, nil
-	}}
+	pf := withPreload(ctx, f, tl.Stream.Events, progress)
 	lt := Merge(tl.Stream.LookupsOnly())
 	s, err := Replay(ctx, lt, pf, ReplayOptions{Readers: 1, ThreadCPU: threadCPU})
 	if err != nil {
