@@ -19,7 +19,7 @@ import "slices"
 // the searches had), and more probes than the bisection made the
 // 512-block lookup slower.
 
-// bisectExact is bisect in exact mode (sets only shrink with depth, so a
+// bisectExact is bisectSafe's walk in exact mode (sets only shrink with depth, so a
 // count that falls is a drop) without marking: it appends the offset of
 // every position in lo+1..hi whose count is below the one before it (nlo
 // workers matching at lo, set shi at hi).

@@ -37,14 +37,13 @@ func workerRanks(names []kvevents.Worker) []uint32 {
 const orderStack = 128
 
 // orderOverlaps sorts out (out[i] the overlap of s0's i-th member) by
-// worker, through rank (the view's that named them). The final check
-// costs len(out) comparisons; it keeps the result sorted should rank not
-// match the names (a safe-mode lookup reads sets of several states).
+// worker, through rank (the view's that named them): permuted by rank, out
+// is sorted already and sortOverlaps only checks it (len(out)
+// comparisons); it sorts what the permutation could not (a result over
+// orderStack, or a safe-mode lookup's sets of several states that rank
+// does not match).
 func orderOverlaps(out Overlaps, s0 *mset, rank []uint32) {
-	if !permuteByRank(out, s0, rank) {
-		sortOverlaps(out)
-		return
-	}
+	permuteByRank(out, s0, rank)
 	sortOverlaps(out)
 }
 

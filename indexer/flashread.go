@@ -245,7 +245,7 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 			continue
 		}
 		if safe {
-			alive, aslots = r.bisect(out, alive, aslots, &win, p, q, next, safe)
+			alive, aslots = r.bisectSafe(out, alive, aslots, &win, p, q, next)
 		} else {
 			d := r.bisectExact(&win, p, q, len(aslots), next, drops[:0])
 			alive, aslots = r.markDrops(out, alive, aslots, &win, d)
@@ -312,20 +312,21 @@ func (r *reader) dropped(aslots []uint32, m uint64, safe bool) bool {
 	return false
 }
 
-// bisect sets, for every worker of aslots (matching at query position lo)
-// missing from shi (the set at hi > lo), its overlap: the first position
-// it lacks.
-func (r *reader) bisect(out Overlaps, alive, aslots []uint32, win *window, lo, hi int, shi uint64, safe bool) ([]uint32, []uint32) {
-	if !r.dropped(aslots, shi, safe) {
+// bisectSafe sets, for every worker of aslots (matching at query position
+// lo) missing from shi (the set at hi > lo), its overlap: the first
+// position it lacks. Safe mode only: exact lookups record the drops with
+// bisectExact and mark them with markDrops (flashbatch.go).
+func (r *reader) bisectSafe(out Overlaps, alive, aslots []uint32, win *window, lo, hi int, shi uint64) ([]uint32, []uint32) {
+	if !r.dropped(aslots, shi, true) {
 		return alive, aslots
 	}
 	if hi == lo+1 {
-		return markLost(out, alive, aslots, r.resolve(shi, safe), hi, safe)
+		return markLost(out, alive, aslots, r.resolve(shi, true), hi, true)
 	}
 	mid := lo + (hi-lo)/2
 	smid := win.get(r, mid)
-	alive, aslots = r.bisect(out, alive, aslots, win, lo, mid, smid, safe)
-	return r.bisect(out, alive, aslots, win, mid, hi, shi, safe)
+	alive, aslots = r.bisectSafe(out, alive, aslots, win, lo, mid, smid)
+	return r.bisectSafe(out, alive, aslots, win, mid, hi, shi)
 }
 
 // markLost sets out[alive[i]].Blocks = depth for each slot aslots[i]
