@@ -19,10 +19,10 @@ import "slices"
 // the searches had), and more probes than the bisection made the
 // 512-block lookup slower.
 
-// bisectExact is bisectSafe's walk in exact mode (sets only shrink with depth, so a
-// count that falls is a drop) without marking: it appends the offset of
-// every position in lo+1..hi whose count is below the one before it (nlo
-// workers matching at lo, set shi at hi).
+// bisectExact is bisectSafe's walk in exact mode (sets only shrink with
+// depth, so a count that falls is a drop) without marking: it appends the
+// offset of every position in lo+1..hi whose count is below the one before
+// it (nlo workers matching at lo, set shi at hi).
 func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []int32) []int32 {
 	if memCount(shi) == nlo {
 		return drops
