@@ -487,12 +487,10 @@ func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
 // i < overlap[t]. With the default weights (1 >= 0.75 >= 0.25) this is
 // device + 0.75*(host beyond device) + 0.25*(disk beyond both).
 func tierCredit(ov *[kvevents.NumTiers]int, w [kvevents.NumTiers]float64) float64 {
-	if ov[1] <= 0 && ov[2] <= 0 && ov[3] <= 0 {
+	d := kvevents.TierDevice
+	if ov[kvevents.TierHostPinned] <= 0 && ov[kvevents.TierDisk] <= 0 && ov[kvevents.TierExternal] <= 0 {
 		// The device alone (the common case): one breakpoint, or none.
-		if ov[0] <= 0 {
-			return 0
-		}
-		return 0.0 + max(0.0, w[0])*float64(ov[0])
+		return max(0, w[d]) * float64(max(0, ov[d]))
 	}
 	credit, prev := 0.0, 0
 	for {
