@@ -96,6 +96,7 @@ type request struct {
 	e         Entry
 	inPrefill bool
 	last      time.Time
+	added     time.Time // Add's now (Routed)
 	slot      int32
 	blocks    []uint64 // the tracker's copy of e.Blocks (e.Blocks aliases it)
 	nodes     []int32  // node of every block, so release needs no lookups
@@ -316,7 +317,7 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	st.load.PrefillTokens += e.PrefillTokens
 	st.load.Requests++
 	st.load.PrefillRequests++
-	r.e, r.inPrefill, r.last, r.slot = e, true, now, s
+	r.e, r.inPrefill, r.last, r.added, r.slot = e, true, now, now, s
 	t.reqs[e.ID] = r
 	t.stats.Added++
 	t.check(s)
@@ -621,6 +622,16 @@ func (t *Tracker) Request(id string) (e Entry, inPrefill, ok bool) {
 		return Entry{}, false, false
 	}
 	return r.e, r.inPrefill, true
+}
+
+// Routed returns active request id's entry and the time Add recorded it
+// at. e.Blocks is the tracker's copy: valid until the request is released.
+func (t *Tracker) Routed(id string) (e Entry, at time.Time, ok bool) {
+	r := t.reqs[id]
+	if r == nil {
+		return Entry{}, time.Time{}, false
+	}
+	return r.e, r.added, true
 }
 
 // Stats returns a snapshot of the counters.
