@@ -102,9 +102,6 @@ type Router struct {
 	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
-	// predictAtEnd: a local booking reaches predict when it ends
-	// (predictend.go), not when it is routed.
-	predictAtEnd bool
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -129,6 +126,10 @@ type Router struct {
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
+
+	// predictAtEnd: a local booking reaches predict when it ends
+	// (predictend.go), not when it is routed.
+	predictAtEnd bool
 }
 
 // New validates cfg and builds a router.
