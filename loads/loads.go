@@ -275,6 +275,10 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	e.Blocks = r.blocks
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
 	last := t.last
+	// Counted in locals and stored after the loop: the stores through nd
+	// could alias them, so counting in place would make every block wait
+	// for the previous block's store.
+	held, revived := 0, 0
 	for i, h := range e.Blocks {
 		var ni int32
 		ok := false
@@ -297,14 +301,16 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 			hd.refs++
 		} else {
 			if ok && nd.first.refs == 0 {
-				t.dead--
+				revived++
 			}
 			nd.add(s)
-			st.load.DecodeBlocks++
-			st.held++
+			held++
 		}
 		r.nodes[i] = ni
 	}
+	t.dead -= revived
+	st.load.DecodeBlocks += held
+	st.held += held
 	if len(last) < len(r.nodes) {
 		t.last = append(last, r.nodes[len(last):]...)
 	}
@@ -375,6 +381,7 @@ func (t *Tracker) release(r *request) {
 		st.load.PrefillTokens -= r.e.PrefillTokens
 		st.load.PrefillRequests--
 	}
+	dropped, died := 0, 0 // in locals, as in Add
 	for _, ni := range r.nodes {
 		nd := &t.nodes[ni]
 		hd := nd.find(s)
@@ -382,16 +389,18 @@ func (t *Tracker) release(r *request) {
 			continue
 		}
 		nd.drop(hd)
-		st.load.DecodeBlocks--
-		st.held--
+		dropped++
 		if nd.first.refs == 0 {
-			t.dead++
+			died++
 			if !nd.listed {
 				nd.listed = true
 				t.deadList = append(t.deadList, ni)
 			}
 		}
 	}
+	st.load.DecodeBlocks -= dropped
+	st.held -= dropped
+	t.dead += died
 	st.load.DecodeBlocks -= r.e.OutputBlocks
 	st.load.Requests--
 	if st.load.Requests == 0 {
