@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -224,7 +225,12 @@ func replicatedStreams(t *testing.T, url string) (*eventplane.Conn, eventplane.C
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	if _, err := conn.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry, TTL: 15 * time.Second, History: 1, Replicas: 3}); err != nil {
+	// Retried as the processes retry it: a fresh cluster can answer its
+	// first API calls with timeouts while its routes settle.
+	_, err = eventplane.Retry(ctx, slog.Default(), "worker registry bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry, TTL: 15 * time.Second, History: 1, Replicas: 3})
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return conn, ecfg
