@@ -256,25 +256,28 @@ func TestReplicasNATSClusterNodeKilled(t *testing.T) {
 	tr := startTraffic(ctx, f, 100, stop)
 	tr.waitAnswered(t, 20, 30*time.Second)
 
-	st, err := conn.JS.Stream(ctx, ecfg.Stream.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Cluster == nil || info.Cluster.Leader == "" {
-		t.Fatalf("stream %s has no cluster leader: %+v", ecfg.Stream.Name, info.Cluster)
-	}
+	// Asked until it answers, as below: a single API call can time out
+	// while the cluster's routes settle.
+	leader := ""
+	WaitFor(t, 20*time.Second, "the leader of stream "+ecfg.Stream.Name, func() (bool, string) {
+		st, err := conn.JS.Stream(ctx, ecfg.Stream.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if cl := st.CachedInfo().Cluster; cl != nil && cl.Leader != "" {
+			leader = cl.Leader
+			return true, ""
+		}
+		return false, "no cluster leader"
+	})
 	var victim *NATSNode
 	for _, n := range c.Nodes {
-		if n.Name == info.Cluster.Leader {
+		if n.Name == leader {
 			victim = n
 		}
 	}
 	if victim == nil {
-		t.Fatalf("stream leader %q is not a node of the cluster", info.Cluster.Leader)
+		t.Fatalf("stream leader %q is not a node of the cluster", leader)
 	}
 	t.Logf("killing %s (stream leader) with SIGKILL", victim.Name)
 	victim.Kill()
