@@ -105,8 +105,8 @@ type Config struct {
 	// pass in the past (the wrap in pass.go then guesses). Default false:
 	// with PassOverdue it cuts the pass model's TTFT underestimates, but
 	// load balancing (overlap credit 0) gains more than kv, which then
-	// loses 2 of the 12 cells of the project's standard simulator
-	// measurement (the package doc has the figures).
+	// loses a cell of the project's standard simulator measurement (the
+	// package doc has the figures).
 	DecodePhase bool `yaml:"decode_phase"`
 	// PassOverdue (CostTime with PassModel only): the first prefill pass
 	// the model rolls (the dated one, or the first after decode-only

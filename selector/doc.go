@@ -90,9 +90,9 @@
 // them, and its ImposedWeight term (which takes tail latency for hits)
 // then costs it the p99 against load there (the first 4000 requests:
 // kv 114 ms, load 105; with imposed weight 0 kv has 104 but a hit rate
-// of 0.82 of the pooled bound). With both on, 10 of the 12 verdicts
+// of 0.82 of the pooled bound). With both on, 11 of the 12 verdicts
 // pass on the first 4000 requests of each trace (12 off) and 8 on the
-// whole traces (8 off); so they stay off.
+// whole traces (8 off, other cells failing); so they stay off.
 //
 // Why: every term is then the same unit, so no weight has to be tuned to
 // a trace. Dynamo's cost adds prefill blocks to resident decode blocks;
