@@ -12,6 +12,7 @@ import (
 	"text/template"
 
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
+	"github.com/kvrouter/kvrouter/internal/k8s"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -233,7 +234,8 @@ func checkWiring(t *testing.T, o objects, epp string) {
 
 // checkEngine checks a vLLM deployment of the pool: its pods match the
 // selector, serve on the target port, use the picker's block size and
-// publish KV events to the picker with a topic the picker maps to them.
+// publish KV events to the picker with a topic the picker maps to them,
+// and annotate their pods with their --max-num-seqs.
 func checkEngine(t *testing.T, d *appsv1.Deployment, sel labels.Selector, eppArgs map[string]string, epp string, zmqPort int32) {
 	t.Helper()
 	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
@@ -244,6 +246,10 @@ func checkEngine(t *testing.T, d *appsv1.Deployment, sel labels.Selector, eppArg
 	if args["port"] != eppArgs["pool-target-port"] || args["block-size"] != eppArgs["block-size"] {
 		t.Fatalf("engine port %s block size %s; picker target port %s block size %s",
 			args["port"], args["block-size"], eppArgs["pool-target-port"], eppArgs["block-size"])
+	}
+	// The picker reads the engine's sequence cap from the pod annotation.
+	if ann := d.Spec.Template.Annotations[k8s.AnnotationMaxNumSeqs]; ann != args["max-num-seqs"] {
+		t.Fatalf("engine %s: --max-num-seqs %q, annotation %s %q", d.Name, args["max-num-seqs"], k8s.AnnotationMaxNumSeqs, ann)
 	}
 	var ev struct {
 		Enable    bool   `json:"enable_kv_cache_events"`

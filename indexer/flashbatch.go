@@ -17,7 +17,26 @@ import "slices"
 // the member blocks of all drops at once before marking, so that their
 // misses overlap: no gain on that benchmark (the touches took the time
 // the searches had), and more probes than the bisection made the
-// 512-block lookup slower.
+// 512-block lookup slower. Also dropped: loading ahead only what the
+// bisection may probe next (the up to 7 positions of its next three
+// levels, their id-table slots first and then the entries those point
+// at; the first stride's end together with the query's first block).
+// Timed in one process, alternating with and without, on the
+// conversation trace's lookups cut to 64 blocks with no writers (739K
+// entries, 1.05M (worker, block) pairs; per lookup 8.3 probes reading 22
+// id slots and 6.2 entries): 4182 vs 4183 and 3362 vs 3573 ns per
+// lookup, two levels ahead 4043 and 3881; on a synthetic cold index (1M
+// entries, one drop per prompt) 0.78 to 1.03 of the time without, median
+// 0.96. Yet the same lookup repeated at once takes 1.6 us against 4.1 us
+// the first time: cold lines are most of a lookup, and overlapping the
+// probes' misses does not win them back. Which lines (same trace, each
+// lookup timed after untimed loads, variants rotated over the lookups,
+// load ~9): cold 5.4-10.1 us; after loading the home id slots of all 64
+// positions 3.4-6.8; with their entries too 3.0-4.8; repeated 2.4-3.1.
+// So the id slots are the larger share and the entries the next; loading
+// the 64 slots inside the lookup would cost about what it saves (2.3-4.7
+// us). Fewer lines per probe (an id slot and its entry in one line,
+// DESIGN.md §3) or ids of nearby positions sharing lines is what is left.
 
 // bisectExact is bisectSafe's walk in exact mode (sets only shrink with
 // depth, so a count that falls is a drop) without marking: it appends the

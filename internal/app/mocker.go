@@ -82,7 +82,7 @@ func (m *Mocker) Config() MockerConfig { return m.cfg }
 func (m *Mocker) Worker() discovery.Worker {
 	e := m.mc.Engine
 	return discovery.Worker{ID: m.cfg.WorkerID, Model: m.mc.Model, URL: m.url, BlockSize: e.BlockSize,
-		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, DPSize: 1,
+		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, MaxNumSeqs: e.MaxNumSeqs, DPSize: 1,
 		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch, Role: m.cfg.Role}
 }
 

@@ -65,6 +65,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 	f.Add("w.5", []byte(`{"id":5,"url":"http://h:1","dp_size":4611686018427387904}`))
 	f.Add("w.7", []byte(`{"id":7,"url":"http://h:1","labels":{"a":"b"},"event_endpoint":"tcp://h:5557"}`))
 	f.Add("w.x", []byte(`nope`))
+	f.Add("w.9", []byte(`{"id":9,"url":"http://h:1","max_num_batched_tokens":8192,"max_num_seqs":256}`))
+	f.Add("w.9", []byte(`{"id":9,"url":"http://h:1","max_num_seqs":1048577}`))
 	f.Fuzz(func(t *testing.T, key string, val []byte) {
 		w, err := discovery.DecodeRegistration(key, val)
 		if err != nil {
@@ -81,7 +83,7 @@ func FuzzDecodeRegistration(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		info := router.WorkerInfo{ID: w.ID, DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens,
+		info := router.WorkerInfo{ID: w.ID, DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, MaxNumSeqs: w.MaxNumSeqs,
 			TotalKVBlocks: w.TotalKVBlocks, BlockSize: w.BlockSize, Labels: w.Labels}
 		if err := rt.AddWorker(info); err != nil {
 			t.Fatalf("router refused an accepted registration %+v: %v", w, err)

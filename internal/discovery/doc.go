@@ -9,6 +9,10 @@
 //   - Static: a YAML file (LoadStatic, unknown keys rejected) or repeatable
 //     --worker flags (ParseWorkerFlag) for fleets without registration.
 //
+// A registration may describe its engine (optional fields, left out when
+// unknown): total_kv_blocks, max_num_batched_tokens and max_num_seqs feed
+// the router's cost model; a router that predates a field ignores it.
+//
 // A worker whose block size differs from the router's is refused with
 // ErrBlockSize and counted (silent zero overlap is the most common failure
 // of KV routers). A worker that leaves triggers Membership.Leave, where the

@@ -41,6 +41,11 @@ type Worker struct {
 	// server's port: the router then speaks SGLang's PD protocol to it.
 	// 0: vLLM's (kv_transfer_params).
 	BootstrapPort int `json:"bootstrap_port,omitempty" yaml:"bootstrap_port,omitempty"`
+	// MaxNumSeqs is the engine's cap on running requests per rank (vLLM's
+	// max_num_seqs, SGLang's max_running_requests): at the cap the time
+	// cost adds the wait for a slot (router.WorkerInfo.MaxNumSeqs). 0 =
+	// not announced (serve --worker-max-num-seqs applies).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
 }
 
 // Bounds of a registration's fields: anything beyond is refused, since a
@@ -50,6 +55,7 @@ const (
 	MaxBlockSize        = 1 << 16
 	MaxTotalKVBlocks    = 1 << 40
 	MaxBatchedTokens    = 1 << 30
+	MaxNumSeqs          = 1 << 20
 	MaxLabels           = 64
 	maxStringLen        = 1024 // model, label keys and values, epoch, pod
 	maxURLLen           = 2048
@@ -77,12 +83,14 @@ func (w Worker) Validate() error {
 	case u.Port() != "" && !validPort(u.Port()):
 		bad("bad port in url %q", w.URL)
 	}
-	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 || w.BootstrapPort < 0 || w.BootstrapPort > 65535 {
+	if w.BlockSize < 0 || w.DPSize < 0 || w.TotalKVBlocks < 0 || w.MaxBatchedTokens < 0 || w.MaxNumSeqs < 0 || w.BootstrapPort < 0 || w.BootstrapPort > 65535 {
 		bad("negative size or bootstrap port out of range")
 	}
-	if w.BlockSize > MaxBlockSize || w.DPSize > router.MaxDPSize || w.TotalKVBlocks > MaxTotalKVBlocks || w.MaxBatchedTokens > MaxBatchedTokens {
-		bad("size out of bounds (block size %d <= %d, dp size %d <= %d, kv blocks %d <= %d, batched tokens %d <= %d)",
-			w.BlockSize, MaxBlockSize, w.DPSize, router.MaxDPSize, w.TotalKVBlocks, MaxTotalKVBlocks, w.MaxBatchedTokens, MaxBatchedTokens)
+	if w.BlockSize > MaxBlockSize || w.DPSize > router.MaxDPSize || w.TotalKVBlocks > MaxTotalKVBlocks || w.MaxBatchedTokens > MaxBatchedTokens ||
+		w.MaxNumSeqs > MaxNumSeqs {
+		bad("size out of bounds (block size %d <= %d, dp size %d <= %d, kv blocks %d <= %d, batched tokens %d <= %d, max seqs %d <= %d)",
+			w.BlockSize, MaxBlockSize, w.DPSize, router.MaxDPSize, w.TotalKVBlocks, MaxTotalKVBlocks, w.MaxBatchedTokens, MaxBatchedTokens,
+			w.MaxNumSeqs, MaxNumSeqs)
 	}
 	if _, err := router.ParseRole(w.Role); err != nil {
 		bad("%v", err)
@@ -136,7 +144,7 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 // keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
 // pod, see Worker.Pod), block-size (or bs),
-// kv-blocks, max-batched-tokens, dp-size, role (prefill, decode or both),
+// kv-blocks, max-batched-tokens, max-num-seqs, dp-size, role (prefill, decode or both),
 // bootstrap-port (an SGLang prefill worker's), label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
@@ -168,6 +176,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.TotalKVBlocks, err = strconv.Atoi(v)
 		case "max-batched-tokens":
 			w.MaxBatchedTokens, err = strconv.Atoi(v)
+		case "max-num-seqs":
+			w.MaxNumSeqs, err = strconv.Atoi(v)
 		case "dp-size":
 			w.DPSize, err = strconv.Atoi(v)
 		case "role":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -224,7 +225,12 @@ func replicatedStreams(t *testing.T, url string) (*eventplane.Conn, eventplane.C
 		t.Fatal(err)
 	}
 	t.Cleanup(conn.Close)
-	if _, err := conn.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry, TTL: 15 * time.Second, History: 1, Replicas: 3}); err != nil {
+	// Retried as the processes retry it: a fresh cluster can answer its
+	// first API calls with timeouts while its routes settle.
+	_, err = eventplane.Retry(ctx, slog.Default(), "worker registry bucket", func(ctx context.Context) (jetstream.KeyValue, error) {
+		return conn.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: registry, TTL: 15 * time.Second, History: 1, Replicas: 3})
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return conn, ecfg
@@ -250,25 +256,28 @@ func TestReplicasNATSClusterNodeKilled(t *testing.T) {
 	tr := startTraffic(ctx, f, 100, stop)
 	tr.waitAnswered(t, 20, 30*time.Second)
 
-	st, err := conn.JS.Stream(ctx, ecfg.Stream.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Cluster == nil || info.Cluster.Leader == "" {
-		t.Fatalf("stream %s has no cluster leader: %+v", ecfg.Stream.Name, info.Cluster)
-	}
+	// Asked until it answers, as below: a single API call can time out
+	// while the cluster's routes settle.
+	leader := ""
+	WaitFor(t, 20*time.Second, "the leader of stream "+ecfg.Stream.Name, func() (bool, string) {
+		st, err := conn.JS.Stream(ctx, ecfg.Stream.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if cl := st.CachedInfo().Cluster; cl != nil && cl.Leader != "" {
+			leader = cl.Leader
+			return true, ""
+		}
+		return false, "no cluster leader"
+	})
 	var victim *NATSNode
 	for _, n := range c.Nodes {
-		if n.Name == info.Cluster.Leader {
+		if n.Name == leader {
 			victim = n
 		}
 	}
 	if victim == nil {
-		t.Fatalf("stream leader %q is not a node of the cluster", info.Cluster.Leader)
+		t.Fatalf("stream leader %q is not a node of the cluster", leader)
 	}
 	t.Logf("killing %s (stream leader) with SIGKILL", victim.Name)
 	victim.Kill()

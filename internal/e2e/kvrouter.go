@@ -162,6 +162,9 @@ type IndexWorker struct {
 	URL    string         `json:"url,omitempty"`
 	Blocks map[string]int `json:"blocks"`
 	Total  int            `json:"total_blocks"`
+	// MaxNumSeqs is the sequence cap the router uses for the worker (on
+	// its rank-0 line; 0 = unknown).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
 }
 
 // IndexDump is the part of GET /debug/index the tests compare.

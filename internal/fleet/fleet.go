@@ -418,5 +418,6 @@ func (w *Worker) Info() router.WorkerInfo {
 		return router.WorkerInfo{ID: w.ID}
 	}
 	c := srv.Config().Engine
-	return router.WorkerInfo{ID: w.ID, TotalKVBlocks: c.NumBlocks, MaxNumBatchedTokens: c.MaxNumBatchedTokens, BlockSize: c.BlockSize}
+	return router.WorkerInfo{ID: w.ID, TotalKVBlocks: c.NumBlocks, MaxNumBatchedTokens: c.MaxNumBatchedTokens, MaxNumSeqs: c.MaxNumSeqs,
+		BlockSize: c.BlockSize}
 }

@@ -230,6 +230,10 @@ type IndexSummary struct {
 	// Ingest counts the worker's refused events and stream faults by
 	// reason (CountIngest), on its rank-0 line.
 	Ingest map[string]uint64 `json:"ingest,omitempty"`
+	// MaxNumSeqs is the worker's sequence cap as the router uses it
+	// (registration or Config.WorkerMaxNumSeqs), on its rank-0 line;
+	// absent when unknown (no cap rule).
+	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -261,7 +265,7 @@ func (s *Server) IndexSummaries() IndexReport {
 	}
 	for _, wk := range s.Workers() {
 		x := get(kvevents.Worker{ID: wk.ID})
-		x.URL, x.Down = wk.URL, wk.down
+		x.URL, x.Down, x.MaxNumSeqs = wk.URL, wk.down, wk.Info.MaxNumSeqs
 		x.Timing = s.fits.summary(wk.ID)
 		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 	"github.com/prometheus/client_golang/prometheus"
@@ -109,6 +110,12 @@ type Config struct {
 	// Hardening holds the bounds on what clients may cost the router
 	// (limits.go). Default DefaultHardening().
 	Hardening Hardening `yaml:"hardening"`
+	// WorkerMaxNumSeqs is the max_num_seqs (running requests per rank) of
+	// workers whose registration does not say (vLLM and SGLang engines
+	// register nothing; the mocker announces its own): at that cap the
+	// time cost adds the wait for a slot (router.WorkerInfo.MaxNumSeqs).
+	// Default 0 = unknown: no cap rule for such workers.
+	WorkerMaxNumSeqs int `yaml:"worker_max_num_seqs"`
 }
 
 // Events are optional callbacks, called on request goroutines.
@@ -158,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 || c.MaxPromptTokens < 0 || c.Retries < 0 {
 		errs = append(errs, errors.New("frontend: negative body limit, prompt limit or retries"))
+	}
+	if c.WorkerMaxNumSeqs < 0 || c.WorkerMaxNumSeqs > discovery.MaxNumSeqs {
+		errs = append(errs, fmt.Errorf("frontend: worker max_num_seqs %d out of [0, %d]", c.WorkerMaxNumSeqs, discovery.MaxNumSeqs))
 	}
 	if err := c.Router.Validate(); err != nil {
 		errs = append(errs, err)

@@ -1,13 +1,16 @@
 package frontend
 
 import (
+	"cmp"
+
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/router"
 )
 
 var _ discovery.Membership = (*Server)(nil)
 
-// Join adds a discovered worker (discovery.Membership).
+// Join adds a discovered worker (discovery.Membership). A worker that
+// does not announce its max_num_seqs gets Config.WorkerMaxNumSeqs.
 func (s *Server) Join(w discovery.Worker) error {
 	role, err := router.ParseRole(w.Role)
 	if err != nil {
@@ -15,7 +18,7 @@ func (s *Server) Join(w discovery.Worker) error {
 	}
 	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, BootstrapPort: w.BootstrapPort, Info: router.WorkerInfo{
 		DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, TotalKVBlocks: w.TotalKVBlocks,
-		BlockSize: w.BlockSize, Labels: w.Labels, Role: role,
+		BlockSize: w.BlockSize, Labels: w.Labels, Role: role, MaxNumSeqs: cmp.Or(w.MaxNumSeqs, s.cfg.WorkerMaxNumSeqs),
 	}})
 }
 

@@ -65,8 +65,13 @@ type fitObs struct {
 // candidate of d under the prior, given the scales (sp, sd) of the model
 // it priced that worker with: the time cost is linear in the polynomial
 // coefficients, so its prefill and decode terms divided by the scales
-// are the prior's. ok is false when the decision carries no time-cost
-// breakdown of the chosen worker.
+// are the prior's. Under the pass model (selector Config.PassModel) the
+// time left of the pass in flight subtracts real elapsed time, so the
+// prefill term is only nearly so; the fit multiplies it back by its
+// scale, so it weighs each observation against the decision's own
+// prediction and settles where those are unbiased, wherever it starts
+// (TestTimingFitUnderPassModel). ok is false when the decision carries no
+// time-cost breakdown of the chosen worker.
 func priorPrediction(d *router.Decision, sp, sd float64) (prefillMS, decodeMS, usage float64, ok bool) {
 	for i := range d.Candidates {
 		b := &d.Candidates[i]

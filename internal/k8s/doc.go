@@ -20,8 +20,10 @@
 // deleted). PoolConfig.ZMQReplayPort (or kvrouter.io/zmq-replay-endpoint)
 // adds the pod's replay endpoint, asked for missed batches on a gap.
 //
-// Optional annotations kvrouter.io/block-size and kvrouter.io/dp-size
-// describe the engine (a block size other than the router's is refused).
+// Optional annotations kvrouter.io/block-size, kvrouter.io/dp-size and
+// kvrouter.io/max-num-seqs describe the engine (a block size other than
+// the router's is refused; max-num-seqs turns on the time cost's
+// sequence-cap rule for that pod).
 //
 // Pool is safe for concurrent use (Members while Run applies pod
 // changes). The package imports client-go; the router's core packages

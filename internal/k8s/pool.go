@@ -29,6 +29,10 @@ const (
 	AnnotationWorkerID  = "kvrouter.io/worker-id"
 	AnnotationBlockSize = "kvrouter.io/block-size"
 	AnnotationDPSize    = "kvrouter.io/dp-size"
+	// AnnotationMaxNumSeqs is the engine's max_num_seqs (running requests
+	// per rank); absent or malformed = unknown (the picker's
+	// --worker-max-num-seqs applies).
+	AnnotationMaxNumSeqs = "kvrouter.io/max-num-seqs"
 )
 
 // PoolConfig configures pod discovery.
@@ -264,6 +268,14 @@ func (p *Pool) worker(pod *corev1.Pod) (discovery.Worker, bool) {
 	}
 	w.BlockSize, _ = strconv.Atoi(pod.Annotations[AnnotationBlockSize])
 	w.DPSize, _ = strconv.Atoi(pod.Annotations[AnnotationDPSize])
+	if v, ok := pod.Annotations[AnnotationMaxNumSeqs]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > discovery.MaxNumSeqs {
+			p.log.Warn("pool pod: bad max-num-seqs annotation, ignored", "pod", pod.Name, "value", v)
+			n = 0
+		}
+		w.MaxNumSeqs = n
+	}
 	return w, ip != "" && pod.DeletionTimestamp == nil && podReady(pod)
 }
 
