@@ -318,6 +318,10 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		t.busy++
 		// An idle engine starts a pass at once.
 		st.pass = Pass{Start: now, Tokens: e.PrefillTokens}
+	} else if st.load.PrefillRequests == 0 {
+		// Every active request decodes: the prefill joins the pass after
+		// the decode-only one in flight (Pass.Arrived).
+		st.pass.Arrived = now
 	}
 	st.load.DecodeBlocks += e.OutputBlocks
 	st.load.PrefillTokens += e.PrefillTokens

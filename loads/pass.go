@@ -22,6 +22,13 @@ type Pass struct {
 	Start time.Time
 	// Tokens is the rank's PrefillTokens at Start.
 	Tokens int
+	// Arrived is when prefill last came to the rank while every active
+	// request decoded, if since Start (zero otherwise). Such a rank runs
+	// decode-only passes, whose boundaries the router does not see: the
+	// new prefill waits for the one in flight, begun at some moment in
+	// the last decode pass, not for passes rolled forward from Start
+	// with tokens that were not there yet.
+	Arrived time.Time
 }
 
 // String formats p as "pass start=15:04:05.000 tokens=N", or "idle".
@@ -29,7 +36,11 @@ func (p Pass) String() string {
 	if p.Start.IsZero() {
 		return "idle"
 	}
-	return fmt.Sprintf("pass start=%s tokens=%d", p.Start.UTC().Format("15:04:05.000"), p.Tokens)
+	s := fmt.Sprintf("pass start=%s tokens=%d", p.Start.UTC().Format("15:04:05.000"), p.Tokens)
+	if !p.Arrived.IsZero() {
+		s += " arrived=" + p.Arrived.UTC().Format("15:04:05.000")
+	}
+	return s
 }
 
 // PassAt returns the pass model of the worker at slot s (see Slot).

@@ -150,6 +150,10 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		if c.PassKnown {
 			c.PassElapsed = float64(now.Sub(ps.Start)) / float64(time.Millisecond)
 		}
+		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !ps.Arrived.IsZero(), 0
+		if c.PassArrived {
+			c.PassArrivedElapsed = float64(now.Sub(ps.Arrived)) / float64(time.Millisecond)
+		}
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
 		switch {

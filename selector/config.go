@@ -94,6 +94,29 @@ type Config struct {
 	// Default true; false = the whole queue ahead in passes of its own,
 	// then the request's (the pass in flight charged in full).
 	PassModel bool `yaml:"pass_model"`
+	// DecodePhase (CostTime with PassModel only) dates the pass in flight
+	// of a rank whose requests all decoded when its pending prefill came
+	// (Candidate.PassArrived): the engine was running decode-only passes,
+	// which no first token dates, so the prefill waits for the one then
+	// in flight, begun at an unknown moment within one decode pass: half
+	// of one on average. The passes roll forward from there (pass.go).
+	// Without it they roll from the last dated pass as if the prefill had
+	// been pending since, which, long after that pass, places its first
+	// pass in the past (the wrap in pass.go then guesses). Default false:
+	// with PassOverdue it cuts the pass model's TTFT underestimates, but
+	// load balancing (overlap credit 0) gains more than kv, which then
+	// loses a cell of the project's standard simulator measurement (the
+	// package doc has the figures).
+	DecodePhase bool `yaml:"decode_phase"`
+	// PassOverdue (CostTime with PassModel only): the first prefill pass
+	// the model rolls (the dated one, or the first after decode-only
+	// passes) that took every token pending when it began ends with
+	// first tokens; while none has come it is still in flight, however
+	// long the timing model said it would take, and the tokens routed
+	// since wait for the next pass. Default false (see DecodePhase):
+	// roll on past the modeled end, placing later requests in a pass the
+	// engine has not started.
+	PassOverdue bool `yaml:"pass_overdue"`
 	// TransferWeight, when > 0, says the request's prompt KV arrives by
 	// transfer from another worker instead of being computed (the decode
 	// hop of a disaggregated request, DESIGN.md §10): the candidate's own

@@ -20,8 +20,10 @@ const maxRolledPasses = 256
 // ms follow one another: the one in flight has dec - (elapsed mod dec)
 // left. With neither, the rank is idle (0, 0). A model that runs ahead of
 // the engine (no first token yet where it expects one) charges the
-// request less queue; the next first token dates a pass again.
-func (t Timing) inFlight(elapsed float64, started int, pending float64, chunk int, dec float64) (left, waiting float64) {
+// request less queue; the next first token dates a pass again. With
+// overdue (Config.PassOverdue) a first prefill pass that took every
+// pending token and has outrun its model is still in flight instead.
+func (t Timing) inFlight(elapsed float64, started int, pending float64, chunk int, dec float64, overdue bool) (left, waiting float64) {
 	elapsed = max(elapsed, 0)
 	c := float64(max(chunk, 1))
 	done := 0.0 // tokens of the rolled passes
@@ -37,6 +39,14 @@ func (t Timing) inFlight(elapsed float64, started int, pending float64, chunk in
 		}
 		if elapsed < d {
 			return d - elapsed, max(0, pending-done-batch)
+		}
+		if overdue && done == 0 && batch > 0 && (started > 0 && started <= chunk || started == 0 && pending <= c) {
+			// The first prefill pass (the dated one, or the first after
+			// decode-only passes) took every token pending when it
+			// began, so it ends with first tokens, and none has come: it
+			// is still in flight, ending any moment, and the tokens
+			// routed since wait for the next (Config.PassOverdue).
+			return 0, max(0, pending-batch)
 		}
 		elapsed -= d
 		done += batch

@@ -78,6 +78,12 @@ type Candidate struct {
 	PassKnown   bool
 	PassElapsed float64
 	PassTokens  int
+	// PassArrived says the rank's prefill pending now came while every
+	// active request decoded, PassArrivedElapsed ms ago (loads.Pass.Arrived):
+	// the engine runs decode-only passes, the one in flight of unknown
+	// phase. Config.DecodePhase then rolls the passes from there.
+	PassArrived        bool
+	PassArrivedElapsed float64
 }
 
 // RankRange bounds data-parallel ranks, inclusive.

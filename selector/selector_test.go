@@ -88,6 +88,10 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.ImposedWeight = fnum(t, v)
 		case "pass-model":
 			c.PassModel = v == "true"
+		case "decode-phase":
+			c.DecodePhase = v == "true"
+		case "pass-overdue":
+			c.PassOverdue = v == "true"
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -171,6 +175,8 @@ func TestDataDriven(t *testing.T) {
 						c.PassKnown, c.PassElapsed = true, fnum(t, v)
 					case "pass-tokens":
 						c.PassKnown, c.PassTokens = true, inum(t, v)
+					case "pass-arrived":
+						c.PassArrived, c.PassArrivedElapsed = true, fnum(t, v)
 					default:
 						t.Fatalf("unknown candidate key %q", k)
 					}

@@ -216,7 +216,13 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		if decoding > 0 {
 			dec = tm.DecodeTime(c.KVUsage)
 		}
-		left, waiting := tm.inFlight(c.PassElapsed, c.PassTokens, ahead, chunk, dec)
+		elapsed, started := c.PassElapsed, c.PassTokens
+		if cfg.DecodePhase && c.PassArrived {
+			// A decode-only pass was in flight when the prefill came,
+			// half of it run on average.
+			elapsed, started = c.PassArrivedElapsed+dec/2, 0
+		}
+		left, waiting := tm.inFlight(elapsed, started, ahead, chunk, dec, cfg.PassOverdue)
 		prefill, passes = tm.prefillSpan(waiting+own, cf, *full)
 		prefill = max(left, load) + prefill
 		out.InFlight, out.Waiting = left, waiting

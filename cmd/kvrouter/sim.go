@@ -234,6 +234,8 @@ flags and --seed always give the same figures.`,
 	f.Float64Var(&s.ActiveRequestWeight, "active-request-weight", s.ActiveRequestWeight, "router: blocks charged per active request")
 	f.Float64Var(&s.ImposedWeight, "imposed-weight", s.ImposedWeight, "router (time cost): weight of the prefill time a request adds to its worker's queue (0 = its own TTFT only)")
 	f.BoolVar(&s.PassModel, "pass-model", s.PassModel, "router (time cost): price the queue as the engine batches it: the pass in flight (modeled from first tokens), then shared passes with the prefill pending behind it (false = the queue ahead in passes of its own)")
+	f.BoolVar(&s.DecodePhase, "decode-phase", s.DecodePhase, "router (time cost, pass model): prefill coming to a rank whose requests all decode waits for the decode pass in flight, half of one on average (false = roll from the last dated pass)")
+	f.BoolVar(&s.PassOverdue, "pass-overdue", s.PassOverdue, "router (time cost, pass model): a first prefill pass that took every pending token is in flight until its first tokens come (false = roll on past its modeled end)")
 	f.BoolVar(&s.TieUtilization, "tie-utilization", s.TieUtilization, "router: at temperature 0, give a cost tie to the least utilized rank before picking at random (false = at random)")
 	f.Float64Var(&s.Temperature, "temperature", s.Temperature, "router: softmax temperature (0 = argmin)")
 	f.Float64Var(&s.BusyKVUsage, "busy-kv-usage", s.BusyKVUsage, "router: busy threshold on KV usage fraction (0 = off)")
