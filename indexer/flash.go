@@ -404,7 +404,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 			c = f.at(cur)
 			seq = prefixID(c.seq, b.Local)
 		}
-		ei, ok := f.get(seq)
+		ei, ok, ins := f.probe(seq)
 		var e *fentry
 		if !ok {
 			ei = f.newEntry()
@@ -416,7 +416,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 			}
 			*e = fentry{seq: seq, mem: oneWord(m)}
 			f.setParent(ei, cur)
-			f.put(seq, ei)
+			f.putAt(ins, seq, ei)
 			if c != nil && !pre {
 				j, _ := f.find(c, slot)
 				f.addKids(c, j, 1)
