@@ -530,21 +530,39 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		f.warmRemove(keys[start:])
 	}
 	deferred := keys[:0] // in place: behind the loop's index
+	// pend is an entry whose child count for slot is one too high: the
+	// parent of the last leaf dropped, whose count is taken back only when
+	// the next hash is not that parent (a leaf-first chain's next hash
+	// is, and drops the parent's member with its count: one atomic set
+	// word store less per block, see removeLeafAt).
+	pend := noEntry
 	for n, k := range keys {
-		if n > 0 && n%warmSpan == 0 && !f.yield(slot, table, noEntry) {
-			f.rmBuf = keys[:0]
-			return
+		if n > 0 && n%warmSpan == 0 {
+			pend = f.decKids(pend, slot)
+			if !f.yield(slot, table, noEntry) {
+				f.rmBuf = keys[:0]
+				return
+			}
 		}
 		ti, ei, i, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
-		if kids {
+		if ei == pend {
+			if kids--; kids > 0 {
+				f.decKids(pend, slot)
+			}
+			pend = noEntry
+		}
+		if kids > 0 {
 			deferred = append(deferred, k)
 			continue
 		}
-		f.removeLeafAt(slot, table, ti, ei, i)
+		pi := f.dropLeaf(table, ti, ei, i)
+		f.decKids(pend, slot)
+		pend = pi
 	}
+	f.decKids(pend, slot)
 	if len(deferred) > 0 && !f.removeDeferred(slot, table, deferred) {
 		f.rmBuf = keys[:0]
 		return
@@ -566,18 +584,36 @@ func (f *Flash) removeLeaf(slot uint32, table *htable, h uint64, ei uint32) {
 // removeLeafAt is removeLeaf with h's table slot ti and slot's member
 // index i in the entry already found.
 func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i int) {
+	f.decKids(f.dropLeaf(table, ti, ei, i), slot)
+}
+
+// dropLeaf is removeLeafAt without taking back the child from its parent,
+// which it returns (noEntry at the root) for the caller to do (decKids).
+// remove puts the taking back off until the next hash is known not to be
+// the parent: a leaf-first chain then does no find and no atomic set word
+// store for it. Measured (BenchmarkStoreRemove flash, valgrind
+// --tool=callgrind): 713 -> 697 instructions per block op.
+func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, i int) uint32 {
 	e := f.at(ei)
 	f.delMember(e, i)
 	table.delAt(ti)
 	f.blocks--
-	if pi := f.parent(ei); pi != noEntry {
+	pi := f.parent(ei)
+	if e.count() == 0 {
+		f.freeEntry(ei)
+	}
+	return pi
+}
+
+// decKids takes one child of slot's from entry pi (none for noEntry) and
+// returns noEntry.
+func (f *Flash) decKids(pi, slot uint32) uint32 {
+	if pi != noEntry {
 		p := f.at(pi)
 		j, _ := f.find(p, slot)
 		f.addKids(p, j, -1)
 	}
-	if e.count() == 0 {
-		f.freeEntry(ei)
-	}
+	return noEntry
 }
 
 func (f *Flash) clear(slot uint32) {

@@ -30,7 +30,7 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 		if !ok {
 			continue
 		}
-		if kids {
+		if kids > 0 {
 			w--
 			keys[w] = k
 			continue
@@ -55,7 +55,7 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 		if !ok {
 			continue
 		}
-		if kids {
+		if kids > 0 {
 			f.removeDescendants(slot, table, ei)
 			ti = table.slot(k.h)
 			j, _ = f.find(f.at(ei), slot)
@@ -106,19 +106,19 @@ func (f *Flash) removeDescendants(slot uint32, table *htable, ei uint32) {
 }
 
 // held locates the worker's block k.h for removal: its worker-table slot
-// ti (k.ti when that still holds it), entry ei, member index j and whether
-// that member has children; ok false (counted unknown) when the worker
-// does not hold k.h.
-func (f *Flash) held(slot uint32, table *htable, k rmKey) (ti int, ei uint32, j int, kids, ok bool) {
+// ti (k.ti when that still holds it), entry ei, member index j and that
+// member's child count; ok false (counted unknown) when the worker does
+// not hold k.h.
+func (f *Flash) held(slot uint32, table *htable, k rmKey) (ti int, ei uint32, j int, kids uint32, ok bool) {
 	if ti = int(k.ti); !table.holds(ti, k.h) {
 		ti = table.slot(k.h)
 	}
 	if ti < 0 {
 		f.unknown++
-		return ti, 0, 0, false, false
+		return ti, 0, 0, 0, false
 	}
 	ei = table.s[ti].v
 	e := f.at(ei)
 	j, _ = f.find(e, slot)
-	return ti, ei, j, f.kids(e, j) > 0, true
+	return ti, ei, j, f.kids(e, j), true
 }
