@@ -323,7 +323,13 @@ func (f *Flash) yield(slot uint32, table *htable, cur uint32) bool {
 		return false
 	}
 	if cur != noEntry {
-		_, ok := f.find(f.at(cur), slot)
+		// In the id table first: a freed entry keeps its last member's
+		// set word (dropLeaf).
+		e := f.at(cur)
+		if i, ok := f.get(e.seq); !ok || i != cur {
+			return false
+		}
+		_, ok := f.find(e, slot)
 		return ok
 	}
 	return true
