@@ -146,23 +146,25 @@ func (e *aentry) find(slot uint32) (int, bool) {
 // Insert records that worker w now holds the blocks of locals (a routed
 // request's local hashes), expiring at now + TTL.
 func (a *Approx) Insert(w kvevents.Worker, locals []uint64, now time.Time) {
-	a.insert(w, locals, false, now)
+	t := now.UnixNano()
+	a.insert(w, locals, false, t, t+a.ttl, false)
 }
 
 // InsertSeq is Insert given the blocks' sequence hashes
 // (kvhash.AppendSeq of the locals), which a router has already computed.
 func (a *Approx) InsertSeq(w kvevents.Worker, seqs []uint64, now time.Time) {
-	a.insert(w, seqs, true, now)
+	t := now.UnixNano()
+	a.insert(w, seqs, true, t, t+a.ttl, false)
 }
 
-// insert is Insert of hs, which are sequence hashes if isSeq and local
-// hashes otherwise.
-func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Time) {
+// insert is Insert at t (unix nanoseconds) of hs, which are sequence
+// hashes if isSeq and local hashes otherwise, expiring at exp. With
+// keepLater (InsertSeqBooked) a pair that expires after exp keeps its
+// expiry, and the generation takes its place in the queue by expiry.
+func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, t, exp int64, keepLater bool) {
 	if len(hs) == 0 {
 		return
 	}
-	t := now.UnixNano()
-	exp := t + a.ttl
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sweep(t, math.MaxInt, &a.expired)
@@ -170,15 +172,16 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 		a.maxExp = math.MinInt64
 	}
 	// An earlier expiry than one held (now went backwards) may leave a
-	// block expiring before its descendants.
-	backwards := exp < a.maxExp
+	// block expiring before its descendants; not with keepLater, which
+	// lowers no expiry (approxbooked.go).
+	backwards := !keepLater && exp < a.maxExp
 	a.maxExp = max(a.maxExp, exp)
 	slot := a.slots.acquire(w)
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
 	}
 	// This Insert's pairs form a new generation at the queue's tail.
-	g := a.newGen(exp, slot, len(hs))
+	g := a.newGen(exp, slot, len(hs), keepLater)
 	gp := &a.gens[g] // a.gens does not grow until the next Insert
 	// The pairs taken over from one older generation in a row: a run is
 	// settled (that generation's count and list updated) when it ends.
@@ -220,7 +223,7 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, now time.Tim
 		}
 		if ok {
 			mb := &e.members[j]
-			if mb.exp == exp {
+			if mb.exp == exp || (keepLater && mb.exp > exp) {
 				// NB: refreshed at the same instant, it keeps its place
 				// (the pair's expiry did not change).
 				continue

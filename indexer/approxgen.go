@@ -55,8 +55,9 @@ type takeRun struct {
 const compactMin = 32
 
 // newGen queues a new generation for slot expiring at exp, with room for
-// n items, at the tail.
-func (a *Approx) newGen(exp int64, slot uint32, n int) uint32 {
+// n items, at the tail, or with byExp after the last one expiring at or
+// before exp.
+func (a *Approx) newGen(exp int64, slot uint32, n int, byExp bool) uint32 {
 	gi := a.freeGen
 	if gi != 0 {
 		a.freeGen = a.gens[gi].next
@@ -69,10 +70,13 @@ func (a *Approx) newGen(exp int64, slot uint32, n int) uint32 {
 	gp.ents = slices.Grow(gp.ents[:0], n)
 	a.listCap += cap(gp.ents) - old
 	gp.exp, gp.lo, gp.live, gp.slot = exp, 0, 0, slot
-	tail := a.gens[0].prev
-	gp.prev, gp.next = tail, 0
-	a.gens[tail].next = gi
-	a.gens[0].prev = gi
+	after := a.gens[0].prev
+	for byExp && after != 0 && a.gens[after].exp > exp {
+		after = a.gens[after].prev
+	}
+	gp.prev, gp.next = after, a.gens[after].next
+	a.gens[gp.next].prev = gi
+	a.gens[after].next = gi
 	return gi
 }
 

@@ -96,6 +96,7 @@ type request struct {
 	e         Entry
 	inPrefill bool
 	last      time.Time
+	added     time.Time // Add's now (Routed)
 	slot      int32
 	blocks    []uint64 // the tracker's copy of e.Blocks (e.Blocks aliases it)
 	nodes     []int32  // node of every block, so release needs no lookups
@@ -274,6 +275,10 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	e.Blocks = r.blocks
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
 	last := t.last
+	// Counted in locals and stored after the loop: the stores through nd
+	// could alias them, so counting in place would make every block wait
+	// for the previous block's store.
+	held, revived := 0, 0
 	for i, h := range e.Blocks {
 		var ni int32
 		ok := false
@@ -296,14 +301,16 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 			hd.refs++
 		} else {
 			if ok && nd.first.refs == 0 {
-				t.dead--
+				revived++
 			}
 			nd.add(s)
-			st.load.DecodeBlocks++
-			st.held++
+			held++
 		}
 		r.nodes[i] = ni
 	}
+	t.dead -= revived
+	st.load.DecodeBlocks += held
+	st.held += held
 	if len(last) < len(r.nodes) {
 		t.last = append(last, r.nodes[len(last):]...)
 	}
@@ -316,7 +323,7 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	st.load.PrefillTokens += e.PrefillTokens
 	st.load.Requests++
 	st.load.PrefillRequests++
-	r.e, r.inPrefill, r.last, r.slot = e, true, now, s
+	r.e, r.inPrefill, r.last, r.added, r.slot = e, true, now, now, s
 	t.reqs[e.ID] = r
 	t.stats.Added++
 	t.check(s)
@@ -374,6 +381,7 @@ func (t *Tracker) release(r *request) {
 		st.load.PrefillTokens -= r.e.PrefillTokens
 		st.load.PrefillRequests--
 	}
+	dropped, died := 0, 0 // in locals, as in Add
 	for _, ni := range r.nodes {
 		nd := &t.nodes[ni]
 		hd := nd.find(s)
@@ -381,16 +389,18 @@ func (t *Tracker) release(r *request) {
 			continue
 		}
 		nd.drop(hd)
-		st.load.DecodeBlocks--
-		st.held--
+		dropped++
 		if nd.first.refs == 0 {
-			t.dead++
+			died++
 			if !nd.listed {
 				nd.listed = true
 				t.deadList = append(t.deadList, ni)
 			}
 		}
 	}
+	st.load.DecodeBlocks -= dropped
+	st.held -= dropped
+	t.dead += died
 	st.load.DecodeBlocks -= r.e.OutputBlocks
 	st.load.Requests--
 	if st.load.Requests == 0 {
@@ -621,6 +631,16 @@ func (t *Tracker) Request(id string) (e Entry, inPrefill, ok bool) {
 		return Entry{}, false, false
 	}
 	return r.e, r.inPrefill, true
+}
+
+// Routed returns active request id's entry and the time Add recorded it
+// at. e.Blocks is the tracker's copy: valid until the request is released.
+func (t *Tracker) Routed(id string) (e Entry, at time.Time, ok bool) {
+	r := t.reqs[id]
+	if r == nil {
+		return Entry{}, time.Time{}, false
+	}
+	return r.e, r.added, true
 }
 
 // Stats returns a snapshot of the counters.

@@ -45,6 +45,8 @@ type AffinityConfig struct {
 // sharing a new prefix then follows the first one instead of scattering
 // while that prefix's KV events are still in flight. The prediction is
 // kept apart from the event-fed index (DESIGN.md §3): it never writes to it.
+// With Active on, a local booking is recorded when it ends, with the
+// expiry it had when routed (predictend.go): decisions are the same.
 type PredictConfig struct {
 	// TTL is how long a prediction lasts: long enough to cover the first
 	// request's prefill and its events' delay, short enough that an

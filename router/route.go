@@ -272,7 +272,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 			r.approx.Insert(c.Worker, p.locals, now)
 		}
 	}
-	if r.predict != nil && len(p.locals) > 0 {
+	if r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd {
 		r.predict.InsertSeq(c.Worker, p.seq, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {

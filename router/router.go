@@ -126,6 +126,10 @@ type Router struct {
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
+
+	// predictAtEnd: a local booking reaches predict when it ends
+	// (predictend.go), not when it is routed.
+	predictAtEnd bool
 }
 
 // New validates cfg and builds a router.
@@ -169,6 +173,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 		pc := cfg.Index.Approx
 		pc.TTL = cfg.Predict.TTL
 		r.predict = indexer.NewApprox(pc)
+		r.predictAtEnd = predictAtEnd(cfg)
 	}
 	if cfg.Queue.Threshold > 0 {
 		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
@@ -437,7 +442,7 @@ func (r *Router) Free(id string, now time.Time) error {
 		r.fin.observe(r.loads.Slot(e.Worker), now) // a completion
 	}
 	w, book := r.localWorker(id)
-	err := r.freeLocked(id)
+	err := r.freeLocked(id, now)
 	r.mu.Unlock()
 	if book && err == nil {
 		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: w})
@@ -445,13 +450,14 @@ func (r *Router) Free(id string, now time.Time) error {
 	return err
 }
 
-func (r *Router) freeLocked(id string) error {
+func (r *Router) freeLocked(id string, now time.Time) error {
 	if r.queue != nil {
 		if it, ok := r.queue.Remove(id); ok {
 			putPending(it.Value)
 			return nil
 		}
 	}
+	r.predictEnded(id, now)
 	if err := r.loads.Free(id); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
 	}
@@ -472,7 +478,7 @@ func (r *Router) Fail(id string, now time.Time) error {
 			r.aff.Drop(s)
 		}
 	}
-	err := r.freeLocked(id)
+	err := r.freeLocked(id, now)
 	r.mu.Unlock()
 	if ok && err == nil && r.events.OnBooking != nil {
 		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: e.Worker})
