@@ -26,11 +26,11 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 			return false
 		}
 		k := keys[i]
-		ti, ei, j, kids, ok := f.held(slot, table, k.h)
+		ti, ei, j, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
-		if kids {
+		if kids > 0 {
 			w--
 			keys[w] = k
 			continue
@@ -51,11 +51,11 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 		if n > 0 && n%warmSpan == 0 && !f.yield(slot, table, noEntry) {
 			return false
 		}
-		ti, ei, j, kids, ok := f.held(slot, table, k.h)
+		ti, ei, j, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
-		if kids {
+		if kids > 0 {
 			f.removeDescendants(slot, table, ei)
 			ti = table.slot(k.h)
 			j, _ = f.find(f.at(ei), slot)
@@ -105,16 +105,20 @@ func (f *Flash) removeDescendants(slot uint32, table *htable, ei uint32) {
 	}
 }
 
-// held locates the worker's block h for removal: its worker-table slot
-// ti, entry ei, member index j and whether that member has children; ok
-// false (counted unknown) when the worker does not hold h.
-func (f *Flash) held(slot uint32, table *htable, h uint64) (ti int, ei uint32, j int, kids, ok bool) {
-	if ti = table.slot(h); ti < 0 {
+// held locates the worker's block k.h for removal: its worker-table slot
+// ti (k.ti when that still holds it), entry ei, member index j and that
+// member's child count; ok false (counted unknown) when the worker does
+// not hold k.h.
+func (f *Flash) held(slot uint32, table *htable, k rmKey) (ti int, ei uint32, j int, kids uint32, ok bool) {
+	if ti = int(k.ti); !table.holds(ti, k.h) {
+		ti = table.slot(k.h)
+	}
+	if ti < 0 {
 		f.unknown++
-		return ti, 0, 0, false, false
+		return ti, 0, 0, 0, false
 	}
 	ei = table.s[ti].v
 	e := f.at(ei)
 	j, _ = f.find(e, slot)
-	return ti, ei, j, f.kids(e, j) > 0, true
+	return ti, ei, j, f.kids(e, j), true
 }

@@ -147,6 +147,11 @@ func (t *htable) find(k uint64) (int, bool) {
 	}
 }
 
+// holds reports whether slot i (any int) holds key k.
+func (t *htable) holds(i int, k uint64) bool {
+	return uint(i) < uint(len(t.s)) && t.s[i].v != noEntry && t.s[i].key() == k
+}
+
 // slot returns the slot holding k, or -1.
 func (t *htable) slot(k uint64) int {
 	if t == nil || t.n == 0 {

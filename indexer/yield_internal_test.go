@@ -138,3 +138,34 @@ func TestFlashYieldConcurrent(t *testing.T) {
 		t.Fatalf("matches %v vs %v", a, b)
 	}
 }
+
+// TestFlashYieldCurFreed: an event whose entry cur was freed meanwhile
+// (another goroutine removed the worker's block, breaking Apply's
+// contract) stops at yield, though a freed entry keeps its last member's
+// set word (dropLeaf); a cur still held goes on.
+func TestFlashYieldCurFreed(t *testing.T) {
+	f := NewFlash(FlashConfig{})
+	st := kvevents.Event{WorkerID: 1, Kind: kvevents.KindStored,
+		Blocks: []kvevents.Block{{Hash: 10, Local: 100}, {Hash: 11, Local: 101}}}
+	rm := kvevents.Event{WorkerID: 1, Kind: kvevents.KindRemoved, Hashes: []uint64{11}}
+	f.lock()
+	defer f.unlock()
+	if err := f.apply(&st); err != nil {
+		t.Fatal(err)
+	}
+	slot, _ := f.slots.lookup(st.Worker())
+	table := f.tables[slot]
+	kept, _ := table.get(10)
+	freed, _ := table.get(11)
+	if err := f.apply(&rm); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.waiting.Add(1) // as if a lookup waited: yield lets it in
+	defer f.mu.waiting.Add(-1)
+	if !f.yield(slot, table, kept) {
+		t.Fatal("yield stops an event whose entry is still held")
+	}
+	if f.yield(slot, table, freed) {
+		t.Fatal("yield goes on with a freed entry")
+	}
+}
