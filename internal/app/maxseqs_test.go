@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -55,17 +56,10 @@ func TestMaxNumSeqsReachesRouter(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for len(caps()) < 3 {
-		select {
-		case <-deadline.C:
-			t.Fatalf("the mocker never joined: router workers %v", caps())
-		case <-tick.C:
-		}
-	}
+	waitUntil(t, 20*time.Second, "the mocker to join", func() (bool, string) {
+		c := caps()
+		return len(c) >= 3, fmt.Sprintf("router workers %v", c)
+	})
 	want := map[uint64]int{3: 37, 8: 5, 9: 48}
 	if got := caps(); len(got) != 3 || got[3] != 37 || got[8] != 5 || got[9] != 48 {
 		t.Fatalf("router max_num_seqs %v, want %v", got, want)
