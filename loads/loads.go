@@ -277,13 +277,16 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	last := t.last
 	// Counted in locals and stored after the loop: the stores through nd
 	// could alias them, so counting in place would make every block wait
-	// for the previous block's store.
+	// for the previous block's store. The slices are held in locals for
+	// the same reason (t.nodes is reloaded only after newNode, which may
+	// grow it).
 	held, revived := 0, 0
+	nodes, rn := t.nodes, r.nodes
 	for i, h := range e.Blocks {
 		var ni int32
 		ok := false
 		if i < len(last) {
-			if c := &t.nodes[last[i]]; c.hash == h && !c.free {
+			if c := &nodes[last[i]]; c.hash == h && !c.free {
 				ni, ok = last[i], true
 			}
 		}
@@ -291,22 +294,28 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 			if ni, ok = t.index.get(h); !ok {
 				ni = t.newNode(h)
 				t.index.put(h, ni)
+				nodes = t.nodes
 			}
 			if i < len(last) {
 				last[i] = ni
 			}
 		}
-		nd := &t.nodes[ni]
-		if hd := nd.find(s); hd != nil {
-			hd.refs++
-		} else {
-			if ok && nd.first.refs == 0 {
+		nd := &nodes[ni]
+		if nd.first.refs == 0 {
+			// No live holder (a dead node, or a new one): the common
+			// case of a prompt new to every worker.
+			if ok {
 				revived++
 			}
+			nd.first = holder{slot: s, refs: 1}
+			held++
+		} else if hd := nd.find(s); hd != nil {
+			hd.refs++
+		} else {
 			nd.add(s)
 			held++
 		}
-		r.nodes[i] = ni
+		rn[i] = ni
 	}
 	t.dead -= revived
 	st.load.DecodeBlocks += held
