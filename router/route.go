@@ -121,13 +121,16 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
+	// The router's fields in locals: the stores through c could alias
+	// them, so each would be reloaded per candidate.
+	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
 	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
-		ws, s := r.rankWS[i], r.rankSlot[i]
-		if !ws.info.Role.Serves(p.req.Hop) {
+		ws, s := rankWS[i], rankSlot[i]
+		if !ws.info.Role.Serves(hop) {
 			continue
 		}
-		l := r.loads.LoadAt(int(s))
+		l := tr.LoadAt(int(s))
 		c := &cands[k]
 		k++
 		// Field by field: a composite literal would be built and then
@@ -145,7 +148,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
 		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
-		ps := r.loads.PassAt(int(s))
+		ps := tr.PassAt(int(s))
 		c.PassKnown, c.PassElapsed, c.PassTokens = !ps.Start.IsZero(), 0, ps.Tokens
 		if c.PassKnown {
 			c.PassElapsed = float64(now.Sub(ps.Start)) / float64(time.Millisecond)
