@@ -259,6 +259,19 @@ func (t *Tracker) newNode(h uint64) int32 {
 	return int32(len(t.nodes) - 1)
 }
 
+// nodeOf returns the node of block h and whether it was indexed already
+// (else it is new). Add's slow path, kept out of its loop.
+//
+//go:noinline
+func (t *Tracker) nodeOf(h uint64) (int32, bool) {
+	if ni, ok := t.index.get(h); ok {
+		return ni, true
+	}
+	ni := t.newNode(h)
+	t.index.put(h, ni)
+	return ni, false
+}
+
 // Add records a routed request at now. It fails, changing nothing, when the
 // id is already active or the entry is malformed.
 func (t *Tracker) Add(e Entry, now time.Time) error {
@@ -274,49 +287,49 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	r.blocks = append(r.blocks[:0], e.Blocks...)
 	e.Blocks = r.blocks
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
-	last := t.last
-	// Counted in locals and stored after the loop: the stores through nd
-	// could alias them, so counting in place would make every block wait
-	// for the previous block's store. The slices are held in locals for
-	// the same reason (t.nodes is reloaded only after newNode, which may
-	// grow it).
-	held, revived := 0, 0
-	nodes, rn := t.nodes, r.nodes
+	// Two passes, each a short loop whose values stay in registers: find
+	// every block's node, then book the slot on them. Counts are kept in
+	// locals and stored after the loops: the stores through nd could
+	// alias them, so counting in place would make every block wait for
+	// the previous block's store (t.nodes is held in a local for the same
+	// reason, reloaded after nodeOf, which may grow it).
+	last, rn := t.last, r.nodes
+	nodes := t.nodes
+	created := 0
 	for i, h := range e.Blocks {
-		var ni int32
-		ok := false
 		if i < len(last) {
-			if c := &nodes[last[i]]; c.hash == h && !c.free {
-				ni, ok = last[i], true
+			if c := last[i]; nodes[c].hash == h && !nodes[c].free {
+				rn[i] = c
+				continue
 			}
 		}
-		if !ok {
-			if ni, ok = t.index.get(h); !ok {
-				ni = t.newNode(h)
-				t.index.put(h, ni)
-				nodes = t.nodes
-			}
-			if i < len(last) {
-				last[i] = ni
-			}
+		ni, found := t.nodeOf(h)
+		if !found {
+			created++
 		}
+		nodes = t.nodes
+		if i < len(last) {
+			last[i] = ni
+		}
+		rn[i] = ni
+	}
+	held, unheld := 0, 0 // unheld: nodes without a live holder before
+	for _, ni := range rn {
 		nd := &nodes[ni]
 		if nd.first.refs == 0 {
-			// No live holder (a dead node, or a new one): the common
-			// case of a prompt new to every worker.
-			if ok {
-				revived++
-			}
+			// A dead node, or a new one: the common case of a prompt
+			// new to every worker.
 			nd.first = holder{slot: s, refs: 1}
-			held++
+			unheld++
 		} else if hd := nd.find(s); hd != nil {
 			hd.refs++
 		} else {
 			nd.add(s)
 			held++
 		}
-		rn[i] = ni
 	}
+	held += unheld
+	revived := unheld - created // the new nodes were not dead
 	t.dead -= revived
 	st.load.DecodeBlocks += held
 	st.held += held
