@@ -148,14 +148,14 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
 		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
-		ps := tr.PassAt(int(s))
-		c.PassKnown, c.PassElapsed, c.PassTokens = !ps.Start.IsZero(), 0, ps.Tokens
+		start, tokens, arrived := tr.PassParts(int(s))
+		c.PassKnown, c.PassElapsed, c.PassTokens = !start.IsZero(), 0, tokens
 		if c.PassKnown {
-			c.PassElapsed = float64(now.Sub(ps.Start)) / float64(time.Millisecond)
+			c.PassElapsed = float64(now.Sub(start)) / float64(time.Millisecond)
 		}
-		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !ps.Arrived.IsZero(), 0
+		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
 		if c.PassArrived {
-			c.PassArrivedElapsed = float64(now.Sub(ps.Arrived)) / float64(time.Millisecond)
+			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
 		}
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
