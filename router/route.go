@@ -363,6 +363,9 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 	if len(b) == 0 {
 		return a
 	}
+	if mergeInPlace(a, b) {
+		return a
+	}
 	m := (*scratch)[:0]
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
@@ -381,6 +384,31 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 	}
 	*scratch = m
 	return append(a[:0], m...)
+}
+
+// mergeInPlace is mergeMax when every worker of b is in a (the predicted
+// side index mostly names workers whose events are in already): it raises
+// a's overlaps in place, without building the merge and copying it back,
+// and reports true; else it changes nothing and reports false.
+func mergeInPlace(a, b indexer.Overlaps) bool {
+	i := 0
+	for _, o := range b {
+		for i < len(a) && a[i].Worker.Less(o.Worker) {
+			i++
+		}
+		if i == len(a) || a[i].Worker != o.Worker {
+			return false
+		}
+		i++
+	}
+	i = 0
+	for _, o := range b {
+		for a[i].Worker != o.Worker {
+			i++
+		}
+		a[i].Blocks = max(a[i].Blocks, o.Blocks)
+	}
+	return true
 }
 
 // utilization updates and returns the running estimate of the fleet's
