@@ -193,9 +193,13 @@ type Tracker struct {
 
 	// last caches the nodes of the last Add's blocks by position: prompts
 	// routed one after another often share a prefix (a system prompt, a
-	// conversation's history), whose blocks then need no index probe. An
-	// item is used only if its node is still indexed under that block.
-	last []int32
+	// conversation's history), whose blocks then need no index probe.
+	// lastHash holds each one's block: nodes leave the index only in
+	// collect, which empties both, so last[i] is the node of lastHash[i]
+	// and a block equal to lastHash[i] needs no look at its node either
+	// (one sequential compare instead of a node read per block).
+	last     []int32
+	lastHash []uint64
 }
 
 // New returns an empty Tracker.
@@ -288,31 +292,33 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	e.Blocks = r.blocks
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
 	// Two passes, each a short loop whose values stay in registers: find
-	// every block's node, then book the slot on them. Counts are kept in
-	// locals and stored after the loops: the stores through nd could
-	// alias them, so counting in place would make every block wait for
-	// the previous block's store (t.nodes is held in a local for the same
-	// reason, reloaded after nodeOf, which may grow it).
-	last, rn := t.last, r.nodes
-	nodes := t.nodes
+	// every block's node (the cache of the last Add's, else the index),
+	// then book the slot on them. Counts are kept in locals and stored
+	// after the loops: the stores through nd could alias them, so
+	// counting in place would make every block wait for the previous
+	// block's store (t.nodes is held in a local for the same reason).
+	last, lastHash, rn := t.last, t.lastHash, r.nodes
 	created := 0
-	for i, h := range e.Blocks {
-		if i < len(last) {
-			if c := last[i]; nodes[c].hash == h && !nodes[c].free {
-				rn[i] = c
-				continue
-			}
+	k := 0 // the blocks shared with the last Add's, from the first
+	for m := min(len(e.Blocks), len(last)); k < m && e.Blocks[k] == lastHash[k]; k++ {
+	}
+	copy(rn, last[:k])
+	for i := k; i < len(e.Blocks); i++ {
+		h := e.Blocks[i]
+		if i < len(last) && lastHash[i] == h {
+			rn[i] = last[i]
+			continue
 		}
 		ni, found := t.nodeOf(h)
 		if !found {
 			created++
 		}
-		nodes = t.nodes
 		if i < len(last) {
-			last[i] = ni
+			last[i], lastHash[i] = ni, h
 		}
 		rn[i] = ni
 	}
+	nodes := t.nodes
 	held, unheld := 0, 0 // unheld: nodes without a live holder before
 	for _, ni := range rn {
 		nd := &nodes[ni]
@@ -335,6 +341,14 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	st.held += held
 	if len(last) < len(r.nodes) {
 		t.last = append(last, r.nodes[len(last):]...)
+		t.lastHash = append(lastHash, e.Blocks[len(lastHash):]...)
+	}
+	if invariants.Enabled {
+		for i, ni := range t.last {
+			if nd := &t.nodes[ni]; nd.free || nd.hash != t.lastHash[i] {
+				panic(fmt.Sprintf("loads: last[%d] = node %d (hash %x, free %v), cached as hash %x", i, ni, nd.hash, nd.free, t.lastHash[i]))
+			}
+		}
 	}
 	if st.load.Requests == 0 {
 		t.busy++
@@ -459,6 +473,9 @@ func (t *Tracker) collect() {
 	}
 	t.deadList = t.deadList[:0]
 	t.dead = 0
+	// Freed nodes may be reused for other blocks: Add's cache of nodes
+	// by position no longer holds.
+	t.last, t.lastHash = t.last[:0], t.lastHash[:0]
 }
 
 // Sweep releases every request without progress for longer than
