@@ -74,6 +74,7 @@ type Result struct {
 	LookupP99us  float64 `json:"lookup_p99_us"`
 	LookupP999us float64 `json:"lookup_p999_us"`
 	LookupMaxus  float64 `json:"lookup_max_us"`
+	LookupMeanus float64 `json:"lookup_mean_us"`
 	// Thread CPU time of the same lookups (ReplayOptions.ThreadCPU; 0
 	// when not measured), and CPUBaselineus, the clock reads' own share
 	// included in each (an empty bracket's median). A wall tail far above
@@ -168,6 +169,7 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		r.LookupP99us = us(h.ValueAtQuantile(99))
 		r.LookupP999us = us(h.ValueAtQuantile(99.9))
 		r.LookupMaxus = us(h.Max())
+		r.LookupMeanus = h.Mean() / 1e3
 	}
 	if h := s.LookupsCPU; h != nil && h.TotalCount() > 0 {
 		r.LookupCPUP50us = us(h.ValueAtQuantile(50))
@@ -237,10 +239,17 @@ type Report struct {
 	Summaries []Summary `json:"sustained_summary,omitempty"`
 	// Idle holds, per index, the lookups replayed alone against the index
 	// preloaded with every event (Config.IdleLookups): no writers.
-	Idle  []Result `json:"idle_lookups,omitempty"`
-	Chart string   `json:"chart,omitempty"` // PNG path written by --sweep
-	CSV   string   `json:"csv,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	Idle []Result `json:"idle_lookups,omitempty"`
+	// IdleCPU holds, per index, the same lookups replayed again on the
+	// same index with their thread CPU timed too (Config.LookupCPU; the
+	// clock's system calls slow the lookups, so Idle is timed without).
+	IdleCPU []Result `json:"idle_lookups_cpu,omitempty"`
+	// IdleStalls holds, per index, the stall probe run just before the
+	// lookups of Idle (ProbeStalls).
+	IdleStalls []Stalls `json:"idle_stalls,omitempty"`
+	Chart      string   `json:"chart,omitempty"` // PNG path written by --sweep
+	CSV        string   `json:"csv,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // WriteText prints the report for humans.
@@ -304,9 +313,14 @@ func (rep *Report) WriteText(w io.Writer) error {
 	for _, r := range rep.Idle {
 		fmt.Fprintf(&b, "%-6s no writers (every event preloaded, lookups alone, 1 reader, unpaced): lookup p50/p99/p999 %.2f/%.2f/%.2f µs, %s lookups/s\n",
 			r.Index, r.LookupP50us, r.LookupP99us, r.LookupP999us, si(r.LookupsPerSec))
-		if r.LookupCPUP50us > 0 {
-			fmt.Fprintf(&b, "%-6s no writers: %s\n", r.Index, cpuText(r))
+	}
+	for i, st := range rep.IdleStalls {
+		if i < len(rep.Idle) {
+			fmt.Fprintf(&b, "%-6s no writers: %s\n", rep.Idle[i].Index, stallText(st, rep.Idle[i].LookupMeanus))
 		}
+	}
+	for _, r := range rep.IdleCPU {
+		fmt.Fprintf(&b, "%-6s no writers, a second pass timing thread CPU too (its clock's system calls slow the lookups): %s\n", r.Index, cpuText(r))
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block (heap %.0f), queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
@@ -382,6 +396,14 @@ func cpuText(r Result) string {
 		"%.2f%% of lookups were switched off their CPU mid-lookup, the others took wall p50/p99/p999 %.2f/%.2f/%.2f µs (CPU p99 %.2f µs)",
 		r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us, r.CPUBaselineus, r.LookupP50us, r.LookupP99us, r.LookupP999us,
 		100*r.SwitchedFrac, r.QuietWallP50us, r.QuietWallP99us, r.QuietWallP999us, r.QuietCPUP99us)
+}
+
+// stallText states a stall probe's findings and the share of lookups of
+// mean wall time meanus (µs) they should hit.
+func stallText(s Stalls, meanus float64) string {
+	return fmt.Sprintf("a %.0f ms probe before the replay saw the machine stall a spinning thread %.0f times/s for >= %v (median %.1f µs, p90 %.1f µs, %.1f%% of the time); "+
+		"a lookup of the mean wall time %.2f µs overlaps one with probability ~%.2f%%, so a p99 beside a hit share near or above 1%% is a stall's length, not the index's",
+		s.ProbeMS, s.PerSec, MinStall, s.P50us, s.P90us, 100*s.LostFrac, meanus, 100*s.HitFrac(meanus))
 }
 
 func safeText(r Result, shards int) string {
