@@ -74,7 +74,6 @@ type Result struct {
 	LookupP99us  float64 `json:"lookup_p99_us"`
 	LookupP999us float64 `json:"lookup_p999_us"`
 	LookupMaxus  float64 `json:"lookup_max_us"`
-	LookupMeanus float64 `json:"lookup_mean_us"`
 	// Thread CPU time of the same lookups (ReplayOptions.ThreadCPU; 0
 	// when not measured), and CPUBaselineus, the clock reads' own share
 	// included in each (an empty bracket's median). A wall tail far above
@@ -169,7 +168,6 @@ func NewResult(index string, tl *Timeline, s Sample) Result {
 		r.LookupP99us = us(h.ValueAtQuantile(99))
 		r.LookupP999us = us(h.ValueAtQuantile(99.9))
 		r.LookupMaxus = us(h.Max())
-		r.LookupMeanus = h.Mean() / 1e3
 	}
 	if h := s.LookupsCPU; h != nil && h.TotalCount() > 0 {
 		r.LookupCPUP50us = us(h.ValueAtQuantile(50))
@@ -316,7 +314,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	for i, st := range rep.IdleStalls {
 		if i < len(rep.Idle) {
-			fmt.Fprintf(&b, "%-6s no writers: %s\n", rep.Idle[i].Index, stallText(st, rep.Idle[i].LookupMeanus))
+			fmt.Fprintf(&b, "%-6s no writers: %s\n", rep.Idle[i].Index, stallText(st, rep.Idle[i].LookupP50us))
 		}
 	}
 	for _, r := range rep.IdleCPU {
@@ -399,11 +397,11 @@ func cpuText(r Result) string {
 }
 
 // stallText states a stall probe's findings and the share of lookups of
-// mean wall time meanus (µs) they should hit.
-func stallText(s Stalls, meanus float64) string {
-	return fmt.Sprintf("a %.0f ms probe before the replay saw the machine stall a spinning thread %.0f times/s for >= %v (median %.1f µs, p90 %.1f µs, %.1f%% of the time); "+
-		"a lookup of the mean wall time %.2f µs overlaps one with probability ~%.2f%%, so a p99 beside a hit share near or above 1%% is a stall's length, not the index's",
-		s.ProbeMS, s.PerSec, MinStall, s.P50us, s.P90us, 100*s.LostFrac, meanus, 100*s.HitFrac(meanus))
+// the median wall time p50 (µs) they should hit.
+func stallText(s Stalls, p50 float64) string {
+	return fmt.Sprintf("a %.0f ms probe before the replay saw the machine stall a spinning thread, not switching it out, %.0f times/s for >= %v (median %.1f µs, p90 %.1f µs, %.1f%% of the time; "+
+		"and %.0f times/s switch it out); a lookup of the median wall time %.2f µs overlaps a stall with probability ~%.2f%%, and where that nears or passes 1%% the p99 is a stall's length, not the index's",
+		s.ProbeMS, s.PerSec, MinStall, s.P50us, s.P90us, 100*s.LostFrac, s.SwitchedPerSec, p50, 100*s.HitFrac(p50))
 }
 
 func safeText(r Result, shards int) string {

@@ -24,28 +24,36 @@ func (c *fakeStallClock) now() time.Duration {
 }
 
 // TestProbeStalls: a clock that stalls 40 µs every millisecond reads as
-// 1000 stalls/s of 40 µs taking 4% of the time, and gaps below MinStall
-// are not stalls.
+// 1000 stalls/s of 40 µs taking 4% of the time; gaps below MinStall are
+// not stalls, and gaps with a context switch are counted apart.
 func TestProbeStalls(t *testing.T) {
 	c := &fakeStallClock{next: time.Millisecond, step: 30 * time.Nanosecond, period: time.Millisecond, stall: 40 * time.Microsecond}
-	s := probeStalls(100*time.Millisecond, c.now)
+	none := func() int64 { return 0 }
+	s := probeStalls(100*time.Millisecond, c.now, none)
 	near := func(got, want float64) bool { return math.Abs(got-want) <= 0.03*want }
 	if !near(s.PerSec, 1000) || !near(s.P50us, 40.03) || !near(s.P90us, 40.03) || !near(s.LostFrac, 0.04) || s.ProbeMS < 100 {
 		t.Fatalf("periodic 40 µs stalls read as %+v", s)
 	}
-	if h := s.HitFrac(5); !near(h, 5*s.PerSec/1e6) {
-		t.Fatalf("hit share of a 5 µs lookup %g, want %g", h, 5*s.PerSec/1e6)
+	if h := s.HitFrac(5); !near(h, 5*s.PerSec/1e6) || s.SwitchedPerSec != 0 {
+		t.Fatalf("hit share of a 5 µs lookup %g, want %g; switched %g/s, want 0", h, 5*s.PerSec/1e6, s.SwitchedPerSec)
 	}
 	c = &fakeStallClock{next: time.Millisecond, step: 30 * time.Nanosecond, period: time.Millisecond, stall: MinStall / 2}
-	if s := probeStalls(10*time.Millisecond, c.now); s.PerSec != 0 || s.LostFrac != 0 {
+	if s := probeStalls(10*time.Millisecond, c.now, none); s.PerSec != 0 || s.LostFrac != 0 {
 		t.Fatalf("gaps of %v counted as stalls: %+v", MinStall/2, s)
 	}
-	rep := Report{Idle: []Result{{Index: "flash", LookupMeanus: 5}}, IdleStalls: []Stalls{s}}
+	// Every other stall comes with a context switch.
+	c = &fakeStallClock{next: time.Millisecond, step: 30 * time.Nanosecond, period: time.Millisecond, stall: 40 * time.Microsecond}
+	reads := int64(0)
+	half := func() int64 { reads++; return reads / 2 }
+	if h := probeStalls(100*time.Millisecond, c.now, half); !near(h.PerSec, 500) || !near(h.SwitchedPerSec, 500) || !near(h.LostFrac, 0.02) {
+		t.Fatalf("half the stalls switched read as %+v", h)
+	}
+	rep := Report{Idle: []Result{{Index: "flash", LookupP50us: 5}}, IdleStalls: []Stalls{s}}
 	var b strings.Builder
 	if err := rep.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "flash  no writers: a 100 ms probe before the replay saw the machine stall a spinning thread 1000 times/s") {
+	if !strings.Contains(b.String(), "flash  no writers: a 100 ms probe before the replay saw the machine stall a spinning thread, not switching it out, 1000 times/s") {
 		t.Fatalf("report lacks the stall line:\n%s", b.String())
 	}
 }
