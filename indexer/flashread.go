@@ -48,30 +48,23 @@ func (r *reader) isRoot(i uint32) bool {
 	return r.v.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] == noEntry
 }
 
-// get returns the entry with id seq, nil when there is none.
-func (r *reader) get(seq uint64) *fentry {
-	if i := r.index(seq); i != noEntry {
-		return r.at(i)
-	}
-	return nil
-}
-
-// index returns the index of the entry with id seq, noEntry when there is
-// none.
-func (r *reader) index(seq uint64) uint32 {
+// index returns the index of the entry with id seq and the entry,
+// (noEntry, nil) when there is none. It returns both so that a probe
+// computes the entry's address once (see window.get).
+func (r *reader) index(seq uint64) (uint32, *fentry) {
 	ids := r.v.ids
 	if len(ids) == 0 {
-		return noEntry
+		return noEntry, nil
 	}
 	tag := ptag(seq)
 	for i := pHome(seq, len(ids)); ; i = pNext(i, len(ids)) {
 		s := atomic.LoadUint64(&ids[i])
 		if s == 0 {
-			return noEntry
+			return noEntry, nil
 		}
 		if s&^0xffffffff == tag && uint32(s) != 0 {
 			if i := uint32(s) - 1; r.at(i).seq == seq {
-				return i
+				return i, r.at(i)
 			}
 		}
 	}
@@ -137,16 +130,19 @@ type window struct {
 // ones: that would be a single member in slot 2^32-1).
 const notRead = ^uint64(0)
 
+// get is small enough to inline: a probe is then one call (index), not
+// three (get, reader.get, index).
 func (w *window) get(r *reader, pos int) uint64 {
 	k := pos - w.base
-	if w.sets[k] == notRead {
-		var m uint64
-		if e := r.get(w.seqs[k]); e != nil {
+	m := w.sets[k]
+	if m == notRead {
+		m = 0
+		if _, e := r.index(w.seqs[k]); e != nil {
 			m = atomic.LoadUint64(&e.mem)
 		}
 		w.sets[k] = m
 	}
-	return w.sets[k]
+	return m
 }
 
 const stackStride = 128
@@ -187,11 +183,10 @@ type readCounters struct {
 // match is AppendMatches within a read section.
 func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 	r := reader{f: f, v: f.view.Load()}
-	ci := r.index(locals[0])
+	ci, cur := r.index(locals[0])
 	if ci == noEntry || !r.isRoot(ci) {
 		return dst
 	}
-	cur := r.at(ci)
 	m0 := atomic.LoadUint64(&cur.mem)
 	// The names must come from a view at least as new as m0 (and s0 from
 	// an arena as new): a slot recycled and acquired by another worker is
