@@ -1,6 +1,9 @@
 package indexer
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // Finding which workers a stride lost (flashread.go): in exact mode the
 // bisection only records where the count falls (bisectExact), and the
@@ -42,17 +45,30 @@ import "slices"
 // depth, so a count that falls is a drop) without marking: it appends the
 // offset of every position in lo+1..hi whose count is below the one before
 // it (nlo workers matching at lo, set shi at hi).
+//
+// The right half is a loop and a half without a drop is not entered, so
+// only a left half with a drop costs a call; each position is probed once
+// (the window's cache is not consulted).
 func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []int32) []int32 {
-	if memCount(shi) == nlo {
-		return drops
+	nhi := memCount(shi)
+	for nhi != nlo {
+		if hi == lo+1 {
+			return append(drops, int32(hi-win.base))
+		}
+		mid := lo + (hi-lo)/2
+		k := mid - win.base
+		var smid uint64
+		if _, e := r.index(win.seqs[k]); e != nil {
+			smid = atomic.LoadUint64(&e.mem)
+		}
+		win.sets[k] = smid
+		nmid := memCount(smid)
+		if nmid != nlo {
+			drops = r.bisectExact(win, lo, mid, nlo, smid, drops)
+		}
+		lo, nlo = mid, nmid
 	}
-	if hi == lo+1 {
-		return append(drops, int32(hi-win.base))
-	}
-	mid := lo + (hi-lo)/2
-	smid := win.get(r, mid)
-	drops = r.bisectExact(win, lo, mid, nlo, smid, drops)
-	return r.bisectExact(win, mid, hi, memCount(smid), shi, drops)
+	return drops
 }
 
 // markDrops marks the workers lost at each position of drops (offsets in
