@@ -47,8 +47,7 @@ import (
 // it (nlo workers matching at lo, set shi at hi).
 //
 // The right half is a loop and a half without a drop is not entered, so
-// only a left half with a drop costs a call; each position is probed once
-// (the window's cache is not consulted).
+// only a left half with a drop costs a call.
 func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []int32) []int32 {
 	nhi := memCount(shi)
 	for nhi != nlo {
@@ -56,7 +55,7 @@ func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []i
 			return append(drops, int32(hi-win.base))
 		}
 		mid := lo + (hi-lo)/2
-		k := mid - win.base
+		k := mid - win.base // win.get, inlined by hand
 		var smid uint64
 		if _, e := r.index(win.seqs[k]); e != nil {
 			smid = atomic.LoadUint64(&e.mem)

@@ -118,30 +118,25 @@ func (r *reader) name(slot uint32) Overlap {
 // FindMatches implements Index.
 func (f *Flash) FindMatches(locals []uint64) Overlaps { return f.AppendMatches(nil, locals) }
 
-// window caches the query's prefix ids and member-set snapshots over one
+// window holds the query's prefix ids and member-set snapshots over one
 // stride.
 type window struct {
 	base int // query position of seqs[0]
 	seqs []uint64
-	sets []uint64 // snapshots; notRead until read
+	sets []uint64 // snapshots of the positions probed
 }
 
-// notRead marks a window position not probed yet (no set word is all
-// ones: that would be a single member in slot 2^32-1).
-const notRead = ^uint64(0)
-
-// get is small enough to inline: a probe is then one call (index), not
-// three (get, reader.get, index).
+// get probes position pos and keeps its snapshot. A stride's bisection
+// probes each position at most once (q, then midpoints of disjoint
+// intervals), so nothing is looked up in sets first: marking a stride's
+// positions unread before, a store each, was all the cache cost.
 func (w *window) get(r *reader, pos int) uint64 {
 	k := pos - w.base
-	m := w.sets[k]
-	if m == notRead {
-		m = 0
-		if _, e := r.index(w.seqs[k]); e != nil {
-			m = atomic.LoadUint64(&e.mem)
-		}
-		w.sets[k] = m
+	var m uint64
+	if _, e := r.index(w.seqs[k]); e != nil {
+		m = atomic.LoadUint64(&e.mem)
 	}
+	w.sets[k] = m
 	return m
 }
 
@@ -225,9 +220,6 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		q := min(p+f.stride, D-1)
 		// Window covers positions p..q; seqs[0] is cur's.
 		win.base = p
-		for k := range win.sets[1 : q-p+1] {
-			win.sets[1+k] = notRead
-		}
 		win.seqs[0], win.sets[0] = curSeq, curSet
 		s, seqs := curSeq, win.seqs[1:q-p+1]
 		for k, l := range locals[p+1 : q+1] {
