@@ -63,8 +63,9 @@ func (r *reader) index(seq uint64) (uint32, *fentry) {
 			return noEntry, nil
 		}
 		if s&^0xffffffff == tag && uint32(s) != 0 {
-			if i := uint32(s) - 1; r.at(i).seq == seq {
-				return i, r.at(i)
+			i := uint32(s) - 1
+			if e := r.at(i); e.seq == seq {
+				return i, e
 			}
 		}
 	}
