@@ -82,7 +82,12 @@ func (r *reader) markDrops(out Overlaps, alive, aslots []uint32, win *window, dr
 	small := len(aslots) > 0 && aslots[len(aslots)-1] <= memSumMask
 	var xa uint32
 	if small {
-		xa = slotSum(aslots)
+		// aslots are the members of the set at win.base (exact mode), so
+		// their sum is in its word: no pass over them per stride.
+		var ok bool
+		if xa, ok = memSum(win.sets[0]); !ok {
+			xa = slotSum(aslots)
+		}
 	}
 	live, lost := len(aslots), false // lost: some alive[i] is noEntry
 	for _, k := range drops {
@@ -103,7 +108,10 @@ func (r *reader) markDrops(out Overlaps, alive, aslots []uint32, win *window, dr
 		alive, aslots = markLost(out, alive, aslots, r.resolve(m, false), pos, false)
 		live = len(aslots)
 		if small {
-			xa = slotSum(aslots)
+			var ok bool
+			if xa, ok = memSum(m); !ok {
+				xa = slotSum(aslots)
+			}
 		}
 	}
 	if lost {
