@@ -102,62 +102,6 @@ type request struct {
 	nodes     []int32  // node of every block, so release needs no lookups
 }
 
-// holder is one worker slot holding a block, with the number of its active
-// requests that hold it.
-type holder struct{ slot, refs int32 }
-
-// node is one block (sequence hash) and the slots holding it. A node whose
-// holders are all gone stays in the index ("dead") until the next collection,
-// so a prefix that is routed again soon costs a lookup, not an insert.
-type node struct {
-	hash   uint64
-	first  holder   // a live holder, or refs 0 when the node has none
-	rest   []holder // the other live holders, unordered
-	listed bool     // in Tracker.deadList
-	free   bool     // out of the index, in Tracker.freeNodes
-}
-
-// count is the number of live holders.
-func (nd *node) count() int {
-	if nd.first.refs == 0 {
-		return 0
-	}
-	return 1 + len(nd.rest)
-}
-
-// find returns slot s's holder, or nil.
-func (nd *node) find(s int32) *holder {
-	if nd.first.refs > 0 && nd.first.slot == s {
-		return &nd.first
-	}
-	for j := range nd.rest {
-		if nd.rest[j].slot == s {
-			return &nd.rest[j]
-		}
-	}
-	return nil
-}
-
-// add makes s a holder with one reference (s must not be one).
-func (nd *node) add(s int32) {
-	if nd.first.refs == 0 {
-		nd.first = holder{slot: s, refs: 1}
-		return
-	}
-	nd.rest = append(nd.rest, holder{slot: s, refs: 1})
-}
-
-// drop removes holder h (from find) whose refs reached 0.
-func (nd *node) drop(h *holder) {
-	last := len(nd.rest) - 1
-	if last < 0 {
-		nd.first = holder{}
-		return
-	}
-	*h = nd.rest[last]
-	nd.rest = nd.rest[:last]
-}
-
 // slot is the dense state of one worker+rank.
 type slot struct {
 	w    kvevents.Worker
@@ -193,9 +137,13 @@ type Tracker struct {
 
 	// last caches the nodes of the last Add's blocks by position: prompts
 	// routed one after another often share a prefix (a system prompt, a
-	// conversation's history), whose blocks then need no index probe. An
-	// item is used only if its node is still indexed under that block.
-	last []int32
+	// conversation's history), whose blocks then need no index probe.
+	// lastHash holds each one's block: nodes leave the index only in
+	// collect, which empties both, so last[i] is the node of lastHash[i]
+	// and a block equal to lastHash[i] needs no look at its node either
+	// (one sequential compare instead of a node read per block).
+	last     []int32
+	lastHash []uint64
 }
 
 // New returns an empty Tracker.
@@ -248,17 +196,6 @@ func (t *Tracker) newRequest() *request {
 	return &request{}
 }
 
-func (t *Tracker) newNode(h uint64) int32 {
-	if n := len(t.freeNodes); n > 0 {
-		ni := t.freeNodes[n-1]
-		t.freeNodes = t.freeNodes[:n-1]
-		t.nodes[ni].hash, t.nodes[ni].free = h, false
-		return ni
-	}
-	t.nodes = append(t.nodes, node{hash: h})
-	return int32(len(t.nodes) - 1)
-}
-
 // Add records a routed request at now. It fails, changing nothing, when the
 // id is already active or the entry is malformed.
 func (t *Tracker) Add(e Entry, now time.Time) error {
@@ -274,45 +211,64 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	r.blocks = append(r.blocks[:0], e.Blocks...)
 	e.Blocks = r.blocks
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
-	last := t.last
-	// Counted in locals and stored after the loop: the stores through nd
-	// could alias them, so counting in place would make every block wait
-	// for the previous block's store.
-	held, revived := 0, 0
-	for i, h := range e.Blocks {
-		var ni int32
-		ok := false
+	// Two passes, each a short loop whose values stay in registers: find
+	// every block's node (the cache of the last Add's, else the index),
+	// then book the slot on them. Counts are kept in locals and stored
+	// after the loops: the stores through nd could alias them, so
+	// counting in place would make every block wait for the previous
+	// block's store (t.nodes is held in a local for the same reason).
+	last, lastHash, rn := t.last, t.lastHash, r.nodes
+	created := 0
+	k := 0 // the blocks shared with the last Add's, from the first
+	for m := min(len(e.Blocks), len(last)); k < m && e.Blocks[k] == lastHash[k]; k++ {
+	}
+	copy(rn, last[:k])
+	for i := k; i < len(e.Blocks); i++ {
+		h := e.Blocks[i]
+		if i < len(last) && lastHash[i] == h {
+			rn[i] = last[i]
+			continue
+		}
+		ni, found := t.nodeOf(h)
+		if !found {
+			created++
+		}
 		if i < len(last) {
-			if c := &t.nodes[last[i]]; c.hash == h && !c.free {
-				ni, ok = last[i], true
-			}
+			last[i], lastHash[i] = ni, h
 		}
-		if !ok {
-			if ni, ok = t.index.get(h); !ok {
-				ni = t.newNode(h)
-				t.index.put(h, ni)
-			}
-			if i < len(last) {
-				last[i] = ni
-			}
-		}
-		nd := &t.nodes[ni]
-		if hd := nd.find(s); hd != nil {
+		rn[i] = ni
+	}
+	nodes := t.nodes
+	held, unheld := 0, 0 // unheld: nodes without a live holder before
+	for _, ni := range rn {
+		nd := &nodes[ni]
+		if nd.first.refs == 0 {
+			// A dead node, or a new one: the common case of a prompt
+			// new to every worker.
+			nd.first = holder{slot: s, refs: 1}
+			unheld++
+		} else if hd := nd.find(s); hd != nil {
 			hd.refs++
 		} else {
-			if ok && nd.first.refs == 0 {
-				revived++
-			}
 			nd.add(s)
 			held++
 		}
-		r.nodes[i] = ni
 	}
+	held += unheld
+	revived := unheld - created // the new nodes were not dead
 	t.dead -= revived
 	st.load.DecodeBlocks += held
 	st.held += held
 	if len(last) < len(r.nodes) {
 		t.last = append(last, r.nodes[len(last):]...)
+		t.lastHash = append(lastHash, e.Blocks[len(lastHash):]...)
+	}
+	if invariants.Enabled {
+		for i, ni := range t.last {
+			if nd := &t.nodes[ni]; nd.free || nd.hash != t.lastHash[i] {
+				panic(fmt.Sprintf("loads: last[%d] = node %d (hash %x, free %v), cached as hash %x", i, ni, nd.hash, nd.free, t.lastHash[i]))
+			}
+		}
 	}
 	if st.load.Requests == 0 {
 		t.busy++
@@ -415,28 +371,6 @@ func (t *Tracker) release(r *request) {
 	r.e = Entry{}
 	t.spare = append(t.spare, r)
 	t.collect()
-}
-
-// minDead is the number of dead nodes below which collect never runs.
-const minDead = 1024
-
-// collect drops dead nodes from the index once they outnumber the live ones
-// (amortized O(1) per released block).
-func (t *Tracker) collect() {
-	if t.dead < minDead || 2*t.dead < t.index.len() {
-		return
-	}
-	for _, ni := range t.deadList {
-		nd := &t.nodes[ni]
-		nd.listed = false
-		if nd.first.refs == 0 { // not revived since it died
-			t.index.del(nd.hash)
-			nd.free = true
-			t.freeNodes = append(t.freeNodes, ni)
-		}
-	}
-	t.deadList = t.deadList[:0]
-	t.dead = 0
 }
 
 // Sweep releases every request without progress for longer than

@@ -46,6 +46,14 @@ func (p Pass) String() string {
 // PassAt returns the pass model of the worker at slot s (see Slot).
 func (t *Tracker) PassAt(s int) Pass { return t.slots[s].pass }
 
+// PassParts returns PassAt(s)'s fields. A caller that reads every slot's
+// gets them in registers, where a Pass (seven words) is copied through
+// memory, twice, with a stall on each copy's overlapping loads.
+func (t *Tracker) PassParts(s int) (start time.Time, tokens int, arrived time.Time) {
+	p := &t.slots[s].pass
+	return p.Start, p.Tokens, p.Arrived
+}
+
 // PassOf returns w's pass model (idle when w has no slot).
 func (t *Tracker) PassOf(w kvevents.Worker) Pass {
 	s, ok := t.slotOf[w]

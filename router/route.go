@@ -123,13 +123,16 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
 	hpos := 0
+	// The router's fields in locals: the stores through c could alias
+	// them, so each would be reloaded per candidate.
+	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
 	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
-		ws, s := r.rankWS[i], r.rankSlot[i]
-		if !ws.info.Role.Serves(p.req.Hop) {
+		ws, s := rankWS[i], rankSlot[i]
+		if !ws.info.Role.Serves(hop) {
 			continue
 		}
-		l := r.loads.LoadAt(int(s))
+		l := tr.LoadAt(int(s))
 		c := &cands[k]
 		k++
 		// Field by field: a composite literal would be built and then
@@ -147,14 +150,14 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
 		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
-		ps := r.loads.PassAt(int(s))
-		c.PassKnown, c.PassElapsed, c.PassTokens = !ps.Start.IsZero(), 0, ps.Tokens
+		start, tokens, arrived := tr.PassParts(int(s))
+		c.PassKnown, c.PassElapsed, c.PassTokens = !start.IsZero(), 0, tokens
 		if c.PassKnown {
-			c.PassElapsed = float64(now.Sub(ps.Start)) / float64(time.Millisecond)
+			c.PassElapsed = float64(now.Sub(start)) / float64(time.Millisecond)
 		}
-		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !ps.Arrived.IsZero(), 0
+		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
 		if c.PassArrived {
-			c.PassArrivedElapsed = float64(now.Sub(ps.Arrived)) / float64(time.Millisecond)
+			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
 		}
 		c.Overlap = [kvevents.NumTiers]int{}
 		linkBacklog(ws, w.Rank, now, c)
@@ -198,16 +201,18 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 // slabBytes is the size of the slabs Decision.Candidates are cut from.
 const slabBytes = 64 << 10
 
-// breakdowns returns a fresh n-element slice for Decision.Candidates: the
-// caller's Request.Candidates if it is large enough, else cut from a slab
-// shared by a few consecutive decisions (one allocation per slab instead
-// of one span-sized allocation per decision; a slab lives while any of its
-// decisions is referenced, a few tens of KB).
+// breakdowns returns an n-element slice for Decision.Candidates, for the
+// selector to overwrite: the caller's Request.Candidates if it is large
+// enough, else cut from a slab shared by a few consecutive decisions (one
+// allocation per slab instead of one span-sized allocation per decision;
+// a slab lives while any of its decisions is referenced, a few tens of
+// KB).
 func (r *Router) breakdowns(req *Request, n int) []selector.Breakdown {
 	if cap(req.Candidates) >= n {
-		bs := req.Candidates[:n:n]
-		clear(bs) // as fresh as the slab's
-		return bs
+		// Not cleared: SelectInto and pickBlindLocked write every field
+		// of every breakdown (at 64 workers, clearing them first was 11
+		// KB of stores per decision).
+		return req.Candidates[:n:n]
 	}
 	if len(r.slab) < n {
 		k := max(1, slabBytes/(n*int(unsafe.Sizeof(selector.Breakdown{}))))
@@ -370,6 +375,9 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 	if len(b) == 0 {
 		return a
 	}
+	if mergeInPlace(a, b) {
+		return a
+	}
 	m := (*scratch)[:0]
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
@@ -388,6 +396,31 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 	}
 	*scratch = m
 	return append(a[:0], m...)
+}
+
+// mergeInPlace is mergeMax when every worker of b is in a (the predicted
+// side index mostly names workers whose events are in already): it raises
+// a's overlaps in place, without building the merge and copying it back,
+// and reports true; else it changes nothing and reports false.
+func mergeInPlace(a, b indexer.Overlaps) bool {
+	i := 0
+	for _, o := range b {
+		for i < len(a) && a[i].Worker.Less(o.Worker) {
+			i++
+		}
+		if i == len(a) || a[i].Worker != o.Worker {
+			return false
+		}
+		i++
+	}
+	i = 0
+	for _, o := range b {
+		for a[i].Worker != o.Worker {
+			i++
+		}
+		a[i].Blocks = max(a[i].Blocks, o.Blocks)
+	}
+	return true
 }
 
 // utilization updates and returns the running estimate of the fleet's

@@ -23,7 +23,7 @@ const maxRolledPasses = 256
 // request less queue; the next first token dates a pass again. With
 // overdue (Config.PassOverdue) a first prefill pass that took every
 // pending token and has outrun its model is still in flight instead.
-func (t Timing) inFlight(elapsed float64, started int, pending float64, chunk int, dec float64, overdue bool) (left, waiting float64) {
+func (t *Timing) inFlight(elapsed float64, started int, pending float64, chunk int, dec float64, overdue bool) (left, waiting float64) {
 	elapsed = max(elapsed, 0)
 	c := float64(max(chunk, 1))
 	done := 0.0 // tokens of the rolled passes
@@ -32,7 +32,7 @@ func (t Timing) inFlight(elapsed float64, started int, pending float64, chunk in
 	for range maxRolledPasses {
 		d := dec
 		if batch > 0 {
-			d += t.PrefillTime(batch)
+			d += t.prefillTime(batch)
 		}
 		if d <= 0 {
 			return 0, max(0, pending-done)

@@ -115,7 +115,12 @@ func (t Timing) Validate() error {
 
 // PrefillTime is the modeled time of a pass computing tok prefill tokens,
 // in ms; 0 when tok <= 0.
-func (t Timing) PrefillTime(tok float64) float64 {
+func (t Timing) PrefillTime(tok float64) float64 { return t.prefillTime(tok) }
+
+// prefillTime is PrefillTime through a pointer: the scorer's calls, once
+// or more per candidate, would otherwise copy the seven-word Timing to
+// the stack each time and stall reading it back.
+func (t *Timing) prefillTime(tok float64) float64 {
 	if tok <= 0 {
 		return 0
 	}
@@ -124,7 +129,10 @@ func (t Timing) PrefillTime(tok float64) float64 {
 
 // DecodeTime is the modeled decode share of a pass at KV usage p (clamped
 // to [0, 1]), in ms.
-func (t Timing) DecodeTime(p float64) float64 {
+func (t Timing) DecodeTime(p float64) float64 { return t.decodeTime(p) }
+
+// decodeTime is DecodeTime through a pointer (see prefillTime).
+func (t *Timing) decodeTime(p float64) float64 {
 	p = min(max(p, 0), 1)
 	return t.DecodeQuad*p*p + t.DecodeLin*p + t.DecodeConst
 }
@@ -146,7 +154,7 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	ms = n * full
 	passes = int(n)
 	if rem > 0 {
-		ms += t.PrefillTime(rem)
+		ms += t.prefillTime(rem)
 		passes++
 	}
 	return ms, passes
@@ -198,7 +206,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
 	chunk = max(1, chunk-decoding)
 	if chunk != *fullChunk {
-		*full, *fullChunk = tm.PrefillTime(float64(chunk)), chunk
+		*full, *fullChunk = tm.prefillTime(float64(chunk)), chunk
 	}
 	cf := float64(chunk)
 	usage := max(c.KVUsage, 0)
@@ -214,7 +222,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		// own in shared passes (pass.go).
 		dec := 0.0
 		if decoding > 0 {
-			dec = tm.DecodeTime(c.KVUsage)
+			dec = tm.decodeTime(c.KVUsage)
 		}
 		elapsed, started := c.PassElapsed, c.PassTokens
 		if cfg.DecodePhase && c.PassArrived {
@@ -246,7 +254,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	imposed := mine * cfg.ImposedWeight * s.queueFactor
 	decode := 0.0
 	if c.ActiveRequests > 0 {
-		decode = float64(passes) * tm.DecodeTime(usage)
+		decode = float64(passes) * tm.decodeTime(usage)
 	}
 	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
 	out.Prefill = prefill

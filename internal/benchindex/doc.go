@@ -49,6 +49,12 @@
 // same lookups replayed alone, unpaced on one reader, against an index
 // preloaded with every event of the stream. It separates what a lookup
 // costs on a realistic index state from what concurrent writers add.
+// The wall times come from a pass with no other clock; thread CPU is timed
+// in a second pass (its system calls flush the TLB on the test VM). A
+// stall probe before them (ProbeStalls) measures how often the machine
+// itself takes the CPU from a running thread: a lookup's chance of
+// overlapping such a stall is its length times their rate, and above 1%
+// the p99 is the stall's length.
 //
 // Replay, Merge and the report math are deterministic given their inputs
 // and are tested with synthetic streams; generation needs the trace and

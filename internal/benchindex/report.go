@@ -237,10 +237,17 @@ type Report struct {
 	Summaries []Summary `json:"sustained_summary,omitempty"`
 	// Idle holds, per index, the lookups replayed alone against the index
 	// preloaded with every event (Config.IdleLookups): no writers.
-	Idle  []Result `json:"idle_lookups,omitempty"`
-	Chart string   `json:"chart,omitempty"` // PNG path written by --sweep
-	CSV   string   `json:"csv,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	Idle []Result `json:"idle_lookups,omitempty"`
+	// IdleCPU holds, per index, the same lookups replayed again on the
+	// same index with their thread CPU timed too (Config.LookupCPU; the
+	// clock's system calls slow the lookups, so Idle is timed without).
+	IdleCPU []Result `json:"idle_lookups_cpu,omitempty"`
+	// IdleStalls holds, per index, the stall probe run just before the
+	// lookups of Idle (ProbeStalls).
+	IdleStalls []Stalls `json:"idle_stalls,omitempty"`
+	Chart      string   `json:"chart,omitempty"` // PNG path written by --sweep
+	CSV        string   `json:"csv,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // WriteText prints the report for humans.
@@ -304,9 +311,14 @@ func (rep *Report) WriteText(w io.Writer) error {
 	for _, r := range rep.Idle {
 		fmt.Fprintf(&b, "%-6s no writers (every event preloaded, lookups alone, 1 reader, unpaced): lookup p50/p99/p999 %.2f/%.2f/%.2f µs, %s lookups/s\n",
 			r.Index, r.LookupP50us, r.LookupP99us, r.LookupP999us, si(r.LookupsPerSec))
-		if r.LookupCPUP50us > 0 {
-			fmt.Fprintf(&b, "%-6s no writers: %s\n", r.Index, cpuText(r))
+	}
+	for i, st := range rep.IdleStalls {
+		if i < len(rep.Idle) {
+			fmt.Fprintf(&b, "%-6s no writers: %s\n", rep.Idle[i].Index, stallText(st, rep.Idle[i].LookupP50us))
 		}
+	}
+	for _, r := range rep.IdleCPU {
+		fmt.Fprintf(&b, "%-6s no writers, a second pass timing thread CPU too (its clock's system calls slow the lookups): %s\n", r.Index, cpuText(r))
 	}
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "%-6s %s block ops/s, %s ops/s (%s lookups/s), lookup p50 %.2f µs p99 %.2f µs p999 %.2f µs, %s bytes/block (heap %.0f), queued %.1f%%, window %.1f ms, wall %.1f ms %s\n",
@@ -382,6 +394,14 @@ func cpuText(r Result) string {
 		"%.2f%% of lookups were switched off their CPU mid-lookup, the others took wall p50/p99/p999 %.2f/%.2f/%.2f µs (CPU p99 %.2f µs)",
 		r.LookupCPUP50us, r.LookupCPUP99us, r.LookupCPUP999us, r.CPUBaselineus, r.LookupP50us, r.LookupP99us, r.LookupP999us,
 		100*r.SwitchedFrac, r.QuietWallP50us, r.QuietWallP99us, r.QuietWallP999us, r.QuietCPUP99us)
+}
+
+// stallText states a stall probe's findings and the share of lookups of
+// the median wall time p50 (µs) they should hit.
+func stallText(s Stalls, p50 float64) string {
+	return fmt.Sprintf("a %.0f ms probe before the replay saw the machine stall a spinning thread, not switching it out, %.0f times/s for >= %v (median %.1f µs, p90 %.1f µs, %.1f%% of the time; "+
+		"and %.0f times/s switch it out); a lookup of the median wall time %.2f µs overlaps a stall with probability ~%.2f%%, and where that nears or passes 1%% the p99 is a stall's length, not the index's",
+		s.ProbeMS, s.PerSec, MinStall, s.P50us, s.P90us, 100*s.LostFrac, s.SwitchedPerSec, p50, 100*s.HitFrac(p50))
 }
 
 func safeText(r Result, shards int) string {

@@ -294,7 +294,11 @@ func runSearches(ctx context.Context, cfg Config, rep *Report, tl *Timeline, f T
 		if err != nil {
 			return err
 		}
-		rep.Idle = append(rep.Idle, r)
+		rep.Idle = append(rep.Idle, r.Wall)
+		rep.IdleStalls = append(rep.IdleStalls, r.Stalls)
+		if cfg.LookupCPU {
+			rep.IdleCPU = append(rep.IdleCPU, r.CPU)
+		}
 	}
 	return nil
 }

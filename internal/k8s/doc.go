@@ -23,7 +23,9 @@
 // Optional annotations kvrouter.io/block-size, kvrouter.io/dp-size and
 // kvrouter.io/max-num-seqs describe the engine (a block size other than
 // the router's is refused; max-num-seqs turns on the time cost's
-// sequence-cap rule for that pod).
+// sequence-cap rule for that pod). Editing max-num-seqs on a running pod
+// updates the worker in place; an edit of block-size or dp-size changes
+// what its events mean, so the pod leaves and joins anew.
 //
 // Pool is safe for concurrent use (Members while Run applies pod
 // changes). The package imports client-go; the router's core packages

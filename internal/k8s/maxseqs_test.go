@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -45,5 +46,38 @@ func TestPodMaxNumSeqs(t *testing.T) {
 		if warned := strings.Contains(logs.String(), "max-num-seqs"); warned != tc.warn {
 			t.Errorf("%v: warned %v, want %v: %s", tc.ann, warned, tc.warn, logs.String())
 		}
+	}
+}
+
+// TestPoolAnnotationEdits edits a running pod's annotations: a new
+// max-num-seqs updates the worker in place (Join, no Leave, so its index
+// and loads stay), a new dp size makes it leave and join anew, and an
+// edit the router does not read changes nothing.
+func TestPoolAnnotationEdits(t *testing.T) {
+	ann := map[string]string{AnnotationWorkerID: "7", AnnotationMaxNumSeqs: "64"}
+	client := fake.NewClientset(pod("a", "10.0.0.1", true, ann))
+	p, rec, ctx := watchPool(t, client)
+	want(t, rec.take(t, 1), "join 7 http://10.0.0.1:8000 bs=0 seqs=64")
+
+	pods := client.CoreV1().Pods("llm")
+	edit := func(kv ...string) {
+		t.Helper()
+		a := pod("a", "10.0.0.1", true, map[string]string{AnnotationWorkerID: "7"})
+		for i := 0; i < len(kv); i += 2 {
+			a.Annotations[kv[i]] = kv[i+1]
+		}
+		if _, err := pods.Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(AnnotationMaxNumSeqs, "128")
+	want(t, rec.take(t, 1), "join 7 http://10.0.0.1:8000 bs=0 seqs=128")
+	edit(AnnotationMaxNumSeqs, "128", "team", "blue") // read by nobody
+	edit(AnnotationMaxNumSeqs, "128", AnnotationDPSize, "2")
+	want(t, rec.take(t, 2), "leave 7", "join 7 http://10.0.0.1:8000 bs=0 seqs=128")
+	edit(AnnotationDPSize, "2") // annotation removed: back to unknown
+	want(t, rec.take(t, 1), "join 7 http://10.0.0.1:8000 bs=0")
+	if got := p.Members(); len(got) != 1 || got["llm/a"] != 7 {
+		t.Fatalf("members %v; want llm/a as worker 7", got)
 	}
 }

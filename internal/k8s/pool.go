@@ -104,7 +104,13 @@ type member struct {
 	url    string
 	zmq    string // KV-event PUB endpoint dialled, or ""
 	replay string // its replay endpoint, or ""
+	// The engine's annotated shape: block and dp size change what its
+	// events mean, so a pod whose annotations change them joins anew;
+	// max_num_seqs only tunes the time cost, so it is updated in place.
+	blockSize, dpSize, maxNumSeqs int
 }
+
+func (m member) withSeqs(n int) member { m.maxNumSeqs = n; return m }
 
 // Pool watches the pods of one InferencePool. Build with NewPool, then Run.
 type Pool struct {
@@ -217,8 +223,14 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	p.mu.Lock()
 	old, had := p.members[key]
 	p.mu.Unlock()
-	if had && ready && old.id == w.ID && old.url == w.URL && old.zmq == ep && old.replay == replay {
+	now := member{id: w.ID, url: w.URL, zmq: ep, replay: replay,
+		blockSize: w.BlockSize, dpSize: w.DPSize, maxNumSeqs: w.MaxNumSeqs}
+	if had && ready && old == now {
 		return // nothing changed for the router
+	}
+	if had && ready && old.withSeqs(now.maxNumSeqs) == now {
+		p.update(m, key, w, now) // only max_num_seqs changed
+		return
 	}
 	if had {
 		p.mu.Lock()
@@ -243,9 +255,23 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 		}
 	}
 	p.mu.Lock()
-	p.members[key] = member{id: w.ID, url: w.URL, zmq: ep, replay: replay}
+	p.members[key] = now
 	p.mu.Unlock()
 	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL, "zmq", ep)
+}
+
+// update re-announces a joined pod whose max_num_seqs annotation was
+// edited: Join updates a known worker in place, keeping its index and
+// loads, so the edit applies without the pod restarting.
+func (p *Pool) update(m discovery.Membership, key string, w discovery.Worker, now member) {
+	if err := m.Join(w); err != nil {
+		p.log.Warn("pool pod update refused", "pod", key, "worker", w.ID, "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.members[key] = now
+	p.mu.Unlock()
+	p.log.Info("pool pod updated", "pod", key, "worker", w.ID, "max_num_seqs", w.MaxNumSeqs)
 }
 
 // worker describes pod as a worker; ready is false while the pod has no

@@ -28,7 +28,11 @@ type recorder struct {
 }
 
 func (r *recorder) Join(w discovery.Worker) error {
-	r.add(fmt.Sprintf("join %d %s bs=%d", w.ID, w.URL, w.BlockSize))
+	s := fmt.Sprintf("join %d %s bs=%d", w.ID, w.URL, w.BlockSize)
+	if w.MaxNumSeqs != 0 {
+		s += fmt.Sprintf(" seqs=%d", w.MaxNumSeqs)
+	}
+	r.add(s)
 	return nil
 }
 
@@ -82,6 +86,62 @@ func pod(name, ip string, ready bool, ann map[string]string) *corev1.Pod {
 // outside the selector is ignored.
 func TestPoolPods(t *testing.T) {
 	client := fake.NewClientset(pod("a", "10.0.0.1", true, nil))
+	p, rec, ctx := watchPool(t, client)
+	idA := zmqsub.TopicHash("10.0.0.1")
+	want(t, rec.take(t, 1), fmt.Sprintf("join %d http://10.0.0.1:8000 bs=0", idA))
+
+	pods := client.CoreV1().Pods("llm")
+	b := pod("b", "10.0.0.2", false, map[string]string{AnnotationWorkerID: "7", AnnotationBlockSize: "16"})
+	if _, err := pods.Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.Status.Conditions[0].Status = corev1.ConditionTrue // ready
+	if _, err := pods.UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, rec.take(t, 1), "join 7 http://10.0.0.2:8000 bs=16")
+
+	a := pod("a", "10.0.0.1", false, nil) // unready
+	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, rec.take(t, 1), fmt.Sprintf("leave %d", idA))
+	a = pod("a", "10.0.0.9", true, nil) // ready again at a new IP: a new worker
+	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, rec.take(t, 1), fmt.Sprintf("join %d http://10.0.0.9:8000 bs=0", zmqsub.TopicHash("10.0.0.9")))
+	b.Status.PodIP = "10.0.0.3" // IP change of a joined pod: leave, then join
+	if _, err := pods.UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, rec.take(t, 2), "leave 7", "join 7 http://10.0.0.3:8000 bs=16")
+
+	other := pod("c", "10.0.0.4", true, nil)
+	other.Labels = map[string]string{"app": "other"}
+	if _, err := pods.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, rec.take(t, 1), "leave 7") // and nothing for pod c
+	if len(p.Members()) != 1 {
+		t.Fatalf("members %v; want pod a only", p.Members())
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); !p.Synced(); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatal("pool never synced")
+		}
+	}
+}
+
+// watchPool runs a pool with selector app=vllm and target port 8000 over
+// client until the test ends, and returns it once its watch is open.
+func watchPool(t *testing.T, client *fake.Clientset) (*Pool, *recorder, context.Context) {
+	t.Helper()
 	watching := make(chan struct{})
 	var once sync.Once
 	// The informer lists, then watches; changes made before its watch is
@@ -102,67 +162,20 @@ func TestPoolPods(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, rec) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
-	idA := zmqsub.TopicHash("10.0.0.1")
-	want := func(got []string, want ...string) {
-		t.Helper()
-		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Fatalf("membership changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	want(rec.take(t, 1), fmt.Sprintf("join %d http://10.0.0.1:8000 bs=0", idA))
+	})
 	<-watching
+	return p, rec, ctx
+}
 
-	pods := client.CoreV1().Pods("llm")
-	b := pod("b", "10.0.0.2", false, map[string]string{AnnotationWorkerID: "7", AnnotationBlockSize: "16"})
-	if _, err := pods.Create(ctx, b, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	b.Status.Conditions[0].Status = corev1.ConditionTrue // ready
-	if _, err := pods.UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want(rec.take(t, 1), "join 7 http://10.0.0.2:8000 bs=16")
-
-	a := pod("a", "10.0.0.1", false, nil) // unready
-	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want(rec.take(t, 1), fmt.Sprintf("leave %d", idA))
-	a = pod("a", "10.0.0.9", true, nil) // ready again at a new IP: a new worker
-	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want(rec.take(t, 1), fmt.Sprintf("join %d http://10.0.0.9:8000 bs=0", zmqsub.TopicHash("10.0.0.9")))
-	b.Status.PodIP = "10.0.0.3" // IP change of a joined pod: leave, then join
-	if _, err := pods.UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want(rec.take(t, 2), "leave 7", "join 7 http://10.0.0.3:8000 bs=16")
-
-	other := pod("c", "10.0.0.4", true, nil)
-	other.Labels = map[string]string{"app": "other"}
-	if _, err := pods.Create(ctx, other, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	want(rec.take(t, 1), "leave 7") // and nothing for pod c
-	if len(p.Members()) != 1 {
-		t.Fatalf("members %v; want pod a only", p.Members())
-	}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(10 * time.Second); !p.Synced(); <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatal("pool never synced")
-		}
+func want(t *testing.T, got []string, exp ...string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(exp, "\n") {
+		t.Fatalf("membership changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
 	}
 }
 

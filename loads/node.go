@@ -1,0 +1,110 @@
+package loads
+
+// The block index's nodes: one per active (or recently active) block,
+// listing the worker slots holding it (Tracker.index maps a block's
+// sequence hash to its node).
+
+// holder is one worker slot holding a block, with the number of its active
+// requests that hold it.
+type holder struct{ slot, refs int32 }
+
+// node is one block (sequence hash) and the slots holding it. A node whose
+// holders are all gone stays in the index ("dead") until the next collection,
+// so a prefix that is routed again soon costs a lookup, not an insert.
+type node struct {
+	hash   uint64
+	first  holder   // a live holder, or refs 0 when the node has none
+	rest   []holder // the other live holders, unordered
+	listed bool     // in Tracker.deadList
+	free   bool     // out of the index, in Tracker.freeNodes
+}
+
+// count is the number of live holders.
+func (nd *node) count() int {
+	if nd.first.refs == 0 {
+		return 0
+	}
+	return 1 + len(nd.rest)
+}
+
+// find returns slot s's holder, or nil.
+func (nd *node) find(s int32) *holder {
+	if nd.first.refs > 0 && nd.first.slot == s {
+		return &nd.first
+	}
+	for j := range nd.rest {
+		if nd.rest[j].slot == s {
+			return &nd.rest[j]
+		}
+	}
+	return nil
+}
+
+// add makes s a holder with one reference (s must not be one).
+func (nd *node) add(s int32) {
+	if nd.first.refs == 0 {
+		nd.first = holder{slot: s, refs: 1}
+		return
+	}
+	nd.rest = append(nd.rest, holder{slot: s, refs: 1})
+}
+
+// drop removes holder h (from find) whose refs reached 0.
+func (nd *node) drop(h *holder) {
+	last := len(nd.rest) - 1
+	if last < 0 {
+		nd.first = holder{}
+		return
+	}
+	*h = nd.rest[last]
+	nd.rest = nd.rest[:last]
+}
+
+func (t *Tracker) newNode(h uint64) int32 {
+	if n := len(t.freeNodes); n > 0 {
+		ni := t.freeNodes[n-1]
+		t.freeNodes = t.freeNodes[:n-1]
+		t.nodes[ni].hash, t.nodes[ni].free = h, false
+		return ni
+	}
+	t.nodes = append(t.nodes, node{hash: h})
+	return int32(len(t.nodes) - 1)
+}
+
+// nodeOf returns the node of block h and whether it was indexed already
+// (else it is new). Add's slow path, kept out of its loop.
+//
+//go:noinline
+func (t *Tracker) nodeOf(h uint64) (int32, bool) {
+	if ni, ok := t.index.get(h); ok {
+		return ni, true
+	}
+	ni := t.newNode(h)
+	t.index.put(h, ni)
+	return ni, false
+}
+
+// minDead is the number of dead nodes below which collect never runs.
+const minDead = 1024
+
+// collect drops dead nodes from the index once they outnumber the live ones
+// (amortized O(1) per released block).
+func (t *Tracker) collect() {
+	if t.dead < minDead || 2*t.dead < t.index.len() {
+		return
+	}
+	for _, ni := range t.deadList {
+		nd := &t.nodes[ni]
+		nd.listed = false
+		if nd.first.refs == 0 { // not revived since it died
+			t.index.del(nd.hash)
+			nd.free = true
+			t.freeNodes = append(t.freeNodes, ni)
+		}
+	}
+	t.deadList = t.deadList[:0]
+	t.dead = 0
+	// Freed nodes may be reused for other blocks: Add's cache of nodes
+	// by position no longer holds.
+	t.last, t.lastHash = t.last[:0], t.lastHash[:0]
+}
