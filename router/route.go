@@ -122,7 +122,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
-	hpos := 0
+	hist, hpos := r.hist, 0
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
 	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
@@ -188,11 +188,11 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			c.Overlap[kvevents.TierDevice] = max(c.Overlap[kvevents.TierDevice], len(p.seq)-nb[s])
 		}
 		c.History = 0
-		for hpos < len(r.hist) && r.hist[hpos].Worker.Less(w) {
+		for hpos < len(hist) && hist[hpos].Worker.Less(w) {
 			hpos++
 		}
-		if hpos < len(r.hist) && r.hist[hpos].Worker == w {
-			c.History = r.hist[hpos].Blocks
+		if hpos < len(hist) && hist[hpos].Worker == w {
+			c.History = hist[hpos].Blocks
 		}
 	}
 	return cands[:k]
