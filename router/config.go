@@ -63,6 +63,11 @@ type PredictConfig struct {
 	// (PolicyApprox) knows of running requests. Default true; false =
 	// off (Dynamo's behaviour, preset "dynamo").
 	Active bool `yaml:"active"`
+	// HistoryTTL keeps every decision's blocks this long in a routing
+	// history (history.go), which the selector credits beyond what the
+	// events say (selector Config.HistoryWeight, HistoryTie). Default 0 =
+	// no history.
+	HistoryTTL time.Duration `yaml:"history_ttl"`
 }
 
 // Config composes the router's component configurations.
@@ -185,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if c.Predict.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
+	}
+	if c.Predict.HistoryTTL < 0 {
+		errs = append(errs, fmt.Errorf("router: history TTL %v must be >= 0", c.Predict.HistoryTTL))
 	}
 	if err := c.Disagg.Validate(); err != nil {
 		errs = append(errs, err)

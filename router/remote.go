@@ -108,6 +108,9 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		if r.predict != nil && len(b.Locals) > 0 {
 			r.predict.InsertSeq(b.Worker, p.seqBuf, now)
 		}
+		if r.history != nil && len(b.Locals) > 0 {
+			r.history.InsertSeq(b.Worker, p.seqBuf, now)
+		}
 		putPending(p)
 	case BookPrefillDone:
 		if err := r.loads.PrefillDone(key, now); err != nil {

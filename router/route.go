@@ -53,6 +53,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.seq, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
+	r.lookupHistory(p, now)
 	outBlocks := r.outputBlocks(req)
 	cands := r.candidates(p, ov, outBlocks, now)
 	// The filters are function values, so a local Request would escape.
@@ -121,6 +122,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
 	var pos [kvevents.NumTiers]int
+	hist, hpos := r.hist, 0
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
 	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
@@ -184,6 +186,13 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		}
 		if active {
 			c.Overlap[kvevents.TierDevice] = max(c.Overlap[kvevents.TierDevice], len(p.seq)-nb[s])
+		}
+		c.History = 0
+		for hpos < len(hist) && hist[hpos].Worker.Less(w) {
+			hpos++
+		}
+		if hpos < len(hist) && hist[hpos].Worker == w {
+			c.History = hist[hpos].Blocks
 		}
 	}
 	return cands[:k]
@@ -283,6 +292,9 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	}
 	if r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd {
 		r.predict.InsertSeq(c.Worker, p.seq, now)
+	}
+	if r.history != nil && len(p.locals) > 0 {
+		r.history.InsertSeq(c.Worker, p.seq, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)

@@ -102,6 +102,7 @@ type Router struct {
 	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
+	history  *indexer.Approx // routing history (Config.Predict.HistoryTTL, history.go)
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -124,6 +125,7 @@ type Router struct {
 	utilAt    time.Time            // its last update
 	utilW     []float64            // per loads slot utilization (rankUtil)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
+	hist      indexer.Overlaps     // history overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 
@@ -168,6 +170,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 		aff:      affinity.New(cfg.Affinity.TTL),
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
+		history:  newHistory(cfg),
 	}
 	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
 		pc := cfg.Index.Approx
@@ -323,6 +326,9 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	}
 	if r.predict != nil {
 		r.predict.RemoveWorker(id)
+	}
+	if r.history != nil {
+		r.history.RemoveWorker(id)
 	}
 	delete(r.workers, id)
 	for i, w := range r.ranks {

@@ -117,6 +117,16 @@ type Config struct {
 	// roll on past the modeled end, placing later requests in a pass the
 	// engine has not started.
 	PassOverdue bool `yaml:"pass_overdue"`
+	// HistoryWeight is the credit per leading block the worker's routing
+	// history holds (Candidate.History) beyond every tier's prefix: blocks
+	// recently routed there that the events say it evicted since. Default
+	// 0 = the history is not credited.
+	HistoryWeight float64 `yaml:"history_weight"`
+	// HistoryTie (temperature 0) widens the cost tie to the candidates
+	// within HistoryTie (relative) of the lowest cost, and among them
+	// prefers those holding or having held (Candidate.History) the deepest
+	// prefix of the request, then the lowest cost. Default 0 = off.
+	HistoryTie float64 `yaml:"history_tie"`
 	// TransferWeight, when > 0, says the request's prompt KV arrives by
 	// transfer from another worker instead of being computed (the decode
 	// hop of a disaggregated request, DESIGN.md §10): the candidate's own
@@ -200,6 +210,8 @@ func (c Config) Validate() error {
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("TransferWeight", c.TransferWeight)
+	nonneg("HistoryWeight", c.HistoryWeight)
+	nonneg("HistoryTie", c.HistoryTie)
 	nonneg("Temperature", c.Temperature)
 	nonneg("BusyKVUsage", c.BusyKVUsage)
 	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)

@@ -94,6 +94,42 @@
 // pass on the first 4000 requests of each trace (12 off) and 8 on the
 // whole traces (8 off, other cells failing); so they stay off.
 //
+// # Routing history (Config.HistoryWeight, HistoryTie; off)
+//
+// The router can keep every decision's blocks for a while (router
+// Config.Predict.HistoryTTL) and pass, per candidate, the prefix of the
+// request it recently routed there (Candidate.History), whether or not
+// the events say the worker still holds it. HistoryWeight credits those
+// history blocks beyond every tier's prefix (blocks evicted since: the
+// engine computes them again) at that weight each, the decay applied:
+//
+//	credit += HistoryWeight * decay * max(0, history - max over tiers of overlap)
+//
+// and HistoryTie (temperature 0) prefers, among the candidates within
+// that relative cost of the best, the deepest history, then the lowest
+// cost. They test whether a worker that recently served a prefix is a
+// better home for its next turn than its cache alone says (PolicyApprox,
+// which credits its 2-minute routing history as resident, has a
+// noise-level p50 edge on some cells). Measured in the simulator (whole
+// traces, 8 workers, 50/70/90% load, history 2 min), none passes more of
+// the 12 verdicts than the default's 8 without losing one of its cells
+// or a verdict on the first 4000 requests:
+// weight 1 passes conversation 50% but fails azure-code 70% (p50 589.68
+// against approx's 589.61 ms), raises conversation's p99 (1801 to 1805,
+// 1845 to 1877, 1959 to 2004 ms) and, on the first 4000 requests, fails
+// conversation 50% (p99 1958 ms against approx's 1925, every seed);
+// weights 0.25, 0.5, 0.75 and ties of 1% and 5% pass 2, 1, 2, 1 and 2 of
+// the 6 verdicts of conversation and azure-conv (the default 2); weight 1
+// with DecodePhase and PassOverdue passes 9 but loses conversation 70%
+// (p50 189.93 against approx's 189.78 ms); weight 0.5 with them passes
+// 10, keeping every cell the default passes (azure-conv 70% by 0.01 ms,
+// 90% decided as approx does), but both pass 11 of 12 on the first 4000
+// requests, where the default passes all (azure-conv 50%: p99 114 ms
+// against load's 105, as with DecodePhase and PassOverdue alone).
+// The p50 gaps they aim at are seed noise: at 0.1% rate jitter (sim
+// --seeds 1,2,3 --load-jitter 0.001) azure-conv 90% spans 214 to 259 ms
+// for kv and approx alike, against a 2 ms gap. So both stay off.
+//
 // Why: every term is then the same unit, so no weight has to be tuned to
 // a trace. Dynamo's cost adds prefill blocks to resident decode blocks;
 // with its unit weights one more active 12k-token request on a worker

@@ -44,6 +44,11 @@ type Candidate struct {
 	// Overlap is the number of leading request blocks held per storage
 	// tier (indexed by kvevents.Tier).
 	Overlap [kvevents.NumTiers]int
+	// History is the number of leading request blocks the router's
+	// recent decisions put on the worker (its routing history), whether
+	// or not the worker still holds them; Config.HistoryWeight credits
+	// those beyond Overlap. 0: none or unknown.
+	History int
 	// ActivePrefillTokens, ActiveDecodeBlocks and ActiveRequests are the
 	// rank's current load (package loads).
 	ActivePrefillTokens int
@@ -343,6 +348,10 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		b.Out = ReasonNone
 		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
 	}
+	if cfg.HistoryTie > 0 && cfg.Temperature <= 0 {
+		res.Chosen = pickHistory(cfg, res.Breakdowns, cands, cmin, rng)
+		return res, nil
+	}
 	if cfg.TieUtilization && cfg.Temperature <= 0 {
 		res.Chosen = pickLeastBusy(res.Breakdowns, cands, cmin, rng)
 		return res, nil
@@ -416,7 +425,7 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) {
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/s.reqBlocks)
 	}
 	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
-	credit := tierCredit(&c.Overlap, w)
+	credit := tierCredit(&c.Overlap, w) + historyCredit(cfg, c, decay)
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
