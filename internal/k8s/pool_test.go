@@ -139,8 +139,9 @@ func TestPoolPods(t *testing.T) {
 }
 
 // watchPool runs a pool with selector app=vllm and target port 8000 over
-// client until the test ends, and returns it once its watch is open.
-func watchPool(t *testing.T, client *fake.Clientset) (*Pool, *recorder, context.Context) {
+// client until the test ends, and returns it once its watch is open. With
+// zmqPorts (PUB, replay) it dials pods' KV events, recorded as changes.
+func watchPool(t *testing.T, client *fake.Clientset, zmqPorts ...int) (*Pool, *recorder, context.Context) {
 	t.Helper()
 	watching := make(chan struct{})
 	var once sync.Once
@@ -153,12 +154,18 @@ func watchPool(t *testing.T, client *fake.Clientset) (*Pool, *recorder, context.
 	})
 	cfg := DefaultPoolConfig()
 	cfg.Namespace, cfg.Selector, cfg.TargetPort = "llm", "app=vllm", 8000
+	if len(zmqPorts) == 2 {
+		cfg.ZMQPort, cfg.ZMQReplayPort = zmqPorts[0], zmqPorts[1]
+	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	p, err := NewPool(cfg, client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{ch: make(chan struct{}, 1)}
+	if len(zmqPorts) == 2 {
+		p.SetSources(sourceRecorder{rec})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, rec) }()

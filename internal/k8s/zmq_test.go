@@ -1,20 +1,13 @@
 package k8s
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 )
 
 // sourceRecorder logs Sources calls into the membership recorder's log,
@@ -33,61 +26,30 @@ func (s sourceRecorder) Remove(id uint64) { s.rec.add(fmt.Sprintf("undial %d", i
 // the annotation names another endpoint ($(POD_IP) replaced).
 func TestPoolZMQSources(t *testing.T) {
 	client := fake.NewClientset(pod("a", "10.0.0.1", true, map[string]string{AnnotationWorkerID: "5"}))
-	watching := make(chan struct{})
-	var once sync.Once
-	client.PrependWatchReactor("pods", func(a clienttesting.Action) (bool, watch.Interface, error) {
-		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
-		once.Do(func() { close(watching) })
-		return true, w, err
-	})
-	cfg := DefaultPoolConfig()
-	cfg.Namespace, cfg.Selector, cfg.TargetPort, cfg.ZMQPort, cfg.ZMQReplayPort = "llm", "app=vllm", 8000, 5557, 5558
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := NewPool(cfg, client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{ch: make(chan struct{}, 1)}
-	p.SetSources(sourceRecorder{rec})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx, rec) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	want := func(got []string, want ...string) {
-		t.Helper()
-		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Fatalf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-		}
-	}
-	want(rec.take(t, 2), "join 5 http://10.0.0.1:8000 bs=0", "dial 5 tcp://10.0.0.1:5557 replay=\"tcp://10.0.0.1:5558\" dp=1")
-	<-watching
+	_, rec, ctx := watchPool(t, client, 5557, 5558)
+	want(t, rec.take(t, 2), "join 5 http://10.0.0.1:8000 bs=0", "dial 5 tcp://10.0.0.1:5557 replay=\"tcp://10.0.0.1:5558\" dp=1")
 
 	pods := client.CoreV1().Pods("llm")
 	a := pod("a", "10.0.0.2", true, map[string]string{AnnotationWorkerID: "5"}) // new IP
 	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 4), "undial 5", "leave 5", "join 5 http://10.0.0.2:8000 bs=0", "dial 5 tcp://10.0.0.2:5557 replay=\"tcp://10.0.0.2:5558\" dp=1")
+	want(t, rec.take(t, 4), "undial 5", "leave 5", "join 5 http://10.0.0.2:8000 bs=0", "dial 5 tcp://10.0.0.2:5557 replay=\"tcp://10.0.0.2:5558\" dp=1")
 
 	b := pod("b", "10.0.0.3", true, map[string]string{AnnotationWorkerID: "6", AnnotationDPSize: "2",
 		AnnotationZMQEndpoint: "tcp://$(POD_IP):6000", AnnotationZMQReplayEndpoint: "tcp://$(POD_IP):6001"})
 	if _, err := pods.Create(ctx, b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 2), "join 6 http://10.0.0.3:8000 bs=0", "dial 6 tcp://10.0.0.3:6000 replay=\"tcp://10.0.0.3:6001\" dp=2")
+	want(t, rec.take(t, 2), "join 6 http://10.0.0.3:8000 bs=0", "dial 6 tcp://10.0.0.3:6000 replay=\"tcp://10.0.0.3:6001\" dp=2")
 
 	a.Status.Conditions[0].Status = corev1.ConditionFalse // unready
 	if _, err := pods.UpdateStatus(ctx, a, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 2), "undial 5", "leave 5")
+	want(t, rec.take(t, 2), "undial 5", "leave 5")
 	if err := pods.Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want(rec.take(t, 2), "undial 6", "leave 6")
+	want(t, rec.take(t, 2), "undial 6", "leave 6")
 }
