@@ -40,6 +40,13 @@ import (
 // the 64 slots inside the lookup would cost about what it saves (2.3-4.7
 // us). Fewer lines per probe (an id slot and its entry in one line,
 // DESIGN.md §3) or ids of nearby positions sharing lines is what is left.
+//
+// Also tried on a 512-block lookup over 64 workers (BenchmarkRoutePhases'
+// index, all in cache; alternated binaries, ~3.55 us per lookup), each
+// no change beyond the noise: the reader keeping copies of its view's id
+// table and chunk slices (one load less per probe), the prefix-id chain
+// moved out of match into a function of its own (in match its running id
+// is spilled to the stack each step), and memN without branches.
 
 // bisectExact is bisectSafe's walk in exact mode (sets only shrink with
 // depth, so a count that falls is a drop) without marking: it appends the
