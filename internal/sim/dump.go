@@ -15,8 +15,9 @@ import (
 // served it (Config.KeepRequests): the router's prediction beside what
 // happened, to tell which term of the cost misled a decision. Predicted
 // figures are those of the chosen candidate's selector.Breakdown; they are
-// zero for policies that do not score (cache-aware) and for requests the
-// router's wait queue released later.
+// zero for policies that do not score (cache-aware), for requests the
+// router's wait queue released later and for disaggregated variants (whose
+// two hops this row does not split).
 type RequestRow struct {
 	Policy    string  `json:"policy"`
 	ID        int     `json:"id"`
