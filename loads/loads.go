@@ -213,15 +213,13 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	r.nodes = slices.Grow(r.nodes[:0], len(e.Blocks))[:len(e.Blocks)]
 	// Two passes, each a short loop whose values stay in registers: find
 	// every block's node (the cache of the last Add's, else the index),
-	// then book the slot on them. Counts are kept in locals and stored
-	// after the loops: the stores through nd could alias them, so
-	// counting in place would make every block wait for the previous
-	// block's store (t.nodes is held in a local for the same reason).
+	// then book the slot on them (bookUnheld, bookHeld). Counts are kept
+	// in locals and stored after the loops: the stores through nd could
+	// alias them, so counting in place would make every block wait for
+	// the previous block's store.
 	last, lastHash, rn := t.last, t.lastHash, r.nodes
 	created := 0
-	k := 0 // the blocks shared with the last Add's, from the first
-	for m := min(len(e.Blocks), len(last)); k < m && e.Blocks[k] == lastHash[k]; k++ {
-	}
+	k := sharedPrefix(e.Blocks, lastHash[:len(last)]) // the blocks shared with the last Add's, from the first
 	copy(rn, last[:k])
 	for i := k; i < len(e.Blocks); i++ {
 		h := e.Blocks[i]
@@ -238,22 +236,10 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		}
 		rn[i] = ni
 	}
-	nodes := t.nodes
-	held, unheld := 0, 0 // unheld: nodes without a live holder before
-	for _, ni := range rn {
-		nd := &nodes[ni]
-		if nd.first.refs == 0 {
-			// A dead node, or a new one: the common case of a prompt
-			// new to every worker.
-			nd.first = holder{slot: s, refs: 1}
-			unheld++
-		} else if hd := nd.find(s); hd != nil {
-			hd.refs++
-		} else {
-			nd.add(s)
-			held++
-		}
-	}
+	// unheld: nodes without a live holder before.
+	unheld := bookUnheld(t.nodes, rn, s)
+	held, more := bookHeld(t.nodes, rn[unheld:], s)
+	unheld += more
 	held += unheld
 	revived := unheld - created // the new nodes were not dead
 	t.dead -= revived

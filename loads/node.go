@@ -60,6 +60,60 @@ func (nd *node) drop(h *holder) {
 	nd.rest = nd.rest[:last]
 }
 
+// sharedPrefix is the length of the longest common prefix of a and b,
+// compared four blocks at a time (Add runs it over whole prompts).
+func sharedPrefix(a, b []uint64) int {
+	m := min(len(a), len(b))
+	a, b = a[:m], b[:m]
+	k := 0
+	for ; k+4 <= m; k += 4 {
+		x, y := a[k:k+4:k+4], b[k:k+4:k+4]
+		if (x[0]^y[0])|(x[1]^y[1])|(x[2]^y[2])|(x[3]^y[3]) != 0 {
+			break
+		}
+	}
+	for k < m && a[k] == b[k] {
+		k++
+	}
+	return k
+}
+
+// bookUnheld books slot s on the leading nodes of rn that have no live
+// holder (dead nodes or new ones: the common case of a prompt new to every
+// worker) and returns how many it booked. A leaf loop whose values stay in
+// registers: with bookHeld's calls in the same loop the index and counts
+// went through the stack, each block waiting for the previous one's
+// store.
+func bookUnheld(nodes []node, rn []int32, s int32) int {
+	for i, ni := range rn {
+		nd := &nodes[ni]
+		if nd.first.refs != 0 {
+			return i
+		}
+		nd.first = holder{slot: s, refs: 1}
+	}
+	return len(rn)
+}
+
+// bookHeld books slot s on the nodes rn and returns how many gained s as a
+// new holder beside a live one (held) and how many had no live holder
+// (unheld).
+func bookHeld(nodes []node, rn []int32, s int32) (held, unheld int) {
+	for _, ni := range rn {
+		nd := &nodes[ni]
+		if nd.first.refs == 0 {
+			nd.first = holder{slot: s, refs: 1}
+			unheld++
+		} else if hd := nd.find(s); hd != nil {
+			hd.refs++
+		} else {
+			nd.add(s)
+			held++
+		}
+	}
+	return held, unheld
+}
+
 func (t *Tracker) newNode(h uint64) int32 {
 	if n := len(t.freeNodes); n > 0 {
 		ni := t.freeNodes[n-1]

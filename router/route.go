@@ -121,7 +121,16 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// (the active set is prefix-closed): resident while the requests run.
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
-	var pos [kvevents.NumTiers]int
+	// The tiers' lists and positions in locals, not an array indexed by
+	// tier (which lives in memory): they stay in registers.
+	dev, host, disk := ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk]
+	pdev, phost, pdisk := 0, 0, 0
+	// G4 is one store for the fleet: every worker can onboard its
+	// longest chain.
+	ext := 0
+	for _, o := range ov[kvevents.TierExternal] {
+		ext = max(ext, o.Blocks)
+	}
 	hist, hpos := r.hist, 0
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
@@ -159,8 +168,13 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		if c.PassArrived {
 			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
 		}
-		c.Overlap = [kvevents.NumTiers]int{}
-		linkBacklog(ws, w.Rank, now, c)
+		if int(w.Rank) < len(ws.links) {
+			linkBacklog(ws, w.Rank, now, c)
+		} else {
+			// No load booked on the rank: no call, which would spill
+			// the loop's registers.
+			c.LinkBacklog = [kvevents.NumTiers]float64{}
+		}
 		switch {
 		case ws.hasMet[w.Rank]:
 			c.KVUsage = ws.metrics[w.Rank].KVUsage
@@ -169,24 +183,18 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		default:
 			c.KVUsage = -1
 		}
-		// G4 is one store for the fleet: every worker can onboard its
-		// longest chain.
-		for _, o := range ov[kvevents.TierExternal] {
-			c.Overlap[kvevents.TierExternal] = max(c.Overlap[kvevents.TierExternal], o.Blocks)
-		}
 		// Both lists are sorted by worker: merge.
-		for t := range kvevents.TierExternal {
-			o := ov[t]
-			for pos[t] < len(o) && o[pos[t]].Worker.Less(w) {
-				pos[t]++
-			}
-			if pos[t] < len(o) && o[pos[t]].Worker == w {
-				c.Overlap[t] = o[pos[t]].Blocks
-			}
-		}
+		var od, oh, ok int
+		od, pdev = overlapOf(dev, pdev, w)
+		oh, phost = overlapOf(host, phost, w)
+		ok, pdisk = overlapOf(disk, pdisk, w)
 		if active {
-			c.Overlap[kvevents.TierDevice] = max(c.Overlap[kvevents.TierDevice], len(p.seq)-nb[s])
+			od = max(od, len(p.seq)-nb[s])
 		}
+		c.Overlap[kvevents.TierDevice] = od
+		c.Overlap[kvevents.TierHostPinned] = oh
+		c.Overlap[kvevents.TierDisk] = ok
+		c.Overlap[kvevents.TierExternal] = ext
 		c.History = 0
 		for hpos < len(hist) && hist[hpos].Worker.Less(w) {
 			hpos++
@@ -196,6 +204,19 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		}
 	}
 	return cands[:k]
+}
+
+// overlapOf returns w's blocks in o (0: none) and the position in o to
+// start the next worker's search from: o is sorted by worker and so are
+// the workers searched.
+func overlapOf(o indexer.Overlaps, pos int, w kvevents.Worker) (int, int) {
+	for pos < len(o) && o[pos].Worker.Less(w) {
+		pos++
+	}
+	if pos < len(o) && o[pos].Worker == w {
+		return o[pos].Blocks, pos
+	}
+	return 0, pos
 }
 
 // slabBytes is the size of the slabs Decision.Candidates are cut from.

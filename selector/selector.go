@@ -336,7 +336,8 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		return res, fmt.Errorf("%w: %d candidates, none passes the constraints", ErrNoneEligible, len(cands))
 	}
 	res.FloorTokens = floor
-	cmin, cmax := math.Inf(1), math.Inf(-1)
+	// The highest cost matters only at temperature > 0: pick finds it.
+	cmin := math.Inf(1)
 	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
 	for i := range cands {
 		if out[i] != ReasonNone {
@@ -344,9 +345,10 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 			continue
 		}
 		b := &res.Breakdowns[i]
-		sc.costInto(&cands[i], b)
 		b.Out = ReasonNone
-		cmin, cmax = min(cmin, b.Cost), max(cmax, b.Cost)
+		// The cost as returned, not read back from b: that load would
+		// wait for the store just made.
+		cmin = min(cmin, sc.costInto(&cands[i], b))
 	}
 	if cfg.HistoryTie > 0 && cfg.Temperature <= 0 {
 		res.Chosen = pickHistory(cfg, res.Breakdowns, cands, cmin, rng)
@@ -356,7 +358,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		res.Chosen = pickLeastBusy(res.Breakdowns, cands, cmin, rng)
 		return res, nil
 	}
-	res.Chosen = pick(res.Breakdowns, cfg.Temperature, cmin, cmax, rng)
+	res.Chosen = pick(res.Breakdowns, cfg.Temperature, cmin, rng)
 	return res, nil
 }
 
@@ -398,12 +400,11 @@ func newScorer(cfg *Config, isl, b, floorTokens int, util float64) scorer {
 	}
 }
 
-// timing returns c's timing model, defaults applied, and where to cache
-// the time of its full chunks.
+// timing returns c's own timing model (c.Timing != nil), defaults
+// applied, and where to cache the time of its full chunks. The model of a
+// candidate without one is s.def, whose cache is s.defFull and
+// s.defChunk.
 func (s *scorer) timing(c *Candidate) (tm *Timing, full *float64, chunk *int) {
-	if c.Timing == nil {
-		return &s.def, &s.defFull, &s.defChunk
-	}
 	if c.Timing != s.own {
 		// Candidates share models (one per worker, or none): resolve a
 		// model once per run of candidates using it.
@@ -412,8 +413,9 @@ func (s *scorer) timing(c *Candidate) (tm *Timing, full *float64, chunk *int) {
 	return &s.ownTm, &s.ownFull, &s.ownChunk
 }
 
-// costInto is Cost writing into out (every field but Out and Prob).
-func (s *scorer) costInto(c *Candidate, out *Breakdown) {
+// costInto is Cost writing into out (every field but Out) and returning
+// out.Cost.
+func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 	cfg, B := s.cfg, s.B
 	decay := 1.0
 	if cfg.CreditDecay > 0 {
@@ -425,7 +427,14 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) {
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/s.reqBlocks)
 	}
 	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
-	credit := tierCredit(&c.Overlap, w) + historyCredit(cfg, c, decay)
+	// tierCredit's common case here, not through a call.
+	var credit float64
+	if deviceOnly(&c.Overlap) {
+		credit = deviceCredit(&c.Overlap, &w)
+	} else {
+		credit = tierCredit(&c.Overlap, &w)
+	}
+	credit += historyCredit(cfg, c, decay)
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
@@ -437,8 +446,7 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) {
 		if s.onboard {
 			load = onboardTime(cfg, c, &w, s.b)
 		}
-		s.costTimeInto(c, credit, load, out)
-		return
+		return s.costTimeInto(c, credit, load, out)
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
 	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0
@@ -456,14 +464,24 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) {
 	out.Decode = decode
 	out.Requests = reqs
 	out.Cost = cfg.PrefillLoadScale*prefill + decode + reqs
+	return out.Cost
 }
 
 // tieEps is the relative tolerance under which two costs tie: costs are
 // sums of a few float64 terms, so exact equality would let rounding pick.
 const tieEps = 1e-9
 
-// pick fills Prob on the scored breakdowns and draws the winner.
-func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
+// pick fills Prob on the scored breakdowns (cmin their lowest cost) and
+// draws the winner.
+func pick(bs []Breakdown, temp, cmin float64, rng *rand.Rand) int {
+	cmax := math.Inf(-1)
+	if !(temp <= 0) {
+		for i := range bs {
+			if bs[i].Out == ReasonNone {
+				cmax = max(cmax, bs[i].Cost)
+			}
+		}
+	}
 	if eps := tieEps * max(1, math.Abs(cmin)); temp <= 0 || cmax-cmin <= eps {
 		// Lowest cost; uniform among ties.
 		return drawTied(bs, func(i int) bool { return bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps }, rng)
@@ -501,11 +519,9 @@ func pick(bs []Breakdown, temp, cmin, cmax float64, rng *rand.Rand) int {
 // the tiers (device, host, disk) holding it: block i is held by tier t when
 // i < overlap[t]. With the default weights (1 >= 0.75 >= 0.25) this is
 // device + 0.75*(host beyond device) + 0.25*(disk beyond both).
-func tierCredit(ov *[kvevents.NumTiers]int, w [kvevents.NumTiers]float64) float64 {
-	d := kvevents.TierDevice
-	if ov[kvevents.TierHostPinned] <= 0 && ov[kvevents.TierDisk] <= 0 && ov[kvevents.TierExternal] <= 0 {
-		// The device alone (the common case): one breakpoint, or none.
-		return max(0, w[d]) * float64(max(0, ov[d]))
+func tierCredit(ov *[kvevents.NumTiers]int, w *[kvevents.NumTiers]float64) float64 {
+	if deviceOnly(ov) {
+		return deviceCredit(ov, w)
 	}
 	credit, prev := 0.0, 0
 	for {
@@ -528,6 +544,17 @@ func tierCredit(ov *[kvevents.NumTiers]int, w [kvevents.NumTiers]float64) float6
 		credit += best * float64(next-prev)
 		prev = next
 	}
+}
+
+// deviceOnly reports whether no lower tier holds a block of the prefix.
+func deviceOnly(ov *[kvevents.NumTiers]int) bool {
+	return ov[kvevents.TierHostPinned] <= 0 && ov[kvevents.TierDisk] <= 0 && ov[kvevents.TierExternal] <= 0
+}
+
+// deviceCredit is tierCredit when deviceOnly (the common case): one
+// breakpoint, or none.
+func deviceCredit(ov *[kvevents.NumTiers]int, w *[kvevents.NumTiers]float64) float64 {
+	return max(0, w[kvevents.TierDevice]) * float64(max(0, ov[kvevents.TierDevice]))
 }
 
 func softmaxWeight(c, cmin, cmax, temp float64) float64 {

@@ -184,9 +184,14 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 // with the prefill pending behind it (pass.go, the package doc). With
 // Unclamped, a credit beyond the prompt (own < 1) shortens the queue ahead
 // instead.
-func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown) {
+func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown) float64 {
 	cfg := s.cfg
-	tm, full, fullChunk := s.timing(c)
+	// The default model without a call, which would spill the scorer's
+	// registers.
+	tm, full, fullChunk := &s.def, &s.defFull, &s.defChunk
+	if c.Timing != nil {
+		tm, full, fullChunk = s.timing(c)
+	}
 	own := float64(s.isl) - credit*float64(s.b)
 	if w := cfg.TransferWeight; w > 0 {
 		// The uncached prompt arrives by transfer (DESIGN.md §10).
@@ -266,6 +271,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	out.Imposed = imposed
 	out.Onboard = load
 	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
+	return out.Cost
 }
 
 // MaxUtilization caps the utilization estimate in queueFactor, so a
