@@ -176,29 +176,33 @@ func (f *Flash) at(i uint32) *fentry { return &f.chunks[i>>fchunkShift].e[i&(fch
 // parent returns entry i's parent entry, noEntry at position 0.
 func (f *Flash) parent(i uint32) uint32 { return f.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] }
 
-func (f *Flash) setParent(i, p uint32) { f.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] = p }
-
-// newEntry returns the index of a zeroed entry: the last one freed, else
-// a fresh one. Free entries are a stack of indexes, not a list threaded
+// newEntry returns the index of a new entry with id seq, set word mem
+// and parent p (not in the id table yet): the last one freed, else a
+// fresh one. Free entries are a stack of indexes, not a list threaded
 // through the entries, so that warmStore can load the entries the next
 // stores will take (a list pops one cache miss at a time, each waiting
-// for the one before).
-func (f *Flash) newEntry() uint32 {
+// for the one before). The entry is written once, whole, and its chunk
+// found once for it and its parent link (it was zeroed here, then
+// written by the caller, which found the chunk twice more).
+func (f *Flash) newEntry(seq, mem uint64, p uint32) uint32 {
 	f.used++
+	var i uint32
 	if n := len(f.free); n > 0 {
-		i := f.free[n-1]
+		i = f.free[n-1]
 		f.free = f.free[:n-1]
-		*f.at(i) = fentry{}
-		return i
-	}
-	i := uint32(f.used + f.retiredEntries() - 1)
-	if int(i) == len(f.chunks)*fchunkSize {
-		old := cap(f.chunks)
-		f.chunks = append(f.chunks, new(fchunk))
-		if cap(f.chunks) != old {
-			f.publish()
+	} else {
+		i = uint32(f.used + f.retiredEntries() - 1)
+		if int(i) == len(f.chunks)*fchunkSize {
+			old := cap(f.chunks)
+			f.chunks = append(f.chunks, new(fchunk))
+			if cap(f.chunks) != old {
+				f.publish()
+			}
 		}
 	}
+	c := f.chunks[i>>fchunkShift]
+	c.e[i&(fchunkSize-1)] = fentry{seq: seq, mem: mem}
+	c.parent[i&(fchunkSize-1)] = p
 	return i
 }
 
@@ -394,6 +398,13 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 	cur := *pcur
 	defer func() { *pcur = cur }()
 	pre := false
+	// curSeq is cur's prefix id, kept in a register: loaded from the
+	// entry just written, the next block's id and its probe's address
+	// waited for the load, which cannot pass putAt's atomic store.
+	var curSeq uint64
+	if cur != noEntry {
+		curSeq = f.at(cur).seq
+	}
 	for k, b := range blocks {
 		// One probe of the worker's table answers "held already?" and
 		// reserves the slot the block goes to (engines store new blocks,
@@ -403,43 +414,40 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 			f.unpre(pre, cur, slot)
 			pre = false
 			cur = table.s[ti].v
+			curSeq = f.at(cur).seq
 			continue
 		}
-		var c *fentry
 		seq := b.Local
 		if cur != noEntry {
-			c = f.at(cur)
-			seq = prefixID(c.seq, b.Local)
+			seq = prefixID(curSeq, b.Local)
 		}
 		ei, ok, ins := f.probe(seq)
-		var e *fentry
 		if !ok {
-			ei = f.newEntry()
-			e = f.at(ei)
 			m := fmember{slot: slot}
 			next := k+1 < len(blocks)
 			if next {
 				m.kids = 1
 			}
-			*e = fentry{seq: seq, mem: oneWord(m)}
-			f.setParent(ei, cur)
+			ei = f.newEntry(seq, oneWord(m), cur)
 			f.putAt(ins, seq, ei)
-			if c != nil && !pre {
+			if cur != noEntry && !pre {
+				c := f.at(cur)
 				j, _ := f.find(c, slot)
 				f.addKids(c, j, 1)
 			}
 			pre = next
 		} else {
-			e = f.at(ei)
+			e := f.at(ei)
 			i, held := f.find(e, slot)
 			if held {
 				f.unpre(pre, cur, slot)
 				pre = false
-				cur = ei
+				cur, curSeq = ei, seq
 				continue
 			}
 			f.addMember(e, i, fmember{slot: slot})
-			if c != nil && !pre {
+			if cur != noEntry && !pre {
+				c := f.at(cur)
 				j, _ := f.find(c, slot)
 				f.addKids(c, j, 1)
 			}
@@ -447,7 +455,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
-		cur = ei
+		cur, curSeq = ei, seq
 	}
 	f.unpre(pre, cur, slot)
 	return nil
