@@ -211,10 +211,10 @@ func (f *Flash) retiredEntries() int {
 	return len(f.rcu.limbo[0].entries) + len(f.rcu.limbo[1].entries)
 }
 
-// freeEntry drops entry i (no members left) from the id table and retires
+// freeEntry drops entry i, e (no members left) from the id table and retires
 // it: lookups may still read it until they return.
-func (f *Flash) freeEntry(i uint32) {
-	f.del(f.at(i).seq, i)
+func (f *Flash) freeEntry(e *fentry, i uint32) {
+	f.del(e.seq, i)
 	f.retireEntry(i)
 	f.used--
 }
@@ -537,7 +537,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		f.warmTable(table, hashes)
 		for _, h := range hashes {
 			k := rmKey{h: h, ei: noEntry, ti: -1}
-			if ti := table.slot(h); ti >= 0 {
+			if ti, ok := table.find(h); ok {
 				k.ei, k.ti = table.s[ti].v, int32(ti)
 			}
 			keys = append(keys, k)
@@ -559,7 +559,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 				return
 			}
 		}
-		ti, ei, i, kids, ok := f.held(slot, table, k)
+		ti, ei, e, i, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
@@ -573,7 +573,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 			deferred = append(deferred, k)
 			continue
 		}
-		pi := f.dropLeaf(table, ti, ei, i)
+		pi := f.dropLeaf(table, ti, ei, e, i)
 		f.decKids(pend, slot)
 		pend = pi
 	}
@@ -599,10 +599,10 @@ func (f *Flash) removeLeaf(slot uint32, table *htable, h uint64, ei uint32) {
 // removeLeafAt is removeLeaf with h's table slot ti and slot's member
 // index i in the entry already found.
 func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i int) {
-	f.decKids(f.dropLeaf(table, ti, ei, i), slot)
+	f.decKids(f.dropLeaf(table, ti, ei, f.at(ei), i), slot)
 }
 
-// dropLeaf is removeLeafAt without taking back the child from its parent,
+// dropLeaf is removeLeafAt (e is entry ei) without taking back the child from its parent,
 // which it returns (noEntry at the root) for the caller to do (decKids).
 // remove puts the taking back off until the next hash is known not to be
 // the parent: a leaf-first chain then does no find and no atomic set word
@@ -612,11 +612,10 @@ func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i in
 // An entry whose last member goes keeps that member's set word: it leaves
 // the id table (freeEntry) and lookups reach entries only through it, so
 // a lookup that still reads the word found the entry before it left, when
-// the word was true; newEntry zeroes the entry when it is reused. That is
+// the word was true; newEntry rewrites the entry when it is reused. That is
 // an atomic store less per entry freed. Measured (BenchmarkStoreRemove
 // flash, callgrind): 698 -> 686 instructions per block op.
-func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, i int) uint32 {
-	e := f.at(ei)
+func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, e *fentry, i int) uint32 {
 	last := e.count() == 1
 	if !last {
 		f.delMember(e, i)
@@ -625,20 +624,26 @@ func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, i int) uint32 {
 	f.blocks--
 	pi := f.parent(ei)
 	if last {
-		f.freeEntry(ei)
+		f.freeEntry(e, ei)
 	}
 	return pi
 }
 
 // decKids takes one child of slot's from entry pi (none for noEntry) and
-// returns noEntry.
+// returns noEntry. It inlines: remove calls it for every hash, mostly
+// with noEntry.
 func (f *Flash) decKids(pi, slot uint32) uint32 {
 	if pi != noEntry {
-		p := f.at(pi)
-		j, _ := f.find(p, slot)
-		f.addKids(p, j, -1)
+		f.takeKid(pi, slot)
 	}
 	return noEntry
+}
+
+// takeKid is decKids for an entry.
+func (f *Flash) takeKid(pi, slot uint32) {
+	p := f.at(pi)
+	j, _ := f.find(p, slot)
+	f.addKids(p, j, -1)
 }
 
 func (f *Flash) clear(slot uint32) {
@@ -648,7 +653,7 @@ func (f *Flash) clear(slot uint32) {
 		i, _ := f.find(e, slot)
 		f.delMember(e, i)
 		if e.count() == 0 {
-			f.freeEntry(ei)
+			f.freeEntry(e, ei)
 		}
 	}
 	f.blocks -= table.len()
