@@ -350,7 +350,7 @@ const warmSpan = 32
 // previous block's (the tables are far larger than the caches on a real
 // trace: the misses were most of a Stored event's cost).
 func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, chained bool) uint64 {
-	var seqs [warmSpan]uint64
+	var seqs, homes [warmSpan]uint64
 	var sink uint64
 	ids := f.m.slots
 	for i, b := range blocks {
@@ -362,12 +362,13 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 		seqs[i] = seq
 		sink += uint64(table.s[table.home(b.Hash)].v)
 		if len(ids) > 0 {
-			sink += ids[f.m.home(seq)]
+			homes[i] = pHome(seq, len(ids))
+			sink += ids[homes[i]]
 		}
 	}
 	if len(ids) > 0 {
-		for _, q := range seqs[:len(blocks)] {
-			if x := ids[f.m.home(q)]; uint32(x) != 0 && x&^0xffffffff == ptag(q) {
+		for i, q := range seqs[:len(blocks)] {
+			if x := ids[homes[i]]; uint32(x) != 0 && x&^0xffffffff == ptag(q) {
 				sink += f.at(uint32(x) - 1).seq
 			}
 		}
