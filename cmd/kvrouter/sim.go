@@ -26,6 +26,7 @@ func newSimCmd() *cobra.Command {
 		disagg, disaggPolicies                             string
 		onboardCost                                        bool
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
+		dumpPath                                           string
 		asJSON, quiet, findCap, full                       bool
 		speed, capScale, loadJitter                        float64
 		seedList                                           string
@@ -145,7 +146,11 @@ flags and --seed always give the same figures.`,
 				return errors.New("--capacity-rate-scale needs a single trace (--trace)")
 			}
 			cfg.KeepSamples = outDir != ""
+			cfg.KeepRequests = dumpPath != ""
 			out := cmd.OutOrStdout()
+			if seedList != "" && dumpPath != "" {
+				return errors.New("--dump-requests does not go with --seeds")
+			}
 			if seedList != "" {
 				return simSeedsMain(cmd, cfg, names, seedList, loadJitter, fractions, capPolicy, capScale, quiet, asJSON, outDir, preset)
 			}
@@ -176,6 +181,9 @@ flags and --seed always give the same figures.`,
 					dir = filepath.Join(outDir, label)
 				}
 				if err := simWriteOut(dir, res.Reports, fractions); err != nil {
+					return err
+				}
+				if err := simDumpRequests(dumpPath, label, fractions, res.Reports, len(results) > 1); err != nil {
 					return err
 				}
 			}
@@ -274,6 +282,7 @@ flags and --seed always give the same figures.`,
 	f.StringVar(&outDir, "out", "", "directory for CSV and PNG charts (TTFT CDF, hit rate per policy)")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	f.StringVar(&dumpPath, "dump-requests", "", "write every completed request of every policy and run to this file as JSON lines: worker, predicted vs cached blocks, predicted vs actual TTFT and the chosen candidate's cost terms, the engine's queue on arrival (not with --seeds)")
 	return c
 }
 
@@ -349,4 +358,34 @@ func simWriteOut(dir string, reps []sim.Report, fractions []float64) error {
 		}
 	}
 	return nil
+}
+
+// simDumpRequests appends every report's request rows to path ("" =
+// nowhere), each labelled with the trace, load fraction and seed; the
+// first trace creates the file.
+func simDumpRequests(path, label string, fractions []float64, reps []sim.Report, appendTo bool) error {
+	if path == "" {
+		return nil
+	}
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendTo {
+		flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		return err
+	}
+	for i := range reps {
+		run := map[string]any{"trace": label, "rate_scale": reps[i].RateScale, "seed": reps[i].Seed}
+		if i < len(fractions) {
+			run["load"] = fractions[i]
+		}
+		for k := range reps[i].Policies {
+			if err := sim.WriteRequests(f, run, reps[i].Policies[k].RequestRows); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	return f.Close()
 }

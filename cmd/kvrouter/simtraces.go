@@ -54,6 +54,7 @@ func runSimTrace(cmd *cobra.Command, cfg sim.Config, label string, fractions []f
 	} else {
 		capCfg := cfg
 		capCfg.Policies = cp
+		capCfg.KeepRequests = false
 		capy, err = sim.FindCapacity(cmd.Context(), capCfg, simProgress(errOut, quiet, label+" capacity"))
 	}
 	if err != nil {

@@ -216,6 +216,9 @@ type Config struct {
 	// KeepSamples keeps every request's TTFT in PolicyReport.TTFTSamples
 	// (for CDF charts). Default false.
 	KeepSamples bool
+	// KeepRequests keeps every request's prediction and outcome in
+	// PolicyReport.RequestRows (dump.go). Default false.
+	KeepRequests bool
 	// Disagg makes the fleet disaggregated, prefill and decode pools
 	// (disagg.go, DESIGN.md §10). Default zero value: aggregated.
 	Disagg DisaggConfig

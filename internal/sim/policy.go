@@ -67,7 +67,12 @@ type routerPolicy struct {
 	// Config.ExactOutput); nil routes with the trace's exact lengths.
 	out *router.OutputAverage
 	p   *prepared // the run's requests, for free's observations
+	// keep keeps the last decision in last (Config.KeepRequests).
+	keep bool
+	last router.Decision
 }
+
+func (rp *routerPolicy) lastDecision() *router.Decision { return &rp.last }
 
 // OutputWindow is the window of the output-length average the simulated
 // router (and serve) estimates expected output from.
@@ -94,7 +99,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 			return nil, err
 		}
 	}
-	rp := &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0}
+	rp := &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0, keep: cfg.KeepRequests}
 	if rc.TrackOutputBlocks && !cfg.ExactOutput {
 		rp.out = router.NewOutputAverage(OutputWindow)
 	}
@@ -116,6 +121,9 @@ func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool,
 	}, epoch.Add(now))
 	if err != nil {
 		return 0, false, err
+	}
+	if rp.keep {
+		rp.last = d
 	}
 	return int(d.Worker.ID), d.Queued, nil
 }

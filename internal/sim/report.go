@@ -119,6 +119,9 @@ type PolicyReport struct {
 	// TTFTSamples are every completed request's TTFT in ms, in request
 	// order (Config.KeepSamples).
 	TTFTSamples []float64 `json:"-"`
+	// RequestRows are every completed request's prediction and outcome,
+	// in completion order (Config.KeepRequests; dump.go).
+	RequestRows []RequestRow `json:"-"`
 	// Disagg splits a disaggregated variant's requests (Config.Disagg).
 	Disagg *DisaggReport `json:"disagg,omitempty"`
 }

@@ -175,6 +175,7 @@ type fleet struct {
 	next int // next arrival to schedule
 
 	toks [][]uint32   // per request: its prompt while in an engine
+	rows []RequestRow // per request until it completes (Config.KeepRequests)
 	pool [][][]uint32 // free token buffers by capacity class
 
 	// Figures.
@@ -226,6 +227,9 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, v variant, progress
 		itl:  hdr.New(1, int64(time.Hour/time.Microsecond), 3),
 	}
 	f.rep.Policy = v.name()
+	if cfg.KeepRequests {
+		f.rows = make([]RequestRow, len(p.reqs))
+	}
 	var err error
 	var tiers mocker.TierConfig
 	if cfg.Tiers.Enabled() {
@@ -296,6 +300,9 @@ func (f *fleet) arrivals() {
 		case queued:
 			f.rep.Queued++
 		default:
+			if f.rows != nil {
+				f.noteRoute(i)
+			}
 			f.dispatch(i, w)
 		}
 	}
@@ -316,6 +323,9 @@ func (f *fleet) dispatch(i, w int) {
 	r := &f.p.reqs[i]
 	tok := f.getTokens(r.isl)
 	tok = trace.Tokens(tok, r.rec, trace.TraceBlockTokens)
+	if f.rows != nil {
+		f.noteDispatch(i, w)
+	}
 	err := f.ws[w].eng.Add(mocker.Request{
 		ID:              uint64(i),
 		Tokens:          tok,
@@ -377,6 +387,9 @@ func (f *fleet) passEnd(w int) {
 			continue // the prefill hop's one token (finished below)
 		}
 		if o.First {
+			if f.rows != nil {
+				f.noteFirst(int(o.ID), res)
+			}
 			f.pol.prefillDone(int(o.ID), f.now)
 			f.firstToken(int(o.ID))
 			freed = true
@@ -442,6 +455,9 @@ func (f *fleet) record(w int, r *mocker.Result) {
 	cached, computed := r.CachedTokens, r.ComputedTokens
 	if f.dis != nil {
 		cached, computed = f.dis.finished(r)
+	}
+	if f.rows != nil {
+		f.noteRecord(int(r.ID), r.TTFT, cached)
 	}
 	rp.PromptTokens += int64(r.PromptTokens)
 	rp.CachedTokens += int64(cached)
