@@ -176,29 +176,33 @@ func (f *Flash) at(i uint32) *fentry { return &f.chunks[i>>fchunkShift].e[i&(fch
 // parent returns entry i's parent entry, noEntry at position 0.
 func (f *Flash) parent(i uint32) uint32 { return f.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] }
 
-func (f *Flash) setParent(i, p uint32) { f.chunks[i>>fchunkShift].parent[i&(fchunkSize-1)] = p }
-
-// newEntry returns the index of a zeroed entry: the last one freed, else
-// a fresh one. Free entries are a stack of indexes, not a list threaded
+// newEntry returns the index of a new entry with id seq, set word mem
+// and parent p (not in the id table yet): the last one freed, else a
+// fresh one. Free entries are a stack of indexes, not a list threaded
 // through the entries, so that warmStore can load the entries the next
 // stores will take (a list pops one cache miss at a time, each waiting
-// for the one before).
-func (f *Flash) newEntry() uint32 {
+// for the one before). The entry is written once, whole, and its chunk
+// found once for it and its parent link (it was zeroed here, then
+// written by the caller, which found the chunk twice more).
+func (f *Flash) newEntry(seq, mem uint64, p uint32) uint32 {
 	f.used++
+	var i uint32
 	if n := len(f.free); n > 0 {
-		i := f.free[n-1]
+		i = f.free[n-1]
 		f.free = f.free[:n-1]
-		*f.at(i) = fentry{}
-		return i
-	}
-	i := uint32(f.used + f.retiredEntries() - 1)
-	if int(i) == len(f.chunks)*fchunkSize {
-		old := cap(f.chunks)
-		f.chunks = append(f.chunks, new(fchunk))
-		if cap(f.chunks) != old {
-			f.publish()
+	} else {
+		i = uint32(f.used + f.retiredEntries() - 1)
+		if int(i) == len(f.chunks)*fchunkSize {
+			old := cap(f.chunks)
+			f.chunks = append(f.chunks, new(fchunk))
+			if cap(f.chunks) != old {
+				f.publish()
+			}
 		}
 	}
+	c := f.chunks[i>>fchunkShift]
+	c.e[i&(fchunkSize-1)] = fentry{seq: seq, mem: mem}
+	c.parent[i&(fchunkSize-1)] = p
 	return i
 }
 
@@ -207,10 +211,10 @@ func (f *Flash) retiredEntries() int {
 	return len(f.rcu.limbo[0].entries) + len(f.rcu.limbo[1].entries)
 }
 
-// freeEntry drops entry i (no members left) from the id table and retires
+// freeEntry drops entry i, e (no members left) from the id table and retires
 // it: lookups may still read it until they return.
-func (f *Flash) freeEntry(i uint32) {
-	f.del(f.at(i).seq, i)
+func (f *Flash) freeEntry(e *fentry, i uint32) {
+	f.del(e.seq, i)
 	f.retireEntry(i)
 	f.used--
 }
@@ -346,7 +350,7 @@ const warmSpan = 32
 // previous block's (the tables are far larger than the caches on a real
 // trace: the misses were most of a Stored event's cost).
 func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, chained bool) uint64 {
-	var seqs [warmSpan]uint64
+	var seqs, homes [warmSpan]uint64
 	var sink uint64
 	ids := f.m.slots
 	for i, b := range blocks {
@@ -358,12 +362,13 @@ func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, ch
 		seqs[i] = seq
 		sink += uint64(table.s[table.home(b.Hash)].v)
 		if len(ids) > 0 {
-			sink += ids[f.m.home(seq)]
+			homes[i] = pHome(seq, len(ids))
+			sink += ids[homes[i]]
 		}
 	}
 	if len(ids) > 0 {
-		for _, q := range seqs[:len(blocks)] {
-			if x := ids[f.m.home(q)]; uint32(x) != 0 && x&^0xffffffff == ptag(q) {
+		for i, q := range seqs[:len(blocks)] {
+			if x := ids[homes[i]]; uint32(x) != 0 && x&^0xffffffff == ptag(q) {
 				sink += f.at(uint32(x) - 1).seq
 			}
 		}
@@ -394,6 +399,13 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 	cur := *pcur
 	defer func() { *pcur = cur }()
 	pre := false
+	// curSeq is cur's prefix id, kept in a register: loaded from the
+	// entry just written, the next block's id and its probe's address
+	// waited for the load, which cannot pass putAt's atomic store.
+	var curSeq uint64
+	if cur != noEntry {
+		curSeq = f.at(cur).seq
+	}
 	for k, b := range blocks {
 		// One probe of the worker's table answers "held already?" and
 		// reserves the slot the block goes to (engines store new blocks,
@@ -403,43 +415,40 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 			f.unpre(pre, cur, slot)
 			pre = false
 			cur = table.s[ti].v
+			curSeq = f.at(cur).seq
 			continue
 		}
-		var c *fentry
 		seq := b.Local
 		if cur != noEntry {
-			c = f.at(cur)
-			seq = prefixID(c.seq, b.Local)
+			seq = prefixID(curSeq, b.Local)
 		}
 		ei, ok, ins := f.probe(seq)
-		var e *fentry
 		if !ok {
-			ei = f.newEntry()
-			e = f.at(ei)
 			m := fmember{slot: slot}
 			next := k+1 < len(blocks)
 			if next {
 				m.kids = 1
 			}
-			*e = fentry{seq: seq, mem: oneWord(m)}
-			f.setParent(ei, cur)
+			ei = f.newEntry(seq, oneWord(m), cur)
 			f.putAt(ins, seq, ei)
-			if c != nil && !pre {
+			if cur != noEntry && !pre {
+				c := f.at(cur)
 				j, _ := f.find(c, slot)
 				f.addKids(c, j, 1)
 			}
 			pre = next
 		} else {
-			e = f.at(ei)
+			e := f.at(ei)
 			i, held := f.find(e, slot)
 			if held {
 				f.unpre(pre, cur, slot)
 				pre = false
-				cur = ei
+				cur, curSeq = ei, seq
 				continue
 			}
 			f.addMember(e, i, fmember{slot: slot})
-			if c != nil && !pre {
+			if cur != noEntry && !pre {
+				c := f.at(cur)
 				j, _ := f.find(c, slot)
 				f.addKids(c, j, 1)
 			}
@@ -447,7 +456,7 @@ func (f *Flash) storeBlocks(slot uint32, table *htable, pcur *uint32, blocks []k
 		}
 		table.putAt(ti, b.Hash, ei)
 		f.blocks++
-		cur = ei
+		cur, curSeq = ei, seq
 	}
 	f.unpre(pre, cur, slot)
 	return nil
@@ -529,7 +538,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 		f.warmTable(table, hashes)
 		for _, h := range hashes {
 			k := rmKey{h: h, ei: noEntry, ti: -1}
-			if ti := table.slot(h); ti >= 0 {
+			if ti, ok := table.find(h); ok {
 				k.ei, k.ti = table.s[ti].v, int32(ti)
 			}
 			keys = append(keys, k)
@@ -551,7 +560,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 				return
 			}
 		}
-		ti, ei, i, kids, ok := f.held(slot, table, k)
+		ti, ei, e, i, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
@@ -565,7 +574,7 @@ func (f *Flash) remove(ev *kvevents.Event) {
 			deferred = append(deferred, k)
 			continue
 		}
-		pi := f.dropLeaf(table, ti, ei, i)
+		pi := f.dropLeaf(table, ti, ei, e, i)
 		f.decKids(pend, slot)
 		pend = pi
 	}
@@ -591,10 +600,10 @@ func (f *Flash) removeLeaf(slot uint32, table *htable, h uint64, ei uint32) {
 // removeLeafAt is removeLeaf with h's table slot ti and slot's member
 // index i in the entry already found.
 func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i int) {
-	f.decKids(f.dropLeaf(table, ti, ei, i), slot)
+	f.decKids(f.dropLeaf(table, ti, ei, f.at(ei), i), slot)
 }
 
-// dropLeaf is removeLeafAt without taking back the child from its parent,
+// dropLeaf is removeLeafAt (e is entry ei) without taking back the child from its parent,
 // which it returns (noEntry at the root) for the caller to do (decKids).
 // remove puts the taking back off until the next hash is known not to be
 // the parent: a leaf-first chain then does no find and no atomic set word
@@ -604,11 +613,10 @@ func (f *Flash) removeLeafAt(slot uint32, table *htable, ti int, ei uint32, i in
 // An entry whose last member goes keeps that member's set word: it leaves
 // the id table (freeEntry) and lookups reach entries only through it, so
 // a lookup that still reads the word found the entry before it left, when
-// the word was true; newEntry zeroes the entry when it is reused. That is
+// the word was true; newEntry rewrites the entry when it is reused. That is
 // an atomic store less per entry freed. Measured (BenchmarkStoreRemove
 // flash, callgrind): 698 -> 686 instructions per block op.
-func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, i int) uint32 {
-	e := f.at(ei)
+func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, e *fentry, i int) uint32 {
 	last := e.count() == 1
 	if !last {
 		f.delMember(e, i)
@@ -617,20 +625,26 @@ func (f *Flash) dropLeaf(table *htable, ti int, ei uint32, i int) uint32 {
 	f.blocks--
 	pi := f.parent(ei)
 	if last {
-		f.freeEntry(ei)
+		f.freeEntry(e, ei)
 	}
 	return pi
 }
 
 // decKids takes one child of slot's from entry pi (none for noEntry) and
-// returns noEntry.
+// returns noEntry. It inlines: remove calls it for every hash, mostly
+// with noEntry.
 func (f *Flash) decKids(pi, slot uint32) uint32 {
 	if pi != noEntry {
-		p := f.at(pi)
-		j, _ := f.find(p, slot)
-		f.addKids(p, j, -1)
+		f.takeKid(pi, slot)
 	}
 	return noEntry
+}
+
+// takeKid is decKids for an entry.
+func (f *Flash) takeKid(pi, slot uint32) {
+	p := f.at(pi)
+	j, _ := f.find(p, slot)
+	f.addKids(p, j, -1)
 }
 
 func (f *Flash) clear(slot uint32) {
@@ -640,7 +654,7 @@ func (f *Flash) clear(slot uint32) {
 		i, _ := f.find(e, slot)
 		f.delMember(e, i)
 		if e.count() == 0 {
-			f.freeEntry(ei)
+			f.freeEntry(e, ei)
 		}
 	}
 	f.blocks -= table.len()

@@ -140,7 +140,7 @@ func (f *Flash) quiesce() {
 	if r.active[(e+1)&1].n.Load() != 0 {
 		return
 	}
-	// newEntry zeroes a retired entry (it may keep its last set word).
+	// newEntry rewrites a retired entry (it may keep its last set word).
 	f.free = append(f.free, prev.entries...)
 	for _, b := range prev.blocks {
 		f.freeBlock(b.off, b.class)

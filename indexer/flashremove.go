@@ -26,7 +26,7 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 			return false
 		}
 		k := keys[i]
-		ti, ei, j, kids, ok := f.held(slot, table, k)
+		ti, ei, _, j, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
@@ -51,7 +51,7 @@ func (f *Flash) removeDeferred(slot uint32, table *htable, keys []rmKey) bool {
 		if n > 0 && n%warmSpan == 0 && !f.yield(slot, table, noEntry) {
 			return false
 		}
-		ti, ei, j, kids, ok := f.held(slot, table, k)
+		ti, ei, _, j, kids, ok := f.held(slot, table, k)
 		if !ok {
 			continue
 		}
@@ -106,19 +106,19 @@ func (f *Flash) removeDescendants(slot uint32, table *htable, ei uint32) {
 }
 
 // held locates the worker's block k.h for removal: its worker-table slot
-// ti (k.ti when that still holds it), entry ei, member index j and that
+// ti (k.ti when that still holds it), entry ei (e), member index j and that
 // member's child count; ok false (counted unknown) when the worker does
 // not hold k.h.
-func (f *Flash) held(slot uint32, table *htable, k rmKey) (ti int, ei uint32, j int, kids uint32, ok bool) {
+func (f *Flash) held(slot uint32, table *htable, k rmKey) (ti int, ei uint32, e *fentry, j int, kids uint32, ok bool) {
 	if ti = int(k.ti); !table.holds(ti, k.h) {
 		ti = table.slot(k.h)
 	}
 	if ti < 0 {
 		f.unknown++
-		return ti, 0, 0, 0, false
+		return ti, 0, nil, 0, 0, false
 	}
 	ei = table.s[ti].v
-	e := f.at(ei)
+	e = f.at(ei)
 	j, _ = f.find(e, slot)
-	return ti, ei, j, f.kids(e, j), true
+	return ti, ei, e, j, f.kids(e, j), true
 }

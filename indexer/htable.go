@@ -209,7 +209,7 @@ func (t *htable) del(k uint64) {
 // delAt empties slot i (which holds a key): the rest of its run moves
 // back by one slot, up to a key at its home.
 func (t *htable) delAt(i int) {
-	for j := t.next(i); t.s[j].v != noEntry && t.dist(j) > 0; j = t.next(j) {
+	for j := t.next(i); t.s[j].v != noEntry && t.home(t.s[j].key()) != j; j = t.next(j) {
 		t.s[i] = t.s[j]
 		i = j
 	}
