@@ -221,12 +221,11 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	created := 0
 	k := sharedPrefix(e.Blocks, lastHash[:len(last)]) // the blocks shared with the last Add's, from the first
 	copy(rn, last[:k])
+	// Past the shared prefix no block equals the cached one at its
+	// position (a sequence hash names its whole prefix), and one that did
+	// would find the same node in the index.
 	for i := k; i < len(e.Blocks); i++ {
 		h := e.Blocks[i]
-		if i < len(last) && lastHash[i] == h {
-			rn[i] = last[i]
-			continue
-		}
 		ni, found := t.nodeOf(h)
 		if !found {
 			created++
