@@ -112,7 +112,7 @@ func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize in
 				seqs = slices.Grow(seqs, n)[:ms+n]
 				sd = &seqs[ms]
 			}
-			hashBlocksAVX2(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
+			hashBlocks(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
 			return dst, seqs
 		}
 		for i := 0; i < n; i++ {

@@ -53,21 +53,75 @@ func TestHashLongMatchesXXH3(t *testing.T) {
 	}
 }
 
+// TestHashBlocks256AVX512MatchesXXH3 holds hashBlocks256AVX512 equal to
+// xxh3.HashSeed at every block length it takes (241 to 256 bytes), for one
+// to six blocks (the first two blocks' chain steps are peeled off its
+// loop, the last runs after it), with and without the sequence chain,
+// under the seeds of TestHashLongMatchesXXH3.
+func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
+	if !useAVX512 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(3, 6))
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	seeds := []uint64{DefaultSeed, 0, Seed("adapter-a", "tenant-a"), rng.Uint64(), ^uint64(0)}
+	for _, seed := range seeds {
+		k := newLongKeys(seed)
+		for w := longMin; w <= 256; w++ {
+			for n := 1; n <= 6; n++ {
+				b := buf[rng.IntN(len(buf)-n*w+1):][:n*w]
+				for _, chain := range []bool{false, true} {
+					var got, seqs [6]uint64
+					var sd *uint64
+					if chain {
+						sd = &seqs[0]
+					}
+					hashBlocks256AVX512(&got[0], &b[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
+					for i, h := range got[:n] {
+						if want := xxh3.HashSeed(b[i*w:(i+1)*w], seed); h != want {
+							t.Fatalf("seed %d, block %d of %d of %d bytes: got %d, want %d", seed, i, n, w, h, want)
+						}
+					}
+					if n < 6 && got[n] != 0 {
+						t.Fatalf("seed %d, %d blocks of %d bytes: wrote past the blocks", seed, n, w)
+					}
+					if !chain {
+						if seqs != [6]uint64{} {
+							t.Fatalf("seed %d, %d blocks of %d bytes: chain written without seqDst", seed, n, w)
+						}
+						continue
+					}
+					if want := SeqHashes(got[:n]); !slices.Equal(seqs[:n], want) {
+						t.Fatalf("seed %d, %d blocks of %d bytes: chain %v, want %v", seed, n, w, seqs[:n], want)
+					}
+					if n < 6 && seqs[n] != 0 {
+						t.Fatalf("seed %d, %d blocks of %d bytes: chain past the blocks", seed, n, w)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
 // equal to Local (xxh3.HashSeed per block), and AppendLocalSeq to
 // AppendLocal and SeqHashes, at block sizes on both sides of
 // the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
-// and without AVX2.
+// and without AVX2 and AVX-512.
 func TestAppendLocalMatchesLocal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 7))
 	toks := make([]uint32, 4096)
 	for i := range toks {
 		toks[i] = rng.Uint32()
 	}
-	defer func(le, avx bool) { littleEndian, useAVX2 = le, avx }(littleEndian, useAVX2)
-	for _, mode := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
+	defer func(le, avx, avx512 bool) { littleEndian, useAVX2, useAVX512 = le, avx, avx512 }(littleEndian, useAVX2, useAVX512)
+	hasAVX2, hasAVX512 := useAVX2, useAVX512
+	for _, mode := range [][3]bool{{true, true, true}, {true, true, false}, {true, false, false}, {false, true, false}, {false, false, false}} {
 		le := mode[0]
-		littleEndian, useAVX2 = le, mode[1] && useAVX2
+		littleEndian, useAVX2, useAVX512 = le, mode[1] && hasAVX2, mode[2] && hasAVX512
 		for _, bs := range []int{1, 4, 16, 32, 60, 61, 64, 100, 128, 256, 257, 512, 1024} {
 			for _, seed := range []uint64{DefaultSeed, Seed("adapter-a", "")} {
 				got := AppendLocal(nil, toks, bs, seed)
