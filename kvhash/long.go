@@ -86,6 +86,6 @@ func (k *longKeys) hash(b []byte) uint64 {
 		return xxh3.HashSeed(b, k.seed)
 	}
 	var h uint64
-	hashBlocks(&h, &b[0], 1, len(b), &k.w[0], &k.last[0], &k.merge[0], nil, 0, 0)
+	hashBlocks(&h, &b[0], 1, len(b), &k.w[0], &k.last[0], &k.merge[0], nil, nil, 0, 0)
 	return h
 }

@@ -73,7 +73,7 @@ GLOBL accInit512<>(SB), RODATA|NOPTR, $64
 // hash at src after the chain in R11 (xor flipLo), stored at (R10).
 #define SEQSTEP512(src) \
 	MOVQ   src, CX               \
-	XORQ   flipHi+72(FP), CX     \
+	XORQ   flipHi+80(FP), CX     \
 	MOVQ   R11, R12              \
 	BSWAPQ R12                   \
 	ADDQ   CX, R12               \
@@ -90,14 +90,34 @@ GLOBL accInit512<>(SB), RODATA|NOPTR, $64
 	MOVQ   R12, AX               \
 	SHRQ   $32, AX               \
 	MOVQ   R12, R11              \
-	XORQ   flipLo+64(FP), R11    \
+	XORQ   flipLo+72(FP), R11    \
 	XORQ   AX, R11               \
 	XORQ   AX, R12               \
 	MOVQ   R12, (R10)            \
 	ADDQ   $8, R10
 
-// func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64)
-TEXT ·hashBlocks256AVX512(SB), NOSPLIT, $0-80
+// The prefix-id multipliers (kvhash.PrefixK1, PrefixK2).
+DATA pidK<>+0(SB)/8, $0x9e3779b97f4a7c15
+DATA pidK<>+8(SB)/8, $0xbf58476d1ce4e5b9
+GLOBL pidK<>(SB), RODATA|NOPTR, $16
+
+// IDSTEP stores at (R9) the prefix id of the local hash at src after the
+// one in R14 (PrefixNext), leaves it in R14 and advances R9 (AX
+// clobbered). Its chain (xor, multiply, shift, xor: 6 cycles) runs beside
+// the sequence step's 13.
+#define IDSTEP(src) \
+	MOVQ  src, AX            \
+	IMULQ pidK<>+0(SB), AX   \
+	XORQ  AX, R14            \
+	IMULQ pidK<>+8(SB), R14  \
+	MOVQ  R14, AX            \
+	SHRQ  $32, AX            \
+	XORQ  AX, R14            \
+	MOVQ  R14, (R9)          \
+	ADDQ  $8, R9
+
+// func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64)
+TEXT ·hashBlocks256AVX512(SB), NOSPLIT, $0-88
 	MOVQ      dst+0(FP), DI
 	MOVQ      p+8(FP), SI
 	MOVQ      n+16(FP), BX
@@ -122,13 +142,16 @@ TEXT ·hashBlocks256AVX512(SB), NOSPLIT, $0-80
 	VMOVQ     AX, X11
 	TESTQ     R10, R10
 	JZ        plain
+	MOVQ      idDst+64(FP), R9
+	TESTQ     R9, R9
+	JNZ       withIDs
 
 	// With the chain: the first block's sequence hash is its local hash,
 	// the second's step runs after the third block, and so on (one block
 	// late, as in hashBlocksAVX2); the last step after the loop.
 	BLOCK256
 	MOVQ R13, R11
-	XORQ flipLo+64(FP), R11
+	XORQ flipLo+72(FP), R11
 	MOVQ R13, (R10)
 	ADDQ $8, R10
 	DECQ BX
@@ -151,6 +174,34 @@ plain:
 	BLOCK256
 	DECQ BX
 	JNZ  plain
+	JMP  done
+
+	// The chain and the prefix ids: as above, the id chain beside.
+withIDs:
+	BLOCK256
+	MOVQ R13, R11
+	XORQ flipLo+72(FP), R11
+	MOVQ R13, (R10)
+	ADDQ $8, R10
+	MOVQ R13, R14
+	MOVQ R13, (R9)
+	ADDQ $8, R9
+	DECQ BX
+	JZ   done
+	BLOCK256
+	DECQ BX
+	JZ   lastStepIDs
+
+idLoop:
+	BLOCK256
+	SEQSTEP512(-16(DI))
+	IDSTEP(-16(DI))
+	DECQ BX
+	JNZ  idLoop
+
+lastStepIDs:
+	SEQSTEP512(-8(DI))
+	IDSTEP(-8(DI))
 
 done:
 	VZEROUPPER

@@ -13,17 +13,22 @@ func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqD
 
 // hashBlocks256AVX512 is hashBlocksAVX2 for 240 < w <= 256 (blocks of
 // 61 to 64 tokens, the default 64 among them) in AVX-512
-// (long512_amd64.s).
+// (long512_amd64.s). With seqDst and idDst not nil it also stores the
+// blocks' prefix ids (AppendPrefixIDs) at idDst[i].
 //
 //go:noescape
-func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64)
+func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64)
 
 // hashBlocks is hashBlocks256AVX512 where the CPU has AVX-512 and the
-// blocks fit it, else hashBlocksAVX2 (useAVX2 must hold).
-func hashBlocks(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
+// blocks fit it, else hashBlocksAVX2 (useAVX2 must hold), which takes no
+// idDst (nil).
+func hashBlocks(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64) {
 	if useAVX512 && w <= 256 {
-		hashBlocks256AVX512(dst, p, n, w, key, lastKey, mergeKey, seqDst, flipLo, flipHi)
+		hashBlocks256AVX512(dst, p, n, w, key, lastKey, mergeKey, seqDst, idDst, flipLo, flipHi)
 		return
+	}
+	if idDst != nil {
+		panic("kvhash: prefix ids from hashBlocksAVX2")
 	}
 	hashBlocksAVX2(dst, p, n, w, key, lastKey, mergeKey, seqDst, flipLo, flipHi)
 }

@@ -12,10 +12,10 @@ func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqD
 	panic("kvhash: hashBlocksAVX2 without AVX2")
 }
 
-func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
+func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64) {
 	panic("kvhash: hashBlocksAVX512 without AVX-512")
 }
 
-func hashBlocks(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst *uint64, flipLo, flipHi uint64) {
+func hashBlocks(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64) {
 	panic("kvhash: hashBlocks without AVX2")
 }

@@ -56,8 +56,9 @@ func TestHashLongMatchesXXH3(t *testing.T) {
 // TestHashBlocks256AVX512MatchesXXH3 holds hashBlocks256AVX512 equal to
 // xxh3.HashSeed at every block length it takes (241 to 256 bytes), for one
 // to six blocks (the first two blocks' chain steps are peeled off its
-// loop, the last runs after it), with and without the sequence chain,
-// under the seeds of TestHashLongMatchesXXH3.
+// loops, the last runs after them), alone, with the sequence chain and
+// with the chain and the prefix ids, under the seeds of
+// TestHashLongMatchesXXH3.
 func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 	if !useAVX512 {
 		t.Skip("no AVX-512")
@@ -73,32 +74,31 @@ func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 		for w := longMin; w <= 256; w++ {
 			for n := 1; n <= 6; n++ {
 				b := buf[rng.IntN(len(buf)-n*w+1):][:n*w]
-				for _, chain := range []bool{false, true} {
-					var got, seqs [6]uint64
-					var sd *uint64
-					if chain {
+				for mode := range 3 { // hashes; and chain; and ids
+					var got, seqs, ids [7]uint64
+					var sd, id *uint64
+					if mode > 0 {
 						sd = &seqs[0]
 					}
-					hashBlocks256AVX512(&got[0], &b[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
+					if mode > 1 {
+						id = &ids[0]
+					}
+					hashBlocks256AVX512(&got[0], &b[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, id, seqFlipLo, seqFlipHi)
 					for i, h := range got[:n] {
 						if want := xxh3.HashSeed(b[i*w:(i+1)*w], seed); h != want {
 							t.Fatalf("seed %d, block %d of %d of %d bytes: got %d, want %d", seed, i, n, w, h, want)
 						}
 					}
-					if n < 6 && got[n] != 0 {
-						t.Fatalf("seed %d, %d blocks of %d bytes: wrote past the blocks", seed, n, w)
+					var wantSeqs, wantIDs [7]uint64
+					if mode > 0 {
+						copy(wantSeqs[:], SeqHashes(got[:n]))
 					}
-					if !chain {
-						if seqs != [6]uint64{} {
-							t.Fatalf("seed %d, %d blocks of %d bytes: chain written without seqDst", seed, n, w)
-						}
-						continue
+					if mode > 1 {
+						copy(wantIDs[:], AppendPrefixIDs(nil, got[:n]))
 					}
-					if want := SeqHashes(got[:n]); !slices.Equal(seqs[:n], want) {
-						t.Fatalf("seed %d, %d blocks of %d bytes: chain %v, want %v", seed, n, w, seqs[:n], want)
-					}
-					if n < 6 && seqs[n] != 0 {
-						t.Fatalf("seed %d, %d blocks of %d bytes: chain past the blocks", seed, n, w)
+					if got[n] != 0 || seqs != wantSeqs || ids != wantIDs {
+						t.Fatalf("seed %d, %d blocks of %d bytes, mode %d: hashes %v, chain %v, ids %v; want chain %v, ids %v",
+							seed, n, w, mode, got, seqs, ids, wantSeqs, wantIDs)
 					}
 				}
 			}
@@ -107,8 +107,9 @@ func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 }
 
 // TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
-// equal to Local (xxh3.HashSeed per block), and AppendLocalSeq to
-// AppendLocal and SeqHashes, at block sizes on both sides of
+// equal to Local (xxh3.HashSeed per block), AppendLocalSeq to
+// AppendLocal and SeqHashes, and AppendLocalSeqID to those and
+// AppendPrefixIDs, at block sizes on both sides of
 // the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
 // and without AVX2 and AVX-512.
 func TestAppendLocalMatchesLocal(t *testing.T) {
@@ -136,6 +137,15 @@ func TestAppendLocalMatchesLocal(t *testing.T) {
 				}
 				if want := SeqHashes(got); !slices.Equal(seqs[1:], want) || seqs[0] != 8 {
 					t.Fatalf("le=%v B=%d: AppendLocalSeq chain differs from SeqHashes", le, bs)
+				}
+				// AppendLocalSeqID: the same, and the prefix ids.
+				pre3 := []uint64{7, 8, 9}
+				l3, s3, ids := AppendLocalSeqID(pre3[:1:1], pre3[1:2:2], pre3[2:], toks, bs, seed)
+				if !slices.Equal(l3, locals) || !slices.Equal(s3, seqs) {
+					t.Fatalf("le=%v B=%d: AppendLocalSeqID hashes differ from AppendLocalSeq", le, bs)
+				}
+				if want := AppendPrefixIDs([]uint64{9}, got); !slices.Equal(ids, want) {
+					t.Fatalf("le=%v B=%d: AppendLocalSeqID ids differ from AppendPrefixIDs", le, bs)
 				}
 				for i, h := range got {
 					if want := xxh3.HashSeed(tokenBytesLE(toks[i*bs:(i+1)*bs]), seed); h != want {

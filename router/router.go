@@ -58,6 +58,9 @@ type pending struct {
 	ov     [kvevents.NumTiers]indexer.Overlaps // overlaps, reused buffers
 	locBuf []uint64
 	seqBuf []uint64
+
+	ids   []uint64 // idBuf: the prefix ids of locals, or none (lookupKV)
+	idBuf []uint64
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -68,7 +71,7 @@ func getPending() *pending { return pendingPool.Get().(*pending) }
 // and p is not in the queue).
 func putPending(p *pending) {
 	p.req = Request{}
-	p.locals, p.seq = nil, nil
+	p.locals, p.seq, p.ids = nil, nil, nil
 	for t := range p.ov {
 		p.ov[t] = p.ov[t][:0]
 	}
@@ -96,6 +99,12 @@ type Router struct {
 	app    [kvevents.NumTiers]indexer.MatchAppender // idx[t] if it appends, else nil (FindMatches)
 	events Events
 	tv     tierView // cross-tier chains (tierview.go)
+
+	idApp [kvevents.NumTiers]indexer.IDMatchAppender // idx[t] if it reads prefix ids, else nil
+	// withIDs: prepare computes the prompt's prefix ids beside its hashes
+	// (an index reads them and kvhash.PrefixIDsBeside), and lookupKV
+	// passes them, so that Flash does not run their chain in the lookup.
+	withIDs bool
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -185,6 +194,9 @@ func New(cfg Config, opts Options) (*Router, error) {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
 			r.app[t], _ = r.idx[t].(indexer.MatchAppender)
+			if a, ok := r.idx[t].(indexer.IDMatchAppender); ok && a.WantsIDs() && kvhash.PrefixIDsBeside(cfg.BlockSize) {
+				r.idApp[t], r.withIDs = a, true
+			}
 		}
 	}
 	return r, nil
@@ -571,7 +583,10 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	}
 	p := getPending()
 	p.req, p.isl = *req, isl
-	if req.Tokens != nil {
+	if req.Tokens != nil && r.withIDs && r.wantsOverlap(req) {
+		p.locBuf, p.seqBuf, p.idBuf = kvhash.AppendLocalSeqID(p.locBuf[:0], p.seqBuf[:0], p.idBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
+		p.locals, p.ids = p.locBuf, p.idBuf
+	} else if req.Tokens != nil {
 		p.locBuf, p.seqBuf = kvhash.AppendLocalSeq(p.locBuf[:0], p.seqBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
 		p.locals = p.locBuf
 	} else {
@@ -674,7 +689,9 @@ func (r *Router) lookupKV(p *pending) {
 			p.ov[t] = p.ov[t][:0] // no worker sent a lower-tier event: nothing derived
 			continue
 		}
-		if a := r.app[t]; a != nil {
+		if a := r.idApp[t]; a != nil && p.ids != nil {
+			p.ov[t] = a.AppendMatchesIDs(p.ov[t][:0], p.locals, p.ids)
+		} else if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)
 		} else {
 			p.ov[t] = r.idx[t].FindMatches(p.locals)
