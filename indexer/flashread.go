@@ -240,6 +240,9 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	}
 	p, D := 0, len(locals)
 	curSeq, curSet := cur.seq, m0
+	live, holes := len(aslots), false // workers still matching; aslots has holes
+	var pos slotPos                   // markDrops's, filled at the first drop
+	posSet := false
 	for p < D-1 {
 		q := min(p+f.stride, D-1)
 		// Window covers positions p..q; seqs[0] is cur's.
@@ -257,20 +260,27 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 			}
 		}
 		next := win.get(&r, q)
-		if !r.dropped(aslots, next, safe) {
+		if safe && !r.dropped(aslots, next, true) || !safe && memCount(next) == live {
 			curSeq, curSet, p = win.seqs[q-p], next, q
 			continue
 		}
 		if safe {
 			alive, aslots = r.bisectSafe(out, alive, aslots, &win, p, q, next)
+			live = len(aslots)
 		} else {
-			d := r.bisectExact(&win, p, q, len(aslots), next, drops[:0])
-			alive, aslots = r.markDrops(out, alive, aslots, &win, d)
+			// Exact: sets shrink with depth, so the counts tell (dropped),
+			// and aslots may keep holes (markDrops).
+			d := r.bisectExact(&win, p, q, live, next, drops[:0])
+			if !posSet {
+				pos.fill(aslots)
+				posSet = true
+			}
+			alive, aslots, live, holes = r.markDrops(out, alive, aslots, live, holes, &pos, &win, d)
 		}
 		// Every worker has its overlap once none still matches; in safe
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
-		if len(aslots) == 0 || memCount(next) == 0 {
+		if live == 0 || memCount(next) == 0 {
 			if !ordered {
 				orderOverlaps(out, &s0, rank)
 			}
