@@ -66,7 +66,9 @@ var useAVX2 = func() bool {
 // Measured (BenchmarkLocalSeq512, 512 blocks of 64 tokens, pinned to one
 // CPU of the shared 2-core machine, kernels alternated): local hashes
 // alone take 0.45-0.6 of the AVX2 time; with the sequence chain, ~0.85:
-// the chain's 13-cycle step is then what bounds the loop.
+// the chain's 13-cycle step is then what bounds the loop. Measured on an
+// AMD core only: on Intel cores before Ice Lake, 512-bit multiplies lower
+// the core's clock for a while after them.
 var useAVX512 = func() bool {
 	if !useAVX2 {
 		return false
