@@ -85,7 +85,7 @@ func AppendLocalSeq(locals, seqs []uint64, tokens []uint32, blockSize int, seed 
 }
 
 // appendLocal is AppendLocal, and also AppendSeq into seqs when withSeq
-// and AppendPrefixIDs into ids when withIDs (withSeq too).
+// and AppendPrefixIDs into ids when withIDs.
 func appendLocal(dst, seqs, ids []uint64, withSeq, withIDs bool, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64, []uint64) {
 	if blockSize <= 0 {
 		panic("kvhash: block size must be positive")
@@ -114,7 +114,7 @@ func appendLocal(dst, seqs, ids []uint64, withSeq, withIDs bool, tokens []uint32
 				seqs = slices.Grow(seqs, n)[:ms+n]
 				sd = &seqs[ms]
 			}
-			idsHere := withIDs && withSeq && useAVX512 && w <= 256
+			idsHere := withIDs && useAVX512 && w <= 256
 			if idsHere {
 				mi := len(ids)
 				ids = slices.Grow(ids, n)[:mi+n]

@@ -140,9 +140,9 @@ TEXT ·hashBlocks256AVX512(SB), NOSPLIT, $0-88
 	MOVQ      $0x9E3779B185EBCA87, AX
 	IMULQ     R8, AX
 	VMOVQ     AX, X11
-	TESTQ     R10, R10
-	JZ        plain
 	MOVQ      idDst+64(FP), R9
+	TESTQ     R10, R10
+	JZ        noChain
 	TESTQ     R9, R9
 	JNZ       withIDs
 
@@ -170,10 +170,31 @@ lastStep:
 	SEQSTEP512(-8(DI))
 	JMP done
 
+noChain:
+	TESTQ R9, R9
+	JNZ   idsOnly
+
 plain:
 	BLOCK256
 	DECQ BX
 	JNZ  plain
+	JMP  done
+
+	// The prefix ids without the sequence chain: a block's id step right
+	// after it (its 6-cycle chain is shorter than a block's hashing).
+idsOnly:
+	BLOCK256
+	MOVQ R13, R14
+	MOVQ R13, (R9)
+	ADDQ $8, R9
+	DECQ BX
+	JZ   done
+
+idsOnlyLoop:
+	BLOCK256
+	IDSTEP(R13)
+	DECQ BX
+	JNZ  idsOnlyLoop
 	JMP  done
 
 	// The chain and the prefix ids: as above, the id chain beside.

@@ -13,8 +13,8 @@ func hashBlocksAVX2(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqD
 
 // hashBlocks256AVX512 is hashBlocksAVX2 for 240 < w <= 256 (blocks of
 // 61 to 64 tokens, the default 64 among them) in AVX-512
-// (long512_amd64.s). With seqDst and idDst not nil it also stores the
-// blocks' prefix ids (AppendPrefixIDs) at idDst[i].
+// (long512_amd64.s). With idDst not nil it also stores the blocks'
+// prefix ids (AppendPrefixIDs) at idDst[i].
 //
 //go:noescape
 func hashBlocks256AVX512(dst *uint64, p *byte, n, w int, key, lastKey, mergeKey, seqDst, idDst *uint64, flipLo, flipHi uint64)

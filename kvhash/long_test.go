@@ -56,8 +56,8 @@ func TestHashLongMatchesXXH3(t *testing.T) {
 // TestHashBlocks256AVX512MatchesXXH3 holds hashBlocks256AVX512 equal to
 // xxh3.HashSeed at every block length it takes (241 to 256 bytes), for one
 // to six blocks (the first two blocks' chain steps are peeled off its
-// loops, the last runs after them), alone, with the sequence chain and
-// with the chain and the prefix ids, under the seeds of
+// loops, the last runs after them), alone, with the sequence chain, with
+// the chain and the prefix ids, and with the ids alone, under the seeds of
 // TestHashLongMatchesXXH3.
 func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 	if !useAVX512 {
@@ -74,10 +74,10 @@ func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 		for w := longMin; w <= 256; w++ {
 			for n := 1; n <= 6; n++ {
 				b := buf[rng.IntN(len(buf)-n*w+1):][:n*w]
-				for mode := range 3 { // hashes; and chain; and ids
+				for mode := range 4 { // hashes; and chain; and ids; ids without chain
 					var got, seqs, ids [7]uint64
 					var sd, id *uint64
-					if mode > 0 {
+					if mode == 1 || mode == 2 {
 						sd = &seqs[0]
 					}
 					if mode > 1 {
@@ -90,7 +90,7 @@ func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 						}
 					}
 					var wantSeqs, wantIDs [7]uint64
-					if mode > 0 {
+					if mode == 1 || mode == 2 {
 						copy(wantSeqs[:], SeqHashes(got[:n]))
 					}
 					if mode > 1 {
@@ -108,8 +108,8 @@ func TestHashBlocks256AVX512MatchesXXH3(t *testing.T) {
 
 // TestAppendLocalMatchesLocal holds AppendLocal (one secret per call)
 // equal to Local (xxh3.HashSeed per block), AppendLocalSeq to
-// AppendLocal and SeqHashes, and AppendLocalSeqID to those and
-// AppendPrefixIDs, at block sizes on both sides of
+// AppendLocal and SeqHashes, and AppendLocalSeqID and AppendLocalID to
+// those and AppendPrefixIDs, at block sizes on both sides of
 // the long path (60/61 tokens = 240/244 bytes), on both byte paths, with
 // and without AVX2 and AVX-512.
 func TestAppendLocalMatchesLocal(t *testing.T) {
@@ -146,6 +146,11 @@ func TestAppendLocalMatchesLocal(t *testing.T) {
 				}
 				if want := AppendPrefixIDs([]uint64{9}, got); !slices.Equal(ids, want) {
 					t.Fatalf("le=%v B=%d: AppendLocalSeqID ids differ from AppendPrefixIDs", le, bs)
+				}
+				// AppendLocalID: the hashes and the ids, no chain.
+				l4, ids4 := AppendLocalID(pre3[:1:1], pre3[2:], toks, bs, seed)
+				if !slices.Equal(l4, locals) || !slices.Equal(ids4, ids) {
+					t.Fatalf("le=%v B=%d: AppendLocalID differs from AppendLocalSeqID", le, bs)
 				}
 				for i, h := range got {
 					if want := xxh3.HashSeed(tokenBytesLE(toks[i*bs:(i+1)*bs]), seed); h != want {

@@ -44,17 +44,18 @@ func AppendPrefixIDs(dst, locals []uint64) []uint64 {
 	return dst
 }
 
+// AppendLocalID appends the local hashes of the full blocks of tokens to
+// locals, as AppendLocal, and their prefix ids to ids, as AppendPrefixIDs
+// of them. Where blocks are hashed in AVX-512 (long.go) the id chain runs
+// beside the hashing.
+func AppendLocalID(locals, ids []uint64, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64) {
+	locals, _, ids = appendLocal(locals, nil, ids, false, true, tokens, blockSize, seed)
+	return locals, ids
+}
+
 // AppendLocalSeqID is AppendLocalSeq that also appends the blocks' prefix
 // ids to ids (as AppendPrefixIDs of the local hashes). Where blocks are
 // hashed in AVX-512 (long.go) the id chain runs beside the hashing.
 func AppendLocalSeqID(locals, seqs, ids []uint64, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64, []uint64) {
 	return appendLocal(locals, seqs, ids, true, true, tokens, blockSize, seed)
-}
-
-// PrefixIDsBeside reports whether AppendLocalSeqID computes the prefix ids
-// beside the hashing at blockSize tokens per block, at almost no cost
-// (AVX-512, blocks of 61 to 64 tokens). Elsewhere it runs their chain
-// after the hashing, which costs what a lookup computing them would.
-func PrefixIDsBeside(blockSize int) bool {
-	return littleEndian && useAVX512 && blockSize*4 >= longMin && blockSize*4 <= 256
 }

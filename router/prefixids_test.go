@@ -11,17 +11,14 @@ import (
 )
 
 // TestRoutePrefixIDsPath routes prompts given as tokens at 64 tokens per
-// block, where the router computes the prefix ids beside the hashes and
-// Flash reads them (where kvhash.PrefixIDsBeside holds), and checks each
+// block, whose prefix ids the router computes beside the hashes (in
+// AVX-512 where the CPU has it) and Flash reads, and checks each
 // lookup against the index's own lookup of the local hashes, and each
 // decision against a router that takes the prompts as local hashes
 // (Request.Locals: no ids). Workers hold prefixes of several depths,
 // across jump strides, and prompts diverge from them at several places.
 func TestRoutePrefixIDsPath(t *testing.T) {
 	const bs, n, w = 64, 300, 12
-	if !kvhash.PrefixIDsBeside(bs) {
-		t.Skip("prefix ids are not computed beside the hashes on this CPU")
-	}
 	rng := rand.New(rand.NewPCG(4, 2))
 	base := make([]uint32, n*bs)
 	for i := range base {
@@ -55,8 +52,8 @@ func TestRoutePrefixIDsPath(t *testing.T) {
 		return r
 	}
 	withIDs, withLocals := build(), build()
-	if !withIDs.withIDs {
-		t.Fatal("router does not compute prefix ids")
+	if withIDs.idApp[kvevents.TierDevice] == nil {
+		t.Fatal("router does not pass prefix ids to its index")
 	}
 	for k, cut := range []int{n, 1, 2, 63, 64, 65, 128, 200, 299} {
 		toks := slices.Clone(base)
