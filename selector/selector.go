@@ -89,6 +89,18 @@ type Candidate struct {
 	// phase. Config.DecodePhase then rolls the passes from there.
 	PassArrived        bool
 	PassArrivedElapsed float64
+	// PassQueue is the prefill routed to the rank since its dated pass
+	// started (loads.PassArrivals), oldest first: a pass rolled forward
+	// from there takes each only if it began after it came (pass.go).
+	// Nil: every pending token beyond PassTokens counts as come at once.
+	PassQueue []PassArrival
+}
+
+// PassArrival is prefill routed to a rank after its dated pass started:
+// Tokens prompt tokens to compute, routed Ago ms before now.
+type PassArrival struct {
+	Ago    float64
+	Tokens int
 }
 
 // RankRange bounds data-parallel ranks, inclusive.
