@@ -170,11 +170,10 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
 		}
 		c.PassQueue = c.PassQueue[:0]
-		for _, a := range tr.PassArrivals(int(s)) {
-			if !arrivals {
-				break
+		if arrivals {
+			for _, a := range tr.PassArrivals(int(s)) {
+				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: float64(now.Sub(a.At)) / float64(time.Millisecond), Tokens: a.Tokens})
 			}
-			c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: float64(now.Sub(a.At)) / float64(time.Millisecond), Tokens: a.Tokens})
 		}
 		if int(w.Rank) < len(ws.links) {
 			linkBacklog(ws, w.Rank, now, c)

@@ -103,6 +103,10 @@ type Config struct {
 	// duplicate elsewhere, which takes cache room (and the prefill again)
 	// from later requests. Default 0 = no such credit.
 	CacheValue float64 `yaml:"cache_value"`
+	// CacheExclusive restricts CacheValue to the blocks of the hit that
+	// no other candidate holds: a prefix cached elsewhere too is not lost
+	// by computing it again here. Default false.
+	CacheExclusive bool `yaml:"cache_exclusive"`
 	// PassModel (CostTime only) prices the queue as the engine schedules
 	// it (pass.go): the request waits out the pass in flight, which it
 	// cannot join, then shares passes of max_batched_tokens with the

@@ -100,6 +100,8 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.ImposedOthers = v == "true"
 		case "cache-value":
 			c.CacheValue = fnum(t, v)
+		case "cache-exclusive":
+			c.CacheExclusive = v == "true"
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":

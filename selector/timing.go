@@ -171,7 +171,9 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 //	mine     = PrefillSpan(own)              its own prefill, after max(ahead, load)
 //	usage    = KV usage + new_blocks / total_kv_blocks
 //	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
-//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
+//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor;
+//	           U/(1-U) with ImposedOthers), + the first tokens it delays (DelayOthers)
+//	           - CacheValue * (PrefillSpan(isl) - mine) / (1-U)  (CacheValue, CacheExclusive)
 //	cost     = PrefillLoadScale*(max(ahead, load) + mine + imposed) + decode + ActiveRequestWeight*active_requests
 //
 // The queued prefill is mostly in the pass running now, which the
@@ -271,8 +273,17 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	}
 	imposed := mine*cfg.ImposedWeight*factor + others
 	if cfg.CacheValue > 0 && own < float64(s.isl) {
-		whole, _ := tm.prefillSpan(float64(s.isl), cf, *full)
-		imposed -= cfg.CacheValue * (whole - mine) * s.queueFactor
+		saved := float64(s.isl)
+		if cfg.CacheExclusive {
+			// Only the blocks no other candidate holds.
+			o, other := c.Overlap[0], s.top1
+			if o >= s.top1 {
+				other = s.top2
+			}
+			saved = own + float64(max(0, o-other)*s.b)
+		}
+		whole, _ := tm.prefillSpan(min(saved, float64(s.isl)), cf, *full)
+		imposed -= cfg.CacheValue * max(0, whole-mine) * s.queueFactor
 	}
 	decode := 0.0
 	if c.ActiveRequests > 0 {
