@@ -168,8 +168,12 @@
 // azure-conv 50%'s p99 against load as above, DelayOthers' hit rate
 // (azure-code 50% and 70% below 0.9) and its 90% p50 on azure-conv
 // (604 ms against cache-aware's 357: at saturation a pass others wait
-// for is everywhere). No variant passes every cell of both, so all stay
-// off.
+// for is everywhere). At seeds run 0.1% apart in rate (sim --seeds 1,2,3
+// --load-jitter 0.001, whole traces) the CacheValue variant has 7 cells
+// passing, 3 within seed noise and 2 failing (conversation 70%, p50 +0.28
+// ms against approx at every seed; azure-conv 50%, p99 +3.0 ms against
+// load), where the default has 8, 3 and 1. No variant passes every cell
+// of both, so all stay off.
 //
 // # Routing history (Config.HistoryWeight, HistoryTie; off)
 //
