@@ -371,7 +371,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		b.Out = ReasonNone
 		// The cost as returned, not read back from b: that load would
 		// wait for the store just made.
-		cmin = min(cmin, sc.costInto(&cands[i], b))
+		cmin = lower(cmin, sc.costInto(&cands[i], b))
 	}
 	if cfg.HistoryTie > 0 && cfg.Temperature <= 0 {
 		res.Chosen = pickHistory(cfg, res.Breakdowns, cands, cmin, rng)
@@ -578,7 +578,7 @@ func deviceOnly(ov *[kvevents.NumTiers]int) bool {
 // deviceCredit is tierCredit when deviceOnly (the common case): one
 // breakpoint, or none.
 func deviceCredit(ov *[kvevents.NumTiers]int, w *[kvevents.NumTiers]float64) float64 {
-	return max(0, w[kvevents.TierDevice]) * float64(max(0, ov[kvevents.TierDevice]))
+	return atLeast(w[kvevents.TierDevice], 0) * float64(max(0, ov[kvevents.TierDevice]))
 }
 
 func softmaxWeight(c, cmin, cmax, temp float64) float64 {
@@ -628,21 +628,23 @@ func Probabilities(costs []float64, temp float64) []float64 {
 // Candidate.Utilization first, then at random.
 func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Rand) int {
 	eps := tieEps * max(1, math.Abs(cmin))
-	umin := math.Inf(1)
+	// One pass finds the least utilization among the lowest costs and
+	// counts the candidates at it (a pass each was most of this
+	// function's time at 64 workers).
+	umin, k := math.Inf(1), 0
 	for i := range bs {
-		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps {
-			umin = min(umin, cands[i].Utilization)
+		if bs[i].Out != ReasonNone || bs[i].Cost-cmin > eps {
+			continue
 		}
-	}
-	// drawTied's draw, with the test inlined: a closure called twice per
-	// candidate was most of this function's time at 64 workers.
-	tied := func(i int) bool {
-		return bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin
-	}
-	k := 0
-	for i := range bs {
-		if tied(i) {
+		switch u := cands[i].Utilization; {
+		case u < umin:
+			umin, k = u, 1
+		case u == umin:
 			k++
+		case u != u:
+			// NaN: min would make umin NaN, which no candidate
+			// matches.
+			umin, k = u, 0
 		}
 	}
 	j := 0
@@ -651,7 +653,7 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 	}
 	chosen := -1
 	for i := range bs {
-		if tied(i) {
+		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
 			bs[i].Prob = 1 / float64(k)
 			if j == 0 && chosen < 0 {
 				chosen = i
