@@ -450,12 +450,15 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 		excess = max(0, excess)
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/s.reqBlocks)
 	}
-	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
+	// The tiers' weights as an array only where a lower tier is read
+	// (tierCredit, onboarding): building it costs a store per tier.
+	wd := cfg.OverlapCredit * decay
 	// tierCredit's common case here, not through a call.
 	var credit float64
 	if deviceOnly(&c.Overlap) {
-		credit = deviceCredit(&c.Overlap, &w)
+		credit = atLeast(wd, 0) * float64(max(0, c.Overlap[kvevents.TierDevice]))
 	} else {
+		w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 		credit = tierCredit(&c.Overlap, &w)
 	}
 	credit += historyCredit(cfg, c, decay)
@@ -468,6 +471,7 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 	if cfg.Cost == CostTime {
 		load := 0.0
 		if s.onboard {
+			w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 			load = onboardTime(cfg, c, &w, s.b)
 		}
 		return s.costTimeInto(c, credit, load, out)
