@@ -152,6 +152,9 @@ func (a *Approx) Insert(w kvevents.Worker, locals []uint64, now time.Time) {
 
 // InsertSeq is Insert given the blocks' sequence hashes
 // (kvhash.AppendSeq of the locals), which a router has already computed.
+// Any chain that names each prefix works (the router's own side indexes
+// get kvhash.AppendPrefixIDs) if one Approx is given one kind only: Insert
+// and AppendMatches name blocks by sequence hash.
 func (a *Approx) InsertSeq(w kvevents.Worker, seqs []uint64, now time.Time) {
 	t := now.UnixNano()
 	a.insert(w, seqs, true, t, t+a.ttl, false)
@@ -359,7 +362,7 @@ func (a *Approx) AppendMatches(dst Overlaps, locals []uint64, now time.Time) Ove
 }
 
 // AppendMatchesSeq is AppendMatches given the blocks' sequence hashes
-// (kvhash.AppendSeq of the locals).
+// (kvhash.AppendSeq of the locals), or the chain InsertSeq was given.
 func (a *Approx) AppendMatchesSeq(dst Overlaps, seqs []uint64, now time.Time) Overlaps {
 	return a.appendMatches(dst, seqs, true, now)
 }

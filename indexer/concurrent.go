@@ -290,6 +290,22 @@ func (c *Concurrent) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
 	return append(dst, c.idx.FindMatches(locals)...)
 }
 
+// AppendMatchesIDs implements IDMatchAppender: the wrapped index's, or
+// its AppendMatches.
+func (c *Concurrent) AppendMatchesIDs(dst Overlaps, locals, ids []uint64) Overlaps {
+	if a, ok := c.idx.(IDMatchAppender); ok {
+		return a.AppendMatchesIDs(dst, locals, ids)
+	}
+	return c.AppendMatches(dst, locals)
+}
+
+// WantsIDs implements IDMatchAppender: whether the wrapped index reads
+// the ids.
+func (c *Concurrent) WantsIDs() bool {
+	a, ok := c.idx.(IDMatchAppender)
+	return ok && a.WantsIDs()
+}
+
 // Dump implements Index, inline; call Flush first for a dump that includes
 // everything enqueued.
 func (c *Concurrent) Dump() []kvevents.Event { return c.idx.Dump() }

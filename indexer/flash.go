@@ -6,6 +6,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/invariants"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
 )
 
 // Flash is the positional index of DESIGN.md §3 with jump search.
@@ -113,23 +114,22 @@ type fmember struct {
 
 // Prefix-id mixing constants (odd 64-bit multipliers).
 const (
-	pidK1 = 0x9e3779b97f4a7c15
-	pidK2 = 0xbf58476d1ce4e5b9
+	pidK1 = kvhash.PrefixK1
+	pidK2 = kvhash.PrefixK2
 )
 
-// prefixID is the internal id of the prefix parent+local: B(parent ^
-// local*K1) with B(x) = y ^ y>>32, y = x*K2, a bijection. Because B and
-// x -> x^c are bijections, two prefixes of one length that differ in one
-// position only, or share their suffix after the first difference, never
-// collide (siblings and equal locals under different parents are always
-// distinct); other collisions need two 64-bit coincidences. It is not
-// kvhash.SeqNext (xxh3 of 16 bytes): its critical path is one multiply,
-// ~1.5 ns per block against ~4.5 ns (micro-benchmark of a 1024-block chain
-// on the shared 2-core machine), which dominated deep lookups.
-func prefixID(parent, local uint64) uint64 {
-	y := (parent ^ local*pidK1) * pidK2
-	return y ^ y>>32
-}
+// prefixID is the internal id of the prefix parent+local,
+// kvhash.PrefixNext: B(parent ^ local*K1) with B(x) = y ^ y>>32, y = x*K2,
+// a bijection. Because B and x -> x^c are bijections, two prefixes of one
+// length that differ in one position only, or share their suffix after the
+// first difference, never collide (siblings and equal locals under
+// different parents are always distinct); other collisions need two 64-bit
+// coincidences. It is not kvhash.SeqNext (xxh3 of 16 bytes): its critical
+// path is one multiply, ~1.5 ns per block against ~4.5 ns (micro-benchmark
+// of a 1024-block chain on the shared 2-core machine), which dominated
+// deep lookups. A caller that hashes the prompt can compute the ids with
+// its hashes (kvhash.AppendLocalSeqID) and pass them (AppendMatchesIDs).
+func prefixID(parent, local uint64) uint64 { return kvhash.PrefixNext(parent, local) }
 
 // Multiplicative inverses of pidK1 and pidK2 mod 2^64.
 var pidK1Inv, pidK2Inv = mulInverse(pidK1), mulInverse(pidK2)

@@ -147,6 +147,25 @@ const stackStride = 128
 // takes no lock and does not allocate when dst has room and the stride is
 // at most 128.
 func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
+	return f.appendMatches(dst, locals, nil)
+}
+
+// AppendMatchesIDs implements IDMatchAppender: AppendMatches reading the
+// query's prefix ids from ids (kvhash.AppendPrefixIDs of locals) instead
+// of computing them. ids of another length than locals are ignored.
+func (f *Flash) AppendMatchesIDs(dst Overlaps, locals, ids []uint64) Overlaps {
+	if len(ids) != len(locals) {
+		ids = nil
+	}
+	return f.appendMatches(dst, locals, ids)
+}
+
+// WantsIDs implements IDMatchAppender: Flash uses the ids.
+func (f *Flash) WantsIDs() bool { return true }
+
+// appendMatches is AppendMatches with the query's prefix ids (nil:
+// computed here).
+func (f *Flash) appendMatches(dst Overlaps, locals, ids []uint64) Overlaps {
 	if len(locals) == 0 {
 		return dst
 	}
@@ -158,10 +177,10 @@ func (f *Flash) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
 		f.reads.started.Add(1)
 	}
 	base := len(dst)
-	dst = f.match(dst, locals, safe)
+	dst = f.match(dst, locals, ids, safe)
 	if !safe && f.writing.Load() != w0 {
 		f.reads.redone.Add(1)
-		dst = f.match(dst[:base], locals, true)
+		dst = f.match(dst[:base], locals, ids, true)
 	}
 	return dst
 }
@@ -176,8 +195,9 @@ type readCounters struct {
 	_       [64]byte
 }
 
-// match is AppendMatches within a read section.
-func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
+// match is AppendMatches within a read section; ids, when not nil, are
+// the query's prefix ids.
+func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	r := reader{f: f, v: f.view.Load()}
 	ci, cur := r.index(locals[0])
 	if ci == noEntry || !r.isRoot(ci) {
@@ -209,39 +229,58 @@ func (f *Flash) match(dst Overlaps, locals []uint64, safe bool) Overlaps {
 		setBuf [stackStride + 1]uint64
 	)
 	win := window{seqs: seqBuf[:], sets: setBuf[:]}
+	own := win.seqs // the window's ids when not given
+
 	var dropBuf [stackStride]int32 // window offsets (bisectExact)
 	drops := dropBuf[:]
 	if f.stride > stackStride {
-		win = window{seqs: make([]uint64, f.stride+1), sets: make([]uint64, f.stride+1)}
+		own = make([]uint64, f.stride+1)
+		win = window{seqs: own, sets: make([]uint64, f.stride+1)}
 		drops = make([]int32, f.stride)
 	}
 	p, D := 0, len(locals)
 	curSeq, curSet := cur.seq, m0
+	live, holes := len(aslots), false // workers still matching; aslots has holes
+	var pos slotPos                   // markDrops's, filled at the first drop
+	posSet := false
 	for p < D-1 {
 		q := min(p+f.stride, D-1)
 		// Window covers positions p..q; seqs[0] is cur's.
 		win.base = p
-		win.seqs[0], win.sets[0] = curSeq, curSet
-		s, seqs := curSeq, win.seqs[1:q-p+1]
-		for k, l := range locals[p+1 : q+1] {
-			s = prefixID(s, l)
-			seqs[k] = s
+		win.sets[0] = curSet
+		if ids != nil {
+			win.seqs = ids[p : q+1] // ids[p] is curSeq
+		} else {
+			win.seqs = own
+			win.seqs[0] = curSeq
+			s, seqs := curSeq, win.seqs[1:q-p+1]
+			for k, l := range locals[p+1 : q+1] {
+				s = prefixID(s, l)
+				seqs[k] = s
+			}
 		}
 		next := win.get(&r, q)
-		if !r.dropped(aslots, next, safe) {
+		if safe && !r.dropped(aslots, next, true) || !safe && memCount(next) == live {
 			curSeq, curSet, p = win.seqs[q-p], next, q
 			continue
 		}
 		if safe {
 			alive, aslots = r.bisectSafe(out, alive, aslots, &win, p, q, next)
+			live = len(aslots)
 		} else {
-			d := r.bisectExact(&win, p, q, len(aslots), next, drops[:0])
-			alive, aslots = r.markDrops(out, alive, aslots, &win, d)
+			// Exact: sets shrink with depth, so the counts tell (dropped),
+			// and aslots may keep holes (markDrops).
+			d := r.bisectExact(&win, p, q, live, next, drops[:0])
+			if !posSet {
+				pos.fill(aslots)
+				posSet = true
+			}
+			alive, aslots, live, holes = r.markDrops(out, alive, aslots, live, holes, &pos, &win, d)
 		}
 		// Every worker has its overlap once none still matches; in safe
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
-		if len(aslots) == 0 || memCount(next) == 0 {
+		if live == 0 || memCount(next) == 0 {
 			if !ordered {
 				orderOverlaps(out, &s0, rank)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
 )
 
 // churnEvents returns, per worker, a stream of chains over a small local
@@ -60,7 +61,8 @@ func randomQuery(rng *rand.Rand) []uint64 {
 
 // TestFlashSafeMatchesExact: on a quiet index, a lookup's safe mode (the
 // one that tolerates concurrent writes) returns exactly what its exact
-// mode does, through every bisection path (strides 1-3, 64).
+// mode does, through every bisection path (strides 1-3, 64), and both do
+// given the query's prefix ids (AppendMatchesIDs).
 func TestFlashSafeMatchesExact(t *testing.T) {
 	for _, stride := range []int{1, 2, 3, 64} {
 		rng := rand.New(rand.NewPCG(uint64(stride), 7))
@@ -76,10 +78,15 @@ func TestFlashSafeMatchesExact(t *testing.T) {
 			for range 20 {
 				q := randomQuery(rng)
 				ep := f.enterRead()
-				exact, safe := f.match(nil, q, false), f.match(nil, q, true)
+				exact, safe := f.match(nil, q, nil, false), f.match(nil, q, nil, true)
+				ids := kvhash.AppendPrefixIDs(nil, q)
+				exactIDs, safeIDs := f.match(nil, q, ids, false), f.match(nil, q, ids, true)
 				f.exitRead(ep)
 				if !slices.Equal(exact, safe) {
 					t.Fatalf("stride %d step %d query %v: exact %v safe %v", stride, i, q, exact, safe)
+				}
+				if !slices.Equal(exact, exactIDs) || !slices.Equal(exact, safeIDs) {
+					t.Fatalf("stride %d step %d query %v: exact %v, given the prefix ids %v (safe %v)", stride, i, q, exact, exactIDs, safeIDs)
 				}
 			}
 		}

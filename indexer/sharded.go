@@ -98,10 +98,18 @@ func (s *Sharded) FindMatches(locals []uint64) Overlaps { return s.AppendMatches
 // merged by worker. It does not allocate when the shards do not and dst
 // has room.
 func (s *Sharded) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
+	return s.AppendMatchesIDs(dst, locals, nil)
+}
+
+// AppendMatchesIDs implements IDMatchAppender: each shard's, for shards
+// that read ids.
+func (s *Sharded) AppendMatchesIDs(dst Overlaps, locals, ids []uint64) Overlaps {
 	base := len(dst)
 	for k, sh := range s.shards {
 		mid := len(dst)
-		if a, ok := sh.(interface {
+		if a, ok := sh.(IDMatchAppender); ok && ids != nil {
+			dst = a.AppendMatchesIDs(dst, locals, ids)
+		} else if a, ok := sh.(interface {
 			AppendMatches(Overlaps, []uint64) Overlaps
 		}); ok {
 			dst = a.AppendMatches(dst, locals)
@@ -113,6 +121,16 @@ func (s *Sharded) AppendMatches(dst Overlaps, locals []uint64) Overlaps {
 		}
 	}
 	return dst
+}
+
+// WantsIDs implements IDMatchAppender: whether any shard reads the ids.
+func (s *Sharded) WantsIDs() bool {
+	for _, sh := range s.shards {
+		if a, ok := sh.(IDMatchAppender); ok && a.WantsIDs() {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeStack bounds the stack buffer of mergeOverlaps.

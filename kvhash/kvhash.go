@@ -71,7 +71,7 @@ func LocalMM(tokens []uint32, mmHashes []uint64, seed uint64) uint64 {
 // and returns the extended slice. blockSize must be positive; a trailing
 // partial block is ignored.
 func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []uint64 {
-	dst, _ = appendLocal(dst, nil, false, tokens, blockSize, seed)
+	dst, _, _ = appendLocal(dst, nil, nil, false, false, tokens, blockSize, seed)
 	return dst
 }
 
@@ -80,18 +80,20 @@ func AppendLocal(dst []uint64, tokens []uint32, blockSize int, seed uint64) []ui
 // AppendSeq of them, and returns both extended slices. Where blocks are
 // hashed in AVX2 (long.go), the chain is computed beside the hashing.
 func AppendLocalSeq(locals, seqs []uint64, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64) {
-	return appendLocal(locals, seqs, true, tokens, blockSize, seed)
+	locals, seqs, _ = appendLocal(locals, seqs, nil, true, false, tokens, blockSize, seed)
+	return locals, seqs
 }
 
-// appendLocal is AppendLocal, and also AppendSeq into seqs when withSeq.
-func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64) {
+// appendLocal is AppendLocal, and also AppendSeq into seqs when withSeq
+// and AppendPrefixIDs into ids when withIDs.
+func appendLocal(dst, seqs, ids []uint64, withSeq, withIDs bool, tokens []uint32, blockSize int, seed uint64) ([]uint64, []uint64, []uint64) {
 	if blockSize <= 0 {
 		panic("kvhash: block size must be positive")
 	}
 	n := len(tokens) / blockSize
 	dst = slices.Grow(dst, n)
 	if n == 0 {
-		return dst, seqs
+		return dst, seqs, ids
 	}
 	m := len(dst)
 	w := blockSize * 4
@@ -106,14 +108,23 @@ func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize in
 		if long {
 			// All blocks in one call, and the chain beside them.
 			dst = dst[:m+n]
-			var sd *uint64
+			var sd, id *uint64
 			if withSeq {
 				ms := len(seqs)
 				seqs = slices.Grow(seqs, n)[:ms+n]
 				sd = &seqs[ms]
 			}
-			hashBlocksAVX2(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, seqFlipLo, seqFlipHi)
-			return dst, seqs
+			idsHere := withIDs && useAVX512 && w <= 256
+			if idsHere {
+				mi := len(ids)
+				ids = slices.Grow(ids, n)[:mi+n]
+				id = &ids[mi]
+			}
+			hashBlocks(&dst[m], &all[0], n, w, &k.w[0], &k.last[0], &k.merge[0], sd, id, seqFlipLo, seqFlipHi)
+			if withIDs && !idsHere {
+				ids = AppendPrefixIDs(ids, dst[m:])
+			}
+			return dst, seqs, ids
 		}
 		for i := 0; i < n; i++ {
 			dst = append(dst, xxh3.HashSeed(all[i*w:(i+1)*w], seed))
@@ -138,7 +149,10 @@ func appendLocal(dst, seqs []uint64, withSeq bool, tokens []uint32, blockSize in
 	if withSeq {
 		seqs = AppendSeq(seqs, dst[m:])
 	}
-	return dst, seqs
+	if withIDs {
+		ids = AppendPrefixIDs(ids, dst[m:])
+	}
+	return dst, seqs, ids
 }
 
 // LocalHashes returns the local hash of every full block of tokens.

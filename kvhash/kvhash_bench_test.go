@@ -51,3 +51,30 @@ func BenchmarkHashBlock(b *testing.B) {
 	})
 	_ = sink
 }
+
+// BenchmarkLocalSeq512 hashes a route's prompt as the router does
+// (AppendLocalSeq: local hashes and their chain), 512 blocks of 64 tokens,
+// in each kernel the CPU has: avx2 (hashBlocksAVX2) and avx512
+// (hashBlocksAVX512).
+func BenchmarkLocalSeq512(b *testing.B) {
+	toks := seq(0, 512*64)
+	locals := make([]uint64, 0, 512)
+	seqs := make([]uint64, 0, 512)
+	defer func(v bool) { useAVX512 = v }(useAVX512)
+	for _, k := range []struct {
+		name string
+		ok   bool
+	}{{"avx2", useAVX2}, {"avx512", useAVX512}} {
+		b.Run(k.name, func(b *testing.B) {
+			if !k.ok {
+				b.Skip("not on this CPU")
+			}
+			useAVX512 = k.name == "avx512"
+			b.ReportAllocs()
+			for range b.N {
+				locals, seqs = AppendLocalSeq(locals[:0], seqs[:0], toks, 64, DefaultSeed)
+			}
+			b.ReportMetric(float64(b.N)*float64(len(toks))/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

@@ -13,7 +13,9 @@ import (
 // prompt under one seed, so it derives the secret once per call
 // (longKeys), and hashes blocks of 241 to 1024 bytes (61 to 256 tokens,
 // one secret block: no scramble) in one AVX2 loop (hashBlocksAVX2 in
-// long_amd64.s), written from the public XXH3 specification. Shorter
+// long_amd64.s), written from the public XXH3 specification; blocks of 61
+// to 64 tokens go to its AVX-512 form where the CPU has it
+// (hashBlocks256AVX512 in long512_amd64.s). Shorter
 // inputs take no secret, and longer ones spend little on it, so they
 // still go to xxh3.HashSeed, as do all inputs on machines without AVX2.
 // TestHashLongMatchesXXH3 holds the loop equal to xxh3.HashSeed at every
@@ -84,6 +86,6 @@ func (k *longKeys) hash(b []byte) uint64 {
 		return xxh3.HashSeed(b, k.seed)
 	}
 	var h uint64
-	hashBlocksAVX2(&h, &b[0], 1, len(b), &k.w[0], &k.last[0], &k.merge[0], nil, 0, 0)
+	hashBlocks(&h, &b[0], 1, len(b), &k.w[0], &k.last[0], &k.merge[0], nil, nil, 0, 0)
 	return h
 }

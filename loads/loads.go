@@ -67,7 +67,9 @@ type Entry struct {
 	// Worker is where it was routed.
 	Worker kvevents.Worker
 	// Blocks are the router sequence hashes of the prompt's full blocks,
-	// seq[0..n-1] (kvhash.SeqHashes). The tracker copies them: the caller
+	// seq[0..n-1] (kvhash.SeqHashes), or any chain naming each prefix as
+	// they do (the router passes kvhash.AppendPrefixIDs), one kind per
+	// tracker. The tracker copies them: the caller
 	// may reuse the slice once Add returns.
 	Blocks []uint64
 	// PrefillTokens is isl - cached_tokens (>= 0).

@@ -27,6 +27,6 @@ func newHistory(cfg Config) *indexer.Approx {
 func (r *Router) lookupHistory(p *pending, now time.Time) {
 	r.hist = r.hist[:0]
 	if r.history != nil && r.wantsOverlap(&p.req) && len(p.locals) > 0 {
-		r.hist = r.history.AppendMatchesSeq(r.hist, p.seq, now)
+		r.hist = r.history.AppendMatchesSeq(r.hist, p.ids, now)
 	}
 }

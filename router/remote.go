@@ -93,9 +93,9 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		if b.PrefillTokens < 0 || b.OutputBlocks < 0 {
 			return fmt.Errorf("%w: remote booking %q of %s has negative loads", ErrBadRequest, b.ID, origin)
 		}
-		p := getPending() // for its sequence-hash buffer
-		p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], b.Locals)
-		err := r.loads.Add(loads.Entry{ID: key, Worker: b.Worker, Blocks: p.seqBuf,
+		p := getPending() // for its prefix-id buffer: the blocks' names (prepare)
+		p.idBuf = kvhash.AppendPrefixIDs(p.idBuf[:0], b.Locals)
+		err := r.loads.Add(loads.Entry{ID: key, Worker: b.Worker, Blocks: p.idBuf,
 			PrefillTokens: b.PrefillTokens, OutputBlocks: b.OutputBlocks, Origin: origin}, now)
 		if err != nil {
 			putPending(p)
@@ -106,10 +106,10 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		}
 		// Another replica's decision predicts a cache like our own do.
 		if r.predict != nil && len(b.Locals) > 0 {
-			r.predict.InsertSeq(b.Worker, p.seqBuf, now)
+			r.predict.InsertSeq(b.Worker, p.idBuf, now)
 		}
 		if r.history != nil && len(b.Locals) > 0 {
-			r.history.InsertSeq(b.Worker, p.seqBuf, now)
+			r.history.InsertSeq(b.Worker, p.idBuf, now)
 		}
 		putPending(p)
 	case BookPrefillDone:

@@ -50,7 +50,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		}
 	}
 	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
-		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.seq, now)
+		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.ids, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	r.lookupHistory(p, now)
@@ -115,7 +115,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	n := len(r.ranks)
 	cands := slices.Grow(r.cands[:0], n)[:n]
 	r.cands = cands
-	nb := r.loads.NewBlocksBySlot(p.seq, r.newBlocks)
+	nb := r.loads.NewBlocksBySlot(p.ids, r.newBlocks)
 	r.newBlocks = nb
 	// The active prefix of a rank is its prompt blocks minus the new ones
 	// (the active set is prefix-closed): resident while the requests run.
@@ -189,7 +189,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		oh, phost = overlapOf(host, phost, w)
 		ok, pdisk = overlapOf(disk, pdisk, w)
 		if active {
-			od = max(od, len(p.seq)-nb[s])
+			od = max(od, len(p.ids)-nb[s])
 		}
 		c.Overlap[kvevents.TierDevice] = od
 		c.Overlap[kvevents.TierHostPinned] = oh
@@ -299,7 +299,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		// decode worker computes only the tail (DESIGN.md §10).
 		computed = p.isl - min(p.isl, len(p.locals)*B)
 	}
-	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.seq, PrefillTokens: computed, OutputBlocks: outBlocks}
+	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.ids, PrefillTokens: computed, OutputBlocks: outBlocks}
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
 	}
@@ -312,10 +312,10 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		}
 	}
 	if r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd {
-		r.predict.InsertSeq(c.Worker, p.seq, now)
+		r.predict.InsertSeq(c.Worker, p.ids, now)
 	}
 	if r.history != nil && len(p.locals) > 0 {
-		r.history.InsertSeq(c.Worker, p.seq, now)
+		r.history.InsertSeq(c.Worker, p.ids, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)

@@ -53,11 +53,14 @@ type workerState struct {
 type pending struct {
 	req    Request
 	locals []uint64 // locBuf, or the caller's Request.Locals
-	seq    []uint64 // seqBuf (the tracker copies it)
+	seq    []uint64 // seqBuf: sequence hashes, for PolicyApprox's side index only (else nil)
 	isl    int
 	ov     [kvevents.NumTiers]indexer.Overlaps // overlaps, reused buffers
 	locBuf []uint64
 	seqBuf []uint64
+
+	ids   []uint64 // idBuf: the prefix ids of locals, the blocks' names (see prepare)
+	idBuf []uint64
 }
 
 var pendingPool = sync.Pool{New: func() any { return new(pending) }}
@@ -68,7 +71,7 @@ func getPending() *pending { return pendingPool.Get().(*pending) }
 // and p is not in the queue).
 func putPending(p *pending) {
 	p.req = Request{}
-	p.locals, p.seq = nil, nil
+	p.locals, p.seq, p.ids = nil, nil, nil
 	for t := range p.ov {
 		p.ov[t] = p.ov[t][:0]
 	}
@@ -96,6 +99,8 @@ type Router struct {
 	app    [kvevents.NumTiers]indexer.MatchAppender // idx[t] if it appends, else nil (FindMatches)
 	events Events
 	tv     tierView // cross-tier chains (tierview.go)
+
+	idApp [kvevents.NumTiers]indexer.IDMatchAppender // idx[t] if it reads prefix ids, else nil
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -185,6 +190,9 @@ func New(cfg Config, opts Options) (*Router, error) {
 		for t := range kvevents.NumTiers {
 			r.idx[t] = opts.NewIndex(kvevents.Tier(t))
 			r.app[t], _ = r.idx[t].(indexer.MatchAppender)
+			if a, ok := r.idx[t].(indexer.IDMatchAppender); ok && a.WantsIDs() {
+				r.idApp[t] = a
+			}
 		}
 	}
 	return r, nil
@@ -571,14 +579,29 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	}
 	p := getPending()
 	p.req, p.isl = *req, isl
-	if req.Tokens != nil {
-		p.locBuf, p.seqBuf = kvhash.AppendLocalSeq(p.locBuf[:0], p.seqBuf[:0], req.Tokens, B, kvhash.Seed(req.LoRA, req.Namespace))
+	// The router names a prompt's blocks in its own structures (the
+	// loads tracker, the predicted and history side indexes) by their
+	// prefix ids, which Flash reads too; the sequence chain of DESIGN.md
+	// §1 (a 13-cycle step per block, the hashing's bound) is computed only
+	// for PolicyApprox's side index (Options.Approx is keyed by it).
+	seed := kvhash.Seed(req.LoRA, req.Namespace)
+	needSeq := r.cfg.Policy == PolicyApprox
+	switch {
+	case req.Tokens != nil && needSeq:
+		p.locBuf, p.seqBuf, p.idBuf = kvhash.AppendLocalSeqID(p.locBuf[:0], p.seqBuf[:0], p.idBuf[:0], req.Tokens, B, seed)
+		p.locals, p.seq = p.locBuf, p.seqBuf
+	case req.Tokens != nil:
+		p.locBuf, p.idBuf = kvhash.AppendLocalID(p.locBuf[:0], p.idBuf[:0], req.Tokens, B, seed)
 		p.locals = p.locBuf
-	} else {
+	default:
 		p.locals = req.Locals
-		p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
+		p.idBuf = kvhash.AppendPrefixIDs(p.idBuf[:0], p.locals)
+		if needSeq {
+			p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
+			p.seq = p.seqBuf
+		}
 	}
-	p.seq = p.seqBuf
+	p.ids = p.idBuf
 	return p, nil
 }
 
@@ -674,7 +697,9 @@ func (r *Router) lookupKV(p *pending) {
 			p.ov[t] = p.ov[t][:0] // no worker sent a lower-tier event: nothing derived
 			continue
 		}
-		if a := r.app[t]; a != nil {
+		if a := r.idApp[t]; a != nil {
+			p.ov[t] = a.AppendMatchesIDs(p.ov[t][:0], p.locals, p.ids)
+		} else if a := r.app[t]; a != nil {
 			p.ov[t] = a.AppendMatches(p.ov[t][:0], p.locals)
 		} else {
 			p.ov[t] = r.idx[t].FindMatches(p.locals)
