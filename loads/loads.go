@@ -110,6 +110,8 @@ type slot struct {
 	load Load
 	held int  // nodes this slot holds (its distinct active blocks)
 	pass Pass // the pass in flight (pass.go)
+	// arr is the prefill routed since pass.Start (passqueue.go).
+	arr []Arrival
 }
 
 // Tracker is the load tracker. The zero value is not usable; call New.
@@ -261,10 +263,14 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		t.busy++
 		// An idle engine starts a pass at once.
 		st.pass = Pass{Start: now, Tokens: e.PrefillTokens}
-	} else if st.load.PrefillRequests == 0 {
-		// Every active request decodes: the prefill joins the pass after
-		// the decode-only one in flight (Pass.Arrived).
-		st.pass.Arrived = now
+		st.arr = st.arr[:0]
+	} else {
+		if st.load.PrefillRequests == 0 {
+			// Every active request decodes: the prefill joins the pass
+			// after the decode-only one in flight (Pass.Arrived).
+			st.pass.Arrived = now
+		}
+		st.arrive(now, e.PrefillTokens)
 	}
 	st.load.DecodeBlocks += e.OutputBlocks
 	st.load.PrefillTokens += e.PrefillTokens
@@ -294,6 +300,7 @@ func (t *Tracker) PrefillDone(id string, now time.Time) error {
 	st.load.PrefillRequests--
 	// A first token ends a pass; the next starts with what is pending.
 	st.pass = Pass{Start: now, Tokens: st.load.PrefillTokens}
+	st.arr = st.arr[:0]
 	t.check(r.slot)
 	return nil
 }
@@ -327,6 +334,7 @@ func (t *Tracker) release(r *request) {
 	if r.inPrefill {
 		st.load.PrefillTokens -= r.e.PrefillTokens
 		st.load.PrefillRequests--
+		st.unarrive(r.added, r.e.PrefillTokens)
 	}
 	dropped, died := 0, 0 // in locals, as in Add
 	for _, ni := range r.nodes {
@@ -353,6 +361,7 @@ func (t *Tracker) release(r *request) {
 	if st.load.Requests == 0 {
 		t.busy--
 		st.pass = Pass{}
+		st.arr = st.arr[:0]
 	}
 	t.check(s)
 	r.e = Entry{}

@@ -108,7 +108,13 @@ func TestDataDriven(t *testing.T) {
 				seq := hashes(t, a["blocks"])
 				return fmt.Sprintf("new=%d potential: %s\n", tr.NewBlocks(w, seq), tr.Potential(w, seq, num("prefill"), num("out")))
 			case "pass":
-				return tr.PassOf(parseWorker(t, a["w"])).String() + "\n"
+				w := parseWorker(t, a["w"])
+				var b strings.Builder
+				b.WriteString(tr.PassOf(w).String() + "\n")
+				for _, ar := range tr.PassArrivalsOf(w) {
+					fmt.Fprintf(&b, "  then %d tokens at %s\n", ar.Tokens, ar.At.UTC().Format("15:04:05.000"))
+				}
+				return b.String()
 			case "stats":
 				return fmt.Sprintf("%+v\n", tr.Stats())
 			default:
@@ -225,5 +231,42 @@ func TestNewBlocksMatchesLinear(t *testing.T) {
 		if got := tr.NewBlocks(w, seq); got != len(seq)-active {
 			t.Errorf("NewBlocks(%v) = %d, want %d", q, got, len(seq)-active)
 		}
+	}
+}
+
+// Past MaxArrivals the two oldest arrivals merge at the later moment:
+// their tokens are kept, and none is placed earlier than it came.
+func TestPassArrivalsBound(t *testing.T) {
+	tr := New(DefaultConfig())
+	w := kvevents.Worker{ID: 1}
+	if err := tr.Add(Entry{ID: "first", Worker: w, Blocks: []uint64{1}, PrefillTokens: 10}, epoch); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxArrivals + 2 {
+		at := epoch.Add(time.Duration(i+1) * time.Millisecond)
+		if err := tr.Add(Entry{ID: fmt.Sprint("r", i), Worker: w, Blocks: []uint64{uint64(100 + i)}, PrefillTokens: i + 1}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arr := tr.PassArrivalsOf(w)
+	if len(arr) != MaxArrivals {
+		t.Fatalf("%d arrivals kept, want %d", len(arr), MaxArrivals)
+	}
+	// r0+r1+r2 (1+2+3 tokens) merged at r2's moment, 3 ms.
+	if arr[0].Tokens != 6 || !arr[0].At.Equal(epoch.Add(3*time.Millisecond)) {
+		t.Errorf("oldest arrival %+v, want 6 tokens at 3 ms", arr[0])
+	}
+	sum := 0
+	for _, a := range arr {
+		sum += a.Tokens
+	}
+	if want := (MaxArrivals + 2) * (MaxArrivals + 3) / 2; sum != want {
+		t.Errorf("arrivals hold %d tokens, want %d", sum, want)
+	}
+	if err := tr.PrefillDone("first", epoch.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if arr := tr.PassArrivalsOf(w); len(arr) != 0 {
+		t.Errorf("a first token dates a new pass, yet %d arrivals remain", len(arr))
 	}
 }

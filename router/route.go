@@ -135,6 +135,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
 	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
+	arrivals := r.cfg.Selector.PassArrivals && r.cfg.Selector.PassModel
 	k := 0 // candidates kept: the ranks whose role serves the hop
 	for i, w := range r.ranks {
 		ws, s := rankWS[i], rankSlot[i]
@@ -167,6 +168,12 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
 		if c.PassArrived {
 			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
+		}
+		c.PassQueue = c.PassQueue[:0]
+		if arrivals {
+			for _, a := range tr.PassArrivals(int(s)) {
+				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: float64(now.Sub(a.At)) / float64(time.Millisecond), Tokens: a.Tokens})
+			}
 		}
 		if int(w.Rank) < len(ws.links) {
 			linkBacklog(ws, w.Rank, now, c)

@@ -84,6 +84,29 @@ type Config struct {
 	// the first one (with the predicted side index). Default
 	// DefaultImposedWeight; 0 = this request's time to first token only.
 	ImposedWeight float64 `yaml:"imposed_weight"`
+	// ImposedOthers (CostTime only) prices ImposedWeight's term at
+	// U/(1-U) instead of 1/(1-U): the waiting the request's prefill adds
+	// to the requests behind it, without its own service, which the time
+	// to first token already counts. Default false.
+	ImposedOthers bool `yaml:"imposed_others"`
+	// DelayOthers (CostTime with PassModel only) charges the request for
+	// the first tokens it delays: the requests pending on the rank whose
+	// first token comes at the end of the pass its first chunk joins
+	// each wait the time that chunk adds to the pass (delay.go). A
+	// request that joins a pass others wait for pays for making it
+	// longer. Default false.
+	DelayOthers bool `yaml:"delay_others"`
+	// CacheValue (CostTime only) credits the prefill time the request's
+	// cache hit saves (PrefillSpan of the whole prompt minus that of its
+	// uncached part) CacheValue/(1-U) times more: the future value of
+	// reusing the cached prefix where it lives instead of computing a
+	// duplicate elsewhere, which takes cache room (and the prefill again)
+	// from later requests. Default 0 = no such credit.
+	CacheValue float64 `yaml:"cache_value"`
+	// CacheExclusive restricts CacheValue to the blocks of the hit that
+	// no other candidate holds: a prefix cached elsewhere too is not lost
+	// by computing it again here. Default false.
+	CacheExclusive bool `yaml:"cache_exclusive"`
 	// PassModel (CostTime only) prices the queue as the engine schedules
 	// it (pass.go): the request waits out the pass in flight, which it
 	// cannot join, then shares passes of max_batched_tokens with the
@@ -108,6 +131,15 @@ type Config struct {
 	// loses a cell of the project's standard simulator measurement (the
 	// package doc has the figures).
 	DecodePhase bool `yaml:"decode_phase"`
+	// PassArrivals (CostTime with PassModel only) rolls the passes with
+	// the moment each pending request came (Candidate.PassQueue): a
+	// rolled pass takes only the prefill routed before it began, as the
+	// engine does, and the rest waits behind it. Without it every token
+	// routed since the dated pass is taken by the next rolled pass, so
+	// a request routed behind a pass the engine began without them is
+	// told they are being computed and the queue behind is empty.
+	// Default false (the package doc has the measurements).
+	PassArrivals bool `yaml:"pass_arrivals"`
 	// PassOverdue (CostTime with PassModel only): the first prefill pass
 	// the model rolls (the dated one, or the first after decode-only
 	// passes) that took every token pending when it began ends with
@@ -209,6 +241,7 @@ func (c Config) Validate() error {
 	}
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)
+	nonneg("CacheValue", c.CacheValue)
 	nonneg("TransferWeight", c.TransferWeight)
 	nonneg("HistoryWeight", c.HistoryWeight)
 	nonneg("HistoryTie", c.HistoryTie)

@@ -53,7 +53,7 @@ func TestInFlight(t *testing.T) {
 		{name: "not yet overdue", elapsed: 9, started: 100, pending: 700, overdue: true,
 			wantLeft: tm.PrefillTime(100) - 9, wantWaiting: 600},
 	} {
-		left, waiting := tm.inFlight(tc.elapsed, tc.started, tc.pending, 8192, tc.dec, tc.overdue)
+		left, waiting := tm.inFlight(tc.elapsed, tc.started, nil, tc.pending, 8192, tc.dec, tc.overdue)
 		if math.Abs(left-tc.wantLeft) > 1e-9 || math.Abs(waiting-tc.wantWaiting) > 1e-9 {
 			t.Errorf("%s: inFlight = %.4f ms left, %.0f waiting; want %.4f, %.0f", tc.name, left, waiting, tc.wantLeft, tc.wantWaiting)
 		}
@@ -68,12 +68,95 @@ func TestInFlightBounds(t *testing.T) {
 		for _, pending := range []float64{0, 1, 8191, 8192, 1e5, 1e7} {
 			for _, dec := range []float64{0, 7.5} {
 				for _, overdue := range []bool{false, true} {
-					left, waiting := tm.inFlight(elapsed, int(pending), pending, 8192, dec, overdue)
+					left, waiting := tm.inFlight(elapsed, int(pending), nil, pending, 8192, dec, overdue)
 					if left < 0 || left > tm.PrefillTime(8192)+dec || waiting < 0 || waiting > pending {
 						t.Errorf("inFlight(%g, %g, dec %g, overdue %v) = %g, %g", elapsed, pending, dec, overdue, left, waiting)
 					}
 				}
 			}
+		}
+	}
+}
+
+// With the moments the pending prefill came (Config.PassArrivals), a
+// rolled pass takes only what came before it began, as the engine does.
+func TestInFlightArrivals(t *testing.T) {
+	tm := DefaultTiming()
+	pt := tm.PrefillTime
+	for _, tc := range []struct {
+		name                  string
+		elapsed               float64
+		started               int
+		arr                   []PassArrival
+		pending, dec          float64
+		wantLeft, wantWaiting float64
+	}{
+		// The dated pass of 100 tokens ends at PT(100) = 18.07 ms; 600
+		// came 10 ms in (taken by the next pass) and 300 at 30 ms, after
+		// that pass began: they wait behind it.
+		{name: "a later arrival waits", elapsed: 40, started: 100, pending: 1000,
+			arr:      []PassArrival{{Ago: 30, Tokens: 600}, {Ago: 10, Tokens: 300}},
+			wantLeft: pt(100) + pt(600) - 40, wantWaiting: 300},
+		// Without the moments both join the pass after the dated one.
+		{name: "unknown moments", elapsed: 40, started: 100, pending: 1000,
+			wantLeft: pt(100) + pt(900) - 40},
+		// Decode-only passes of 20 ms from the dated pass; 500 came 45 ms
+		// in: the pass at 60 takes it, in flight 10 ms later.
+		{name: "decode passes, then the arrival", elapsed: 70, dec: 20, pending: 500,
+			arr:      []PassArrival{{Ago: 25, Tokens: 500}},
+			wantLeft: 60 + 20 + pt(500) - 70},
+		// Still in the decode pass it came in: it waits.
+		{name: "in the decode pass it came in", elapsed: 58, dec: 20, pending: 500,
+			arr:      []PassArrival{{Ago: 13, Tokens: 500}},
+			wantLeft: 2, wantWaiting: 500},
+		// Long after: thousands of decode passes are skipped at once; it
+		// came 8 ms into the one that began at 99980 ms.
+		{name: "skips decode passes", elapsed: 1e5 - 5, dec: 20, pending: 500,
+			arr:      []PassArrival{{Ago: 7, Tokens: 500}},
+			wantLeft: 5, wantWaiting: 500},
+		// Nothing decodes and nothing was pending: the engine idled until
+		// the 400 came, 30 ms in, and started their pass then.
+		{name: "idle until it came", elapsed: 35, pending: 400,
+			arr:      []PassArrival{{Ago: 5, Tokens: 400}},
+			wantLeft: pt(400) - 5},
+	} {
+		left, waiting := tm.inFlight(tc.elapsed, tc.started, tc.arr, tc.pending, 8192, tc.dec, false)
+		if math.Abs(left-tc.wantLeft) > 1e-9 || math.Abs(waiting-tc.wantWaiting) > 1e-9 {
+			t.Errorf("%s: inFlight = %.4f ms left, %.0f waiting; want %.4f, %.0f", tc.name, left, waiting, tc.wantLeft, tc.wantWaiting)
+		}
+	}
+}
+
+// delayed counts the pending requests whose first token comes at the end
+// of the pass the request's first chunk joins, and what it adds to it.
+func TestDelayed(t *testing.T) {
+	tm := DefaultTiming()
+	pt := tm.PrefillTime
+	arr := []PassArrival{{Tokens: 3000}, {Tokens: 500}, {Tokens: 700}}
+	for _, tc := range []struct {
+		name              string
+		started           int
+		consumed, waiting float64
+		own, c            float64
+		wantN             int
+		wantEach          float64
+	}{
+		// 100 started and 3000 computed: the 500 and 700 wait; 1000
+		// more join their pass.
+		{name: "two wait", started: 100, consumed: 3100, waiting: 1200, own: 1000, c: 8192,
+			wantN: 2, wantEach: pt(2200) - pt(1200)},
+		// Chunks of 1000: the 1200 waiting fill one pass and 200 of the
+		// next, where only the 700 ends; 800 of the request's join it.
+		{name: "the last pass only", started: 100, consumed: 3100, waiting: 1200, own: 1000, c: 1000,
+			wantN: 1, wantEach: pt(1000) - pt(200)},
+		// Nothing waits: a pass of its own.
+		{name: "none", started: 100, consumed: 4300, own: 1000, c: 8192},
+		// A multiple of the chunk waits: its pass is its own.
+		{name: "full passes", started: 100, consumed: 3100, waiting: 1000, own: 500, c: 500},
+	} {
+		n, each := tm.delayed(arr, tc.started, tc.consumed, tc.waiting, tc.own, tc.c)
+		if n != tc.wantN || math.Abs(each-tc.wantEach) > 1e-9 {
+			t.Errorf("%s: delayed = %d, %.4f; want %d, %.4f", tc.name, n, each, tc.wantN, tc.wantEach)
 		}
 	}
 }

@@ -89,6 +89,18 @@ type Candidate struct {
 	// phase. Config.DecodePhase then rolls the passes from there.
 	PassArrived        bool
 	PassArrivedElapsed float64
+	// PassQueue is the prefill routed to the rank since its dated pass
+	// started (loads.PassArrivals), oldest first: a pass rolled forward
+	// from there takes each only if it began after it came (pass.go).
+	// Nil: every pending token beyond PassTokens counts as come at once.
+	PassQueue []PassArrival
+}
+
+// PassArrival is prefill routed to a rank after its dated pass started:
+// Tokens prompt tokens to compute, routed Ago ms before now.
+type PassArrival struct {
+	Ago    float64
+	Tokens int
 }
 
 // RankRange bounds data-parallel ranks, inclusive.
@@ -174,7 +186,10 @@ type Breakdown struct {
 	Passes int
 	Usage  float64
 	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
-	// the request's own prefill time times ImposedWeight/(1-U).
+	// the request's own prefill time times ImposedWeight/(1-U) (U/(1-U)
+	// with Config.ImposedOthers), plus the first tokens it delays
+	// (Config.DelayOthers), less the future value of its hit
+	// (Config.CacheValue).
 	Imposed float64
 	// InFlight is, under Config.PassModel, the modeled time left of the
 	// rank's pass in flight in ms (the request cannot join it), and
@@ -339,6 +354,14 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	// The highest cost matters only at temperature > 0: pick finds it.
 	cmin := math.Inf(1)
 	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
+	if cfg.CacheExclusive {
+		// The deepest two device overlaps.
+		for i := range cands {
+			if o := cands[i].Overlap[kvevents.TierDevice]; out[i] == ReasonNone && o > sc.top2 {
+				sc.top1, sc.top2 = max(sc.top1, o), min(sc.top1, o)
+			}
+		}
+	}
 	for i := range cands {
 		if out[i] != ReasonNone {
 			res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
@@ -387,6 +410,7 @@ type scorer struct {
 	ownTm         Timing  // own.orDefault()
 	ownFull       float64 // as defFull, for ownTm
 	ownChunk      int
+	top1, top2    int // the deepest two device overlaps among the candidates
 }
 
 func newScorer(cfg *Config, isl, b, floorTokens int, util float64) scorer {

@@ -92,6 +92,16 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.DecodePhase = v == "true"
 		case "pass-overdue":
 			c.PassOverdue = v == "true"
+		case "pass-arrivals":
+			c.PassArrivals = v == "true"
+		case "delay-others":
+			c.DelayOthers = v == "true"
+		case "imposed-others":
+			c.ImposedOthers = v == "true"
+		case "cache-value":
+			c.CacheValue = fnum(t, v)
+		case "cache-exclusive":
+			c.CacheExclusive = v == "true"
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -177,6 +187,12 @@ func TestDataDriven(t *testing.T) {
 						c.PassKnown, c.PassTokens = true, inum(t, v)
 					case "pass-arrived":
 						c.PassArrived, c.PassArrivedElapsed = true, fnum(t, v)
+					case "pass-queue":
+						// ago:tokens/ago:tokens..., oldest first.
+						for _, e := range strings.Split(v, "/") {
+							ago, tok, _ := strings.Cut(e, ":")
+							c.PassQueue = append(c.PassQueue, PassArrival{Ago: fnum(t, ago), Tokens: inum(t, tok)})
+						}
 					default:
 						t.Fatalf("unknown candidate key %q", k)
 					}

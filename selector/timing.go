@@ -171,7 +171,9 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 //	mine     = PrefillSpan(own)              its own prefill, after max(ahead, load)
 //	usage    = KV usage + new_blocks / total_kv_blocks
 //	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
-//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
+//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor;
+//	           U/(1-U) with ImposedOthers), + the first tokens it delays (DelayOthers)
+//	           - CacheValue * (PrefillSpan(isl) - mine) / (1-U)  (CacheValue, CacheExclusive)
 //	cost     = PrefillLoadScale*(max(ahead, load) + mine + imposed) + decode + ActiveRequestWeight*active_requests
 //
 // The queued prefill is mostly in the pass running now, which the
@@ -221,6 +223,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	usage = min(usage, 1)
 	mine, n := tm.prefillSpan(own, cf, *full)
 	prefill, passes := 0.0, 0
+	others := 0.0 // the first tokens it delays (Config.DelayOthers)
 	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0
 	if cfg.PassModel && c.PassKnown && (c.MaxNumSeqs <= 0 || c.ActiveRequests < c.MaxNumSeqs) {
 		// The pass in flight, then the pending prefill and the request's
@@ -235,10 +238,18 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 			// half of it run on average.
 			elapsed, started = c.PassArrivedElapsed+dec/2, 0
 		}
-		left, waiting := tm.inFlight(elapsed, started, ahead, chunk, dec, cfg.PassOverdue)
+		var queue []PassArrival // nil: the tokens routed since came at once
+		if cfg.PassArrivals {
+			queue = c.PassQueue
+		}
+		left, waiting := tm.inFlight(elapsed, started, queue, ahead, chunk, dec, cfg.PassOverdue)
 		prefill, passes = tm.prefillSpan(waiting+own, cf, *full)
 		prefill = max(left, load) + prefill
 		out.InFlight, out.Waiting = left, waiting
+		if cfg.DelayOthers {
+			k, each := tm.delayed(queue, started, ahead-waiting, waiting, own, cf)
+			others = float64(k) * each
+		}
 		ahead = waiting
 	} else {
 		if ahead > 0 {
@@ -256,7 +267,24 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		prefill += c.SlotWait
 		out.SlotWait = c.SlotWait
 	}
-	imposed := mine * cfg.ImposedWeight * s.queueFactor
+	factor := s.queueFactor
+	if cfg.ImposedOthers {
+		factor-- // U/(1-U)
+	}
+	imposed := mine*cfg.ImposedWeight*factor + others
+	if cfg.CacheValue > 0 && own < float64(s.isl) {
+		saved := float64(s.isl)
+		if cfg.CacheExclusive {
+			// Only the blocks no other candidate holds.
+			o, other := c.Overlap[0], s.top1
+			if o >= s.top1 {
+				other = s.top2
+			}
+			saved = own + float64(max(0, o-other)*s.b)
+		}
+		whole, _ := tm.prefillSpan(min(saved, float64(s.isl)), cf, *full)
+		imposed -= cfg.CacheValue * max(0, whole-mine) * s.queueFactor
+	}
 	decode := 0.0
 	if c.ActiveRequests > 0 {
 		decode = float64(passes) * tm.decodeTime(usage)
