@@ -121,17 +121,13 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// (the active set is prefix-closed): resident while the requests run.
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
-	// The tiers' lists and positions in locals, not an array indexed by
-	// tier (which lives in memory): they stay in registers.
-	dev, host, disk := ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk]
-	pdev, phost, pdisk := 0, 0, 0
 	// G4 is one store for the fleet: every worker can onboard its
 	// longest chain.
 	ext := 0
 	for _, o := range ov[kvevents.TierExternal] {
 		ext = max(ext, o.Blocks)
 	}
-	hist, hpos := r.hist, 0
+	nids := len(p.ids)
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
 	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
@@ -190,38 +186,64 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		default:
 			c.KVUsage = -1
 		}
-		// Both lists are sorted by worker: merge.
-		var od, oh, ok int
-		od, pdev = overlapOf(dev, pdev, w)
-		oh, phost = overlapOf(host, phost, w)
-		ok, pdisk = overlapOf(disk, pdisk, w)
+		// The tiers' lists are merged in below, each in a loop of its
+		// own: merged here, their positions and slices would not fit in
+		// registers beside this loop's, which then spilled every one.
+		od := 0
 		if active {
-			od = max(od, len(p.ids)-nb[s])
+			od = max(0, nids-nb[s])
 		}
-		c.Overlap[kvevents.TierDevice] = od
-		c.Overlap[kvevents.TierHostPinned] = oh
-		c.Overlap[kvevents.TierDisk] = ok
-		c.Overlap[kvevents.TierExternal] = ext
+		c.Overlap = [kvevents.NumTiers]int{od, 0, 0, ext}
 		c.History = 0
-		for hpos < len(hist) && hist[hpos].Worker.Less(w) {
-			hpos++
-		}
-		if hpos < len(hist) && hist[hpos].Worker == w {
-			c.History = hist[hpos].Blocks
+	}
+	cands = cands[:k]
+	mergeOverlaps(cands, ov[kvevents.TierDevice], kvevents.TierDevice, active)
+	mergeOverlaps(cands, ov[kvevents.TierHostPinned], kvevents.TierHostPinned, false)
+	mergeOverlaps(cands, ov[kvevents.TierDisk], kvevents.TierDisk, false)
+	if hist := r.hist; len(hist) > 0 {
+		pos := 0
+		for i := range cands {
+			var h int
+			if h, pos = overlapOf(hist, pos, cands[i].Worker); h != 0 {
+				cands[i].History = h
+			}
+			if pos == len(hist) {
+				break
+			}
 		}
 	}
-	return cands[:k]
+	return cands
+}
+
+// mergeOverlaps sets tier t's overlap of every candidate to its blocks in
+// o (keep: the larger of those and the overlap already set). Both are
+// sorted by worker.
+func mergeOverlaps(cands []selector.Candidate, o indexer.Overlaps, t kvevents.Tier, keep bool) {
+	pos := 0
+	for i := 0; i < len(cands) && pos < len(o); i++ {
+		c := &cands[i]
+		var b int
+		if b, pos = overlapOf(o, pos, c.Worker); keep {
+			b = max(b, c.Overlap[t])
+		}
+		c.Overlap[t] = b
+	}
 }
 
 // overlapOf returns w's blocks in o (0: none) and the position in o to
 // start the next worker's search from: o is sorted by worker and so are
-// the workers searched.
+// the workers searched (each once).
 func overlapOf(o indexer.Overlaps, pos int, w kvevents.Worker) (int, int) {
+	// Past a match: the next worker's entry, when it has one (a prefix
+	// most workers hold), is then found without an ordering test.
+	if pos < len(o) && o[pos].Worker == w {
+		return o[pos].Blocks, pos + 1
+	}
 	for pos < len(o) && o[pos].Worker.Less(w) {
 		pos++
 	}
 	if pos < len(o) && o[pos].Worker == w {
-		return o[pos].Blocks, pos
+		return o[pos].Blocks, pos + 1
 	}
 	return 0, pos
 }

@@ -371,7 +371,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		b.Out = ReasonNone
 		// The cost as returned, not read back from b: that load would
 		// wait for the store just made.
-		cmin = min(cmin, sc.costInto(&cands[i], b))
+		cmin = lower(cmin, sc.costInto(&cands[i], b))
 	}
 	if cfg.HistoryTie > 0 && cfg.Temperature <= 0 {
 		res.Chosen = pickHistory(cfg, res.Breakdowns, cands, cmin, rng)
@@ -450,12 +450,15 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 		excess = max(0, excess)
 		decay = 1 / (1 + cfg.CreditDecay*(float64(excess)/B)/s.reqBlocks)
 	}
-	w := [kvevents.NumTiers]float64{cfg.OverlapCredit * decay, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
+	// The tiers' weights as an array only where a lower tier is read
+	// (tierCredit, onboarding): building it costs a store per tier.
+	wd := cfg.OverlapCredit * decay
 	// tierCredit's common case here, not through a call.
 	var credit float64
 	if deviceOnly(&c.Overlap) {
-		credit = deviceCredit(&c.Overlap, &w)
+		credit = atLeast(wd, 0) * float64(max(0, c.Overlap[kvevents.TierDevice]))
 	} else {
+		w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 		credit = tierCredit(&c.Overlap, &w)
 	}
 	credit += historyCredit(cfg, c, decay)
@@ -468,6 +471,7 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 	if cfg.Cost == CostTime {
 		load := 0.0
 		if s.onboard {
+			w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 			load = onboardTime(cfg, c, &w, s.b)
 		}
 		return s.costTimeInto(c, credit, load, out)
@@ -578,7 +582,7 @@ func deviceOnly(ov *[kvevents.NumTiers]int) bool {
 // deviceCredit is tierCredit when deviceOnly (the common case): one
 // breakpoint, or none.
 func deviceCredit(ov *[kvevents.NumTiers]int, w *[kvevents.NumTiers]float64) float64 {
-	return max(0, w[kvevents.TierDevice]) * float64(max(0, ov[kvevents.TierDevice]))
+	return atLeast(w[kvevents.TierDevice], 0) * float64(max(0, ov[kvevents.TierDevice]))
 }
 
 func softmaxWeight(c, cmin, cmax, temp float64) float64 {
@@ -628,21 +632,23 @@ func Probabilities(costs []float64, temp float64) []float64 {
 // Candidate.Utilization first, then at random.
 func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Rand) int {
 	eps := tieEps * max(1, math.Abs(cmin))
-	umin := math.Inf(1)
+	// One pass finds the least utilization among the lowest costs and
+	// counts the candidates at it (a pass each was most of this
+	// function's time at 64 workers).
+	umin, k := math.Inf(1), 0
 	for i := range bs {
-		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps {
-			umin = min(umin, cands[i].Utilization)
+		if bs[i].Out != ReasonNone || bs[i].Cost-cmin > eps {
+			continue
 		}
-	}
-	// drawTied's draw, with the test inlined: a closure called twice per
-	// candidate was most of this function's time at 64 workers.
-	tied := func(i int) bool {
-		return bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin
-	}
-	k := 0
-	for i := range bs {
-		if tied(i) {
+		switch u := cands[i].Utilization; {
+		case u < umin:
+			umin, k = u, 1
+		case u == umin:
 			k++
+		case u != u:
+			// NaN: min would make umin NaN, which no candidate
+			// matches.
+			umin, k = u, 0
 		}
 	}
 	j := 0
@@ -651,7 +657,7 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 	}
 	chosen := -1
 	for i := range bs {
-		if tied(i) {
+		if bs[i].Out == ReasonNone && bs[i].Cost-cmin <= eps && cands[i].Utilization <= umin {
 			bs[i].Prob = 1 / float64(k)
 			if j == 0 && chosen < 0 {
 				chosen = i

@@ -133,7 +133,7 @@ func (t Timing) DecodeTime(p float64) float64 { return t.decodeTime(p) }
 
 // decodeTime is DecodeTime through a pointer (see prefillTime).
 func (t *Timing) decodeTime(p float64) float64 {
-	p = min(max(p, 0), 1)
+	p = atMost(atLeast(p, 0), 1)
 	return t.DecodeQuad*p*p + t.DecodeLin*p + t.DecodeConst
 }
 
@@ -148,7 +148,7 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // prefillSpan is PrefillSpan in chunks of c tokens (>= 1) taking full ms
 // each (PrefillTime(c), which the caller may have at hand).
 func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
-	q = max(q, 1)
+	q = atLeast(q, 1)
 	n := math.Floor(q / c)
 	rem := q - n*c
 	ms = n * full
@@ -216,11 +216,11 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		*full, *fullChunk = tm.prefillTime(float64(chunk)), chunk
 	}
 	cf := float64(chunk)
-	usage := max(c.KVUsage, 0)
+	usage := atLeast(c.KVUsage, 0)
 	if c.TotalKVBlocks > 0 {
 		usage += float64(c.NewBlocks) / float64(c.TotalKVBlocks)
 	}
-	usage = min(usage, 1)
+	usage = atMost(usage, 1)
 	mine, n := tm.prefillSpan(own, cf, *full)
 	prefill, passes := 0.0, 0
 	others := 0.0 // the first tokens it delays (Config.DelayOthers)
@@ -257,7 +257,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		}
 		// A load overlaps the queue ahead; its excess delays the request
 		// (the engine runs other requests meanwhile: no passes are added).
-		prefill = max(prefill, load)
+		prefill = atLeast(prefill, load)
 		prefill += mine
 		passes += n
 	}
