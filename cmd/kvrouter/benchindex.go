@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,7 @@ func newBenchIndexCmd() *cobra.Command {
 	cfg.Trace = traces.Default
 	var indexes string
 	var asJSON, quiet bool
+	var cpuProfile string
 	c := &cobra.Command{
 		Use:   "index",
 		Short: "Benchmark the prefix indexes on a trace's real KV event stream (DESIGN.md §8)",
@@ -66,6 +68,17 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 			if !quiet {
 				cfg.Progress = os.Stderr
 			}
+			if cpuProfile != "" {
+				pf, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			rep, err := benchindex.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -103,5 +116,6 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the request partition")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	f.BoolVar(&quiet, "quiet", false, "no progress bars")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run, stream generation included, to this file")
 	return c
 }
