@@ -55,6 +55,7 @@ type Approx struct {
 	memberCap int
 	listCap   int    // capacity of every generation's list
 	compacted uint64 // stale items dropped by compaction (tests)
+	refreshed uint64 // pairs refreshed by refreshRun (tests)
 	expired   uint64
 	pruned    uint64
 
@@ -69,6 +70,10 @@ type Approx struct {
 	// system prompt, a conversation's history), whose blocks then need no
 	// map probe. An item is used only if its entry still holds that block.
 	last []lastEntry
+
+	// noRefreshRun sends every block of insert through its general loop
+	// (tests comparing it with refreshRun).
+	noRefreshRun bool
 }
 
 type lastEntry struct {
@@ -193,8 +198,19 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, t, exp int64
 	// kept in locals and stored at the end (nothing reads them meanwhile).
 	ents, live := gp.ents, 0
 	chaos, low := a.chaos, 0
+	start := 0
+	if isSeq && !a.noRefreshRun {
+		var gi uint32
+		start, gi, ents = a.refreshRun(hs, slot, g, exp, keepLater, ents)
+		if start > 0 {
+			run = takeRun{gen: gi, g: &a.gens[gi], pre: start}
+			live = start
+			a.refreshed += uint64(start)
+		}
+	}
 	var seq uint64
-	for i, h := range hs {
+	for i := start; i < len(hs); i++ {
+		h := hs[i]
 		if isSeq || i == 0 {
 			seq = h
 		} else {

@@ -336,23 +336,7 @@ func (t *Tracker) release(r *request) {
 		st.load.PrefillRequests--
 		st.unarrive(r.added, r.e.PrefillTokens)
 	}
-	dropped, died := 0, 0 // in locals, as in Add
-	for _, ni := range r.nodes {
-		nd := &t.nodes[ni]
-		hd := nd.find(s)
-		if hd.refs--; hd.refs > 0 {
-			continue
-		}
-		nd.drop(hd)
-		dropped++
-		if nd.first.refs == 0 {
-			died++
-			if !nd.listed {
-				nd.listed = true
-				t.deadList = append(t.deadList, ni)
-			}
-		}
-	}
+	dropped, died := t.releaseBlocks(r.nodes, s)
 	st.load.DecodeBlocks -= dropped
 	st.held -= dropped
 	t.dead += died

@@ -162,3 +162,72 @@ func (t *Tracker) collect() {
 	// by position no longer holds.
 	t.last, t.lastHash = t.last[:0], t.lastHash[:0]
 }
+
+// releaseBlocks drops one reference of slot s on each node of rn (a
+// released request's) and returns how many nodes s stopped holding
+// (dropped) and how many of those were left without a live holder
+// (died), listing those in deadList.
+//
+// The common case is a leaf loop, as in Add: the nodes where s is the
+// only holder with one reference (they die) form a suffix of rn, because
+// every active set is prefix-closed (the holders of block i+1, and the
+// references of s on it, are never more than block i's), so
+// releaseSole takes them from the end without calls or stores outside
+// the nodes. The rest (a prefix other requests or workers share) goes
+// through the general loop first, then the dead suffix is listed, so
+// deadList gets the same items in the same order as a per-block loop
+// over rn: the suffix's nodes occur once in rn (a node occurring twice
+// has two references of s) and none in the prefix.
+func (t *Tracker) releaseBlocks(rn []int32, s int32) (dropped, died int) {
+	k, listed := releaseSole(t.nodes, rn, s)
+	dropped, died = t.releaseShared(rn[:k], s)
+	if !listed {
+		for _, ni := range rn[k:] {
+			if nd := &t.nodes[ni]; !nd.listed {
+				nd.listed = true
+				t.deadList = append(t.deadList, ni)
+			}
+		}
+	}
+	n := len(rn) - k
+	return dropped + n, died + n
+}
+
+// releaseSole drops slot s from the trailing nodes of rn that s alone
+// holds, with one reference, and returns where that suffix starts and
+// whether all its nodes were already in the dead list.
+func releaseSole(nodes []node, rn []int32, s int32) (k int, listed bool) {
+	listed = true
+	k = len(rn)
+	for k > 0 {
+		nd := &nodes[rn[k-1]]
+		if nd.first != (holder{slot: s, refs: 1}) || len(nd.rest) != 0 {
+			break
+		}
+		nd.first = holder{}
+		listed = listed && nd.listed
+		k--
+	}
+	return k, listed
+}
+
+// releaseShared is releaseBlocks' general loop, one block at a time.
+func (t *Tracker) releaseShared(rn []int32, s int32) (dropped, died int) {
+	for _, ni := range rn {
+		nd := &t.nodes[ni]
+		hd := nd.find(s)
+		if hd.refs--; hd.refs > 0 {
+			continue
+		}
+		nd.drop(hd)
+		dropped++
+		if nd.first.refs == 0 {
+			died++
+			if !nd.listed {
+				nd.listed = true
+				t.deadList = append(t.deadList, ni)
+			}
+		}
+	}
+	return dropped, died
+}
