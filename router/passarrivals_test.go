@@ -1,11 +1,10 @@
 package router
 
 import (
-	"context"
-	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // TestPassArrivals: the router hands the selector the moment each
@@ -20,39 +19,8 @@ import (
 // first decode pass, long over, so nothing waits.
 func TestPassArrivals(t *testing.T) {
 	for _, on := range []bool{false, true} {
-		cfg := DefaultConfig()
-		cfg.BlockSize = 4
-		cfg.Selector.PassArrivals = on
-		r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.AddWorker(WorkerInfo{ID: 1, MaxNumBatchedTokens: 8192, TotalKVBlocks: 1000, BlockSize: 4}); err != nil {
-			t.Fatal(err)
-		}
-		t0 := time.Unix(1_700_000_000, 0)
-		route := func(id string, locals []uint64, isl int, at time.Duration) Decision {
-			t.Helper()
-			d, err := r.Route(context.Background(), Request{ID: id, Locals: locals, ISL: isl}, t0.Add(at))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-		route("a", []uint64{1, 2}, 8, 0)
-		if err := r.PrefillDone("a", t0.Add(50*time.Millisecond)); err != nil {
-			t.Fatal(err)
-		}
-		route("b", []uint64{3, 4, 5}, 2000, 500*time.Millisecond)
-		d := route("c", []uint64{6}, 4, 500*time.Millisecond+500*time.Microsecond)
-		cand := d.Candidates[0]
-		dec := cfg.Selector.Timing.DecodeTime(5.0 / 1000)
-		wantLeft, wantWaiting := 75*dec-450.5, 2000.0
-		if !on {
-			wantWaiting = 0
-		}
-		if math.Abs(cand.Waiting-wantWaiting) > 1e-9 || (on && math.Abs(cand.InFlight-wantLeft) > 1e-9) {
-			t.Errorf("PassArrivals %v: inflight %.4f ms, waiting %.0f; want waiting %.0f (and inflight %.4f when on)", on, cand.InFlight, cand.Waiting, wantWaiting, wantLeft)
-		}
+		cand, sc := decodingScenario(t, func(c *selector.Config) { c.PassArrivals = on }, 500*time.Millisecond+500*time.Microsecond)
+		dec := sc.Timing.DecodeTime(5.0 / 1000)
+		checkPass(t, "PassArrivals", on, cand, 75*dec-450.5, 2000)
 	}
 }
