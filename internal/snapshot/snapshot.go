@@ -185,13 +185,21 @@ func (m *Manager) Save(ctx context.Context, s *Snapshot) error {
 	return nil
 }
 
+// listTimeout bounds one listing of the snapshot bucket.
+const listTimeout = 10 * time.Second
+
 // names lists snapshot objects, oldest first.
 func (m *Manager) names(ctx context.Context) ([]string, error) {
 	obs, err := m.store(ctx)
 	if err != nil {
 		return nil, err
 	}
-	infos, err := obs.List(ctx)
+	// NB: a listing can wait for a reply that never comes (seen with the
+	// bucket written meanwhile, in nats.go's List): bound it, so callers
+	// see an error to retry instead of hanging.
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	infos, err := obs.List(lctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
