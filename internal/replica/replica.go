@@ -117,10 +117,6 @@ type Replica struct {
 // its identity and is acted on at once.
 const behindPolls = 5
 
-// snapshotAttempt bounds one attempt to read the newest snapshot (list and
-// download; a large snapshot is tens of MB, well under a second on a LAN).
-const snapshotAttempt = 10 * time.Second
-
 // New returns a Replica on conn; it does no I/O.
 func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
 	var errs []error
@@ -350,14 +346,9 @@ func (r *Replica) restore(ctx context.Context, st jetstream.Stream, fresh bool) 
 	// NB: a cluster that is still electing leaders (a node just restarted)
 	// times out for seconds; waiting for it beats replaying the whole
 	// stream.
-	// Each attempt has a deadline: an object-store listing sent while the
-	// bucket's stream has no leader can wait with no reply, and without
-	// one a replica stayed "restoring" with nothing retried or logged.
-	s, err := eventplane.Retry(ctx, r.cfg.Logger, "snapshot store", func(ctx context.Context) (*snapshot.Snapshot, error) {
-		actx, cancel := context.WithTimeout(ctx, snapshotAttempt)
-		defer cancel()
-		return r.snaps.Latest(actx)
-	})
+	// Each attempt ends by Latest's own deadline, so a read that gets no
+	// reply is retried and logged here.
+	s, err := eventplane.Retry(ctx, r.cfg.Logger, "snapshot store", r.snaps.Latest)
 	switch {
 	case err != nil:
 		if ctx.Err() != nil {

@@ -185,8 +185,12 @@ func (m *Manager) Save(ctx context.Context, s *Snapshot) error {
 	return nil
 }
 
-// listTimeout bounds one listing of the snapshot bucket.
-const listTimeout = 10 * time.Second
+// listTimeout bounds one listing of the snapshot bucket (Save prunes
+// after one), readTimeout one Latest.
+const (
+	listTimeout = 10 * time.Second
+	readTimeout = 10 * time.Second
+)
 
 // names lists snapshot objects, oldest first.
 func (m *Manager) names(ctx context.Context) ([]string, error) {
@@ -216,8 +220,13 @@ func (m *Manager) names(ctx context.Context) ([]string, error) {
 	return ns, nil
 }
 
-// Latest returns the newest snapshot, or nil when there is none.
+// Latest returns the newest snapshot, or nil when there is none. One call
+// lasts at most readTimeout (listing and download; a large snapshot is
+// tens of MB, well under a second on a LAN): a store call that gets no
+// reply returns context.DeadlineExceeded for the caller to retry.
 func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	ns, err := m.names(ctx)
 	if err != nil || len(ns) == 0 {
 		return nil, err
