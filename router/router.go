@@ -129,6 +129,7 @@ type Router struct {
 	util      float64              // utilization estimate (utilization)
 	utilAt    time.Time            // its last update
 	utilW     []float64            // per loads slot utilization (rankUtil)
+	candBusy  int                  // candidates with a request in prefill (utilization)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	hist      indexer.Overlaps     // history overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
