@@ -149,12 +149,14 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // each (PrefillTime(c), which the caller may have at hand).
 func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	q = atLeast(q, 1)
-	n := math.Floor(q / c)
+	n := floorNonNeg(q / c) // q >= 1 (or NaN) and c >= 1
 	rem := q - n*c
 	ms = n * full
 	passes = int(n)
 	if rem > 0 {
-		ms += t.prefillTime(rem)
+		// prefillTime(rem), written out: prefillSpan stays within the
+		// inlining budget.
+		ms += t.PrefillQuad*rem*rem + t.PrefillLin*rem + t.PrefillConst
 		passes++
 	}
 	return ms, passes
