@@ -59,7 +59,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
-		Utilization: r.utilization(len(cands), r.candBusy, now)}
+		Utilization: r.utilization(len(cands), r.candBusy, r.candStep, now)}
 	if req.Hop == HopDecode && r.cfg.Disagg.TransferWeight > 0 && sreq.Overrides.TransferWeight == nil {
 		sreq.Overrides.TransferWeight = &r.cfg.Disagg.TransferWeight
 	}
@@ -121,6 +121,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// (the active set is prefix-closed): resident while the requests run.
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
+	r.candStep = ua
 	// G4 is one store for the fleet: every worker can onboard its
 	// longest chain.
 	ext := 0
@@ -130,7 +131,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	nids := len(p.ids)
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
-	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
+	tr, refs, hop := r.loads, r.rankRefs, p.req.Hop
 	arrivals := r.cfg.Selector.PassArrivals && r.cfg.Selector.PassModel
 	// Every rank's slot indexes the running utilizations: grown here,
 	// not tested per rank.
@@ -140,8 +141,8 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	utilW := r.utilW
 	k := 0    // candidates kept: the ranks whose role serves the hop
 	busy := 0 // of those, the ranks with a request in prefill
-	for i, w := range r.ranks {
-		ws, s := rankWS[i], rankSlot[i]
+	for i := range refs {
+		w, ws, s := refs[i].w, refs[i].ws, refs[i].slot
 		if !ws.info.Role.Serves(hop) {
 			continue
 		}
@@ -501,8 +502,9 @@ func mergeInPlace(a, b indexer.Overlaps) bool {
 // prefill utilization: the fraction of ranks with a request in prefill
 // (busy of the n candidates, which candidates counts), sampled at every
 // decision and averaged exponentially over Config.UtilizationWindow of
-// time (arrivals sample the time average).
-func (r *Router) utilization(n, busy int, now time.Time) float64 {
+// time (arrivals sample the time average). a is rankUtilStep(now), taken
+// before r.utilAt moves: the sample's weight whenever time passed.
+func (r *Router) utilization(n, busy int, a float64, now time.Time) float64 {
 	if n == 0 || r.cfg.UtilizationWindow <= 0 {
 		return 0
 	}
@@ -514,7 +516,6 @@ func (r *Router) utilization(n, busy int, now time.Time) float64 {
 		return r.util
 	}
 	if dt := now.Sub(r.utilAt); dt > 0 {
-		a := 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
 		r.util += a * (u - r.util)
 		r.utilAt = now
 	}
