@@ -34,16 +34,3 @@ func lower(m, x float64) float64 {
 	}
 	return m
 }
-
-// floorNonNeg is math.Floor for x >= 0 or NaN (prefillSpan's quotients)
-// without its call: on amd64 below GOAMD64=v2 math.Floor tests for
-// SSE4.1 and calls the portable version otherwise, and that call, though
-// never taken on a current CPU, made the compiler spill the scorer's
-// live values on every candidate. From 2^52 on every float64 is
-// integral; NaN and +Inf fail the test and are their own floor.
-func floorNonNeg(x float64) float64 {
-	if x < 1<<52 {
-		return float64(int64(x))
-	}
-	return x
-}

@@ -2,7 +2,6 @@ package selector
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 )
 
@@ -40,27 +39,6 @@ func TestClampsMatchMinMax(t *testing.T) {
 					t.Errorf("lower(lower(%v, %v), %v) = %v, min = %v", a, b, c, got, want)
 				}
 			}
-		}
-	}
-}
-
-// TestFloorNonNegMatchesMath checks floorNonNeg against math.Floor, bit
-// for bit, on its domain (x >= 0 or NaN) where they could part: +0, NaN,
-// +Inf, integers and their neighbours, the 2^52 and 2^63 boundaries, and
-// random values of every magnitude.
-func TestFloorNonNegMatchesMath(t *testing.T) {
-	xs := []float64{math.NaN(), math.Inf(1), 0, 0.5, 1, 1.5, 2, 0.999999999,
-		math.SmallestNonzeroFloat64, math.MaxFloat64, 1 << 52, 1<<52 - 0.5, 1<<53 + 2, 1 << 63, 1 << 62}
-	for _, x := range []float64{1 << 63, 1 << 52, 1 << 30, 8192, 3, 1} {
-		xs = append(xs, math.Nextafter(x, 0), math.Nextafter(x, math.Inf(1)))
-	}
-	rng := rand.New(rand.NewPCG(5, 2))
-	for range 100000 {
-		xs = append(xs, math.Ldexp(rng.Float64(), rng.IntN(130)-60))
-	}
-	for _, x := range xs {
-		if got, want := floorNonNeg(x), math.Floor(x); math.Float64bits(got) != math.Float64bits(want) && !(math.IsNaN(got) && math.IsNaN(want)) {
-			t.Fatalf("floorNonNeg(%v) = %v, math.Floor = %v", x, got, want)
 		}
 	}
 }

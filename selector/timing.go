@@ -149,7 +149,7 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // each (PrefillTime(c), which the caller may have at hand).
 func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	q = atLeast(q, 1)
-	n := floorNonNeg(q / c) // q >= 1 (or NaN) and c >= 1
+	n := math.Floor(q / c)
 	rem := q - n*c
 	ms = n * full
 	passes = int(n)
