@@ -34,3 +34,14 @@ func lower(m, x float64) float64 {
 	}
 	return m
 }
+
+// scaled is x*w, skipping the multiplication when w is 1 (the default
+// weights), where it is exact: each candidate's cost is a chain of
+// dependent float operations, and the CPU overlaps candidates less the
+// longer it is.
+func scaled(x, w float64) float64 {
+	if w == 1 {
+		return x
+	}
+	return x * w
+}

@@ -464,7 +464,12 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 		w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 		credit = tierCredit(&c.Overlap, &w)
 	}
-	credit += historyCredit(cfg, c, decay)
+	if cfg.HistoryWeight > 0 {
+		// Added only when there can be a history credit: credit is never
+		// -0, so adding 0 would change nothing, but it lengthened the
+		// chain of dependent operations each candidate's cost waits on.
+		credit += historyCredit(cfg, c, decay)
+	}
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay

@@ -273,7 +273,13 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	if cfg.ImposedOthers {
 		factor-- // U/(1-U)
 	}
-	imposed := mine*cfg.ImposedWeight*factor + others
+	imposed := scaled(scaled(mine, cfg.ImposedWeight), factor)
+	if cfg.DelayOthers {
+		// Added only when set (a product of non-negative factors is
+		// never -0, so adding 0 changes nothing): one dependent addition
+		// fewer on the cost's chain.
+		imposed += others
+	}
 	if cfg.CacheValue > 0 && own < float64(s.isl) {
 		saved := float64(s.isl)
 		if cfg.CacheExclusive {
@@ -300,7 +306,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	out.Usage = usage
 	out.Imposed = imposed
 	out.Onboard = load
-	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
+	out.Cost = scaled(prefill+imposed, cfg.PrefillLoadScale) + decode + reqs
 	return out.Cost
 }
 
