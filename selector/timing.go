@@ -149,7 +149,13 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // each (PrefillTime(c), which the caller may have at hand).
 func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	q = atLeast(q, 1)
-	n := math.Floor(q / c)
+	// Less than a chunk (the common case), the quotient rounds below 1
+	// and floors to 0: no division on the chain of dependent operations
+	// each candidate's cost waits on.
+	n := 0.0
+	if !(q < c) {
+		n = math.Floor(q / c)
+	}
 	rem := q - n*c
 	ms = n * full
 	passes = int(n)
