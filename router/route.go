@@ -133,6 +133,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// them, so each would be reloaded per candidate.
 	tr, refs, hop := r.loads, r.rankRefs, p.req.Hop
 	arrivals := r.cfg.Selector.PassArrivals && r.cfg.Selector.PassModel
+	wall := wallClock(now) // the passes' times through sinceMs
 	// Every rank's slot indexes the running utilizations: grown here,
 	// not tested per rank.
 	if ns := tr.Slots(); len(r.utilW) < ns {
@@ -171,16 +172,16 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		start, tokens, arrived := tr.PassParts(int(s))
 		c.PassKnown, c.PassElapsed, c.PassTokens = !start.IsZero(), 0, tokens
 		if c.PassKnown {
-			c.PassElapsed = float64(now.Sub(start)) / float64(time.Millisecond)
+			c.PassElapsed = sinceMs(now, start, wall)
 		}
 		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
 		if c.PassArrived {
-			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
+			c.PassArrivedElapsed = sinceMs(now, arrived, wall)
 		}
 		c.PassQueue = c.PassQueue[:0]
 		if arrivals {
 			for _, a := range tr.PassArrivals(int(s)) {
-				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: float64(now.Sub(a.At)) / float64(time.Millisecond), Tokens: a.Tokens})
+				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: sinceMs(now, a.At, wall), Tokens: a.Tokens})
 			}
 		}
 		if int(w.Rank) < len(ws.links) {
