@@ -55,6 +55,40 @@ func orderOverlaps(out Overlaps, s0 *mset, rank []uint32) {
 	sortOverlaps(out)
 }
 
+// placeByRank sets alive[i] to the place in rank order of s0's i-th
+// member (len(alive) == s0.n), so that a lookup builds its result in
+// worker order from the start, and reports whether it could (at most
+// orderStack members and scatterRanks slots, every slot ranked; alive is
+// unchanged otherwise). It spares permuteByRank's moves of the overlaps
+// at the end.
+func placeByRank(alive []uint32, s0 *mset, rank []uint32) bool {
+	if len(alive) > orderStack || len(alive) != s0.n || len(rank) > scatterRanks {
+		return false
+	}
+	var buf [orderStack]uint64
+	keys := buf[:len(alive)]
+	if !rankOrder(keys, s0, rank) {
+		return false
+	}
+	for j, i := range keys {
+		alive[i] = uint32(j)
+	}
+	return true
+}
+
+// finishOrder puts a lookup's result out in worker order: nothing to do
+// when the view's slots are in worker order (ordered) and a check where
+// placeByRank placed it, else orderOverlaps.
+func finishOrder(out Overlaps, s0 *mset, rank []uint32, ordered, placed bool) {
+	switch {
+	case ordered:
+	case placed:
+		sortOverlaps(out)
+	default:
+		orderOverlaps(out, s0, rank)
+	}
+}
+
 // permuteByRank puts out in rank order of s0's slots and reports whether
 // it could (at most orderStack overlaps, every slot ranked).
 func permuteByRank(out Overlaps, s0 *mset, rank []uint32) bool {

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"math/bits"
+	"slices"
 	"sync/atomic"
 )
 
@@ -221,20 +222,21 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	// published before any set that holds it.
 	r.v = f.view.Load()
 	s0 := r.resolve(m0, false)
-	// dst[base+i] is the overlap of s0's i-th member; slots are in slot
-	// order, which is usually worker order, so the final sort is a linear
-	// check.
+	// out[alive[i]] is the overlap of s0's i-th member: at its place in
+	// worker order where the view's ranks give it (placeByRank), so the
+	// result needs no reordering at the end; else at i, in slot order,
+	// which is usually worker order, so the final sort is a linear check.
 	base := len(dst)
-	for i := range s0.n {
-		dst = append(dst, r.name(s0.slot(i)))
-	}
 	ordered, rank := r.v.ordered, r.v.rank
-	out := dst[base:]
 	var aliveBuf [2 * aliveStack]uint32
 	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
 	defer putAlive(pooled)
+	placed := !ordered && placeByRank(alive, &s0, rank)
+	dst = slices.Grow(dst, s0.n)[:base+s0.n]
+	out := dst[base:]
 	for i := range aslots {
 		aslots[i] = s0.slot(i)
+		out[alive[i]] = r.name(aslots[i])
 	}
 	var (
 		seqBuf  [stackStride + 1]uint64
@@ -320,9 +322,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
 		if live == 0 || memCount(next) == 0 {
-			if !ordered {
-				orderOverlaps(out, &s0, rank)
-			}
+			finishOrder(out, &s0, rank, ordered, placed)
 			return dst
 		}
 		curSeq, curSet, p = win.seqs[q-p], next, q
@@ -332,9 +332,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 			out[i].Blocks = p + 1
 		}
 	}
-	if !ordered {
-		orderOverlaps(out, &s0, rank)
-	}
+	finishOrder(out, &s0, rank, ordered, placed)
 	return dst
 }
 
