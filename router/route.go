@@ -60,6 +60,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
 		Utilization: r.utilization(cands, now)}
+	if r.tailOn() {
+		sreq.TailTTFT = r.tail[req.Hop].Value()
+	}
 	if req.Hop == HopDecode && r.cfg.Disagg.TransferWeight > 0 && sreq.Overrides.TransferWeight == nil {
 		sreq.Overrides.TransferWeight = &r.cfg.Disagg.TransferWeight
 	}
@@ -93,6 +96,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		}
 		return Decision{RequestID: req.ID, ISL: p.isl, Blocks: len(p.locals), Candidates: res.Breakdowns},
 			dispatched, fmt.Errorf("router: request %q: %w", req.ID, err)
+	}
+	if r.tailOn() {
+		r.observeTail(req.Hop, res.Breakdowns)
 	}
 	chosen, aff := res.Chosen, false
 	if r.cfg.Affinity.Enabled && req.Session != "" {

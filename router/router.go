@@ -134,6 +134,10 @@ type Router struct {
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 
+	// The fleet's tail of predicted time to first token, per hop
+	// (selector.Config.TailWeight, tail.go).
+	tail [len(hopNames)]selector.TailTracker
+
 	// predictAtEnd: a local booking reaches predict when it ends
 	// (predictend.go), not when it is routed.
 	predictAtEnd bool

@@ -107,6 +107,23 @@ type Config struct {
 	// no other candidate holds: a prefix cached elsewhere too is not lost
 	// by computing it again here. Default false.
 	CacheExclusive bool `yaml:"cache_exclusive"`
+	// TailWeight (CostTime only) charges the predicted time to first
+	// token above the fleet's tail (Request.TailTTFT, the router's
+	// running TailQuantile of each request's fastest prediction)
+	// TailWeight times more, scaled by the square of the share of that
+	// tail the request's own prefill on an idle worker would take
+	// (tail.go): a cache hit may then buy a long prompt a slower worker
+	// only while it stays out of the fleet's slowest, whose time sets
+	// the p99, where the tail is made of long prompts; where it is made
+	// of queueing the charge fades and hits that shorten the queue are
+	// kept. Default 0 = off (no charge, and the router keeps no
+	// estimate).
+	TailWeight float64 `yaml:"tail_weight"`
+	// TailQuantile is the quantile of the fleet's fastest predicted time
+	// to first token per request that TailWeight guards, in (0, 1).
+	// Default 0, which means DefaultTailQuantile (0.98); read only with
+	// TailWeight > 0.
+	TailQuantile float64 `yaml:"tail_quantile"`
 	// PassModel (CostTime only) prices the queue as the engine schedules
 	// it (pass.go): the request waits out the pass in flight, which it
 	// cannot join, then shares passes of max_batched_tokens with the
@@ -243,6 +260,10 @@ func (c Config) Validate() error {
 	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("CacheValue", c.CacheValue)
 	nonneg("TransferWeight", c.TransferWeight)
+	nonneg("TailWeight", c.TailWeight)
+	if q := c.TailQuantile; math.IsNaN(q) || q < 0 || q >= 1 {
+		errs = append(errs, fmt.Errorf("selector: TailQuantile = %v must be in [0, 1) (0: default)", q))
+	}
 	nonneg("HistoryWeight", c.HistoryWeight)
 	nonneg("HistoryTie", c.HistoryTie)
 	nonneg("Temperature", c.Temperature)
@@ -255,6 +276,15 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("selector: BusyPrefillTokens = %d must be >= 0", c.BusyPrefillTokens))
 	}
 	return errors.Join(errs...)
+}
+
+// Tail returns the quantile TailWeight guards: TailQuantile, or
+// DefaultTailQuantile when zero.
+func (c *Config) Tail() float64 {
+	if c.TailQuantile > 0 {
+		return c.TailQuantile
+	}
+	return DefaultTailQuantile
 }
 
 // Overrides are per-request replacements of Config knobs; nil keeps the

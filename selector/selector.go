@@ -132,6 +132,10 @@ type Request struct {
 	// ImposedWeight/(1-U) times again: in an M/M/1 queue a unit of work
 	// costs the system 1/(1-U) of response time. 0: unknown or idle.
 	Utilization float64
+	// TailTTFT is the router's running estimate of the fleet's tail of
+	// predicted time to first token, in ms (Config.TailWeight,
+	// TailTracker). 0: unknown, no tail charge.
+	TailTTFT float64
 }
 
 // Reason says why a candidate was not scored; ReasonNone means it was.
@@ -189,7 +193,7 @@ type Breakdown struct {
 	// the request's own prefill time times ImposedWeight/(1-U) (U/(1-U)
 	// with Config.ImposedOthers), plus the first tokens it delays
 	// (Config.DelayOthers), less the future value of its hit
-	// (Config.CacheValue).
+	// (Config.CacheValue), plus the tail charge (Config.TailWeight).
 	Imposed float64
 	// InFlight is, under Config.PassModel, the modeled time left of the
 	// rank's pass in flight in ms (the request cannot join it), and
@@ -354,6 +358,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	// The highest cost matters only at temperature > 0: pick finds it.
 	cmin := math.Inf(1)
 	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
+	sc.tail = req.TailTTFT
 	if cfg.CacheExclusive {
 		// The deepest two device overlaps.
 		for i := range cands {
@@ -410,7 +415,8 @@ type scorer struct {
 	ownTm         Timing  // own.orDefault()
 	ownFull       float64 // as defFull, for ownTm
 	ownChunk      int
-	top1, top2    int // the deepest two device overlaps among the candidates
+	top1, top2    int     // the deepest two device overlaps among the candidates
+	tail          float64 // Request.TailTTFT
 }
 
 func newScorer(cfg *Config, isl, b, floorTokens int, util float64) scorer {

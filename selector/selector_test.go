@@ -102,6 +102,10 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.CacheValue = fnum(t, v)
 		case "cache-exclusive":
 			c.CacheExclusive = v == "true"
+		case "tail-weight":
+			c.TailWeight = fnum(t, v)
+		case "tail-quantile":
+			c.TailQuantile = fnum(t, v)
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -212,6 +216,8 @@ func TestDataDriven(t *testing.T) {
 						seed = uint64(inum(t, v))
 					case "util":
 						req.Utilization = fnum(t, v)
+					case "tail":
+						req.TailTTFT = fnum(t, v)
 					case "allow":
 						for _, s := range strings.Split(v, ",") {
 							req.Constraints.Allow = append(req.Constraints.Allow, uint64(inum(t, s)))
@@ -243,6 +249,16 @@ func TestDataDriven(t *testing.T) {
 					fmt.Fprintf(&b, "error (%d): %v\n", errStatus(err), err)
 				} else {
 					fmt.Fprintf(&b, "floor=%d chosen: w%s\n", res.FloorTokens, cands[res.Chosen].Worker)
+				}
+				return b.String()
+			case "tailtrack":
+				// Feeds a TailTracker the samples in order, printing the
+				// estimate after each.
+				var tr TailTracker
+				var b strings.Builder
+				for _, x := range strings.Split(a["samples"], ",") {
+					tr.Observe(fnum(t, x), fnum(t, a["q"]))
+					fmt.Fprintf(&b, "%s -> %.4f\n", x, tr.Value())
 				}
 				return b.String()
 			case "probs":

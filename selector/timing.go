@@ -289,6 +289,10 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	if c.ActiveRequests > 0 {
 		decode = float64(passes) * tm.decodeTime(usage)
 	}
+	if cfg.TailWeight > 0 && s.tail > 0 {
+		whole, _ := tm.prefillSpan(float64(s.isl), cf, *full)
+		imposed += tailCharge(cfg.TailWeight, s.tail, prefill+decode, whole)
+	}
 	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
 	out.Prefill = prefill
 	out.Decode = decode

@@ -220,10 +220,18 @@ func (m *Manager) names(ctx context.Context) ([]string, error) {
 	return ns, nil
 }
 
-// Latest returns the newest snapshot, or nil when there is none. One call
-// lasts at most readTimeout (listing and download; a large snapshot is
-// tens of MB, well under a second on a LAN): a store call that gets no
-// reply returns context.DeadlineExceeded for the caller to retry.
+// Latest returns the newest readable snapshot, or nil when there is none.
+// One call lasts at most readTimeout (listing and download; a large
+// snapshot is tens of MB, well under a second on a LAN): a store call
+// that gets no reply returns context.DeadlineExceeded for the caller to
+// retry.
+//
+// A snapshot object that reads back corrupt (a digest mismatch, seen
+// right after a NATS node of the bucket was killed), fails to decode or
+// was deleted since the listing is skipped for the next older one, with
+// a warning: an older snapshot and a longer replay of the stream after it
+// beat replaying the whole stream. Only when none is readable does the
+// newest one's error return.
 func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
@@ -231,10 +239,38 @@ func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
 	if err != nil || len(ns) == 0 {
 		return nil, err
 	}
-	obs, _ := m.store(ctx)
-	r, err := obs.Get(ctx, ns[len(ns)-1])
+	var newest error
+	for i := len(ns) - 1; i >= 0; i-- {
+		s, err := m.get(ctx, ns[i])
+		if err == nil {
+			if newest != nil {
+				m.cfg.Logger.Warn("newer snapshots unreadable; using an older one", "snapshot", ns[i], "err", newest)
+			}
+			return s, nil
+		}
+		if !errors.Is(err, errUnreadable) || ctx.Err() != nil {
+			return nil, err
+		}
+		if newest == nil {
+			newest = err
+		}
+	}
+	return nil, newest
+}
+
+// errUnreadable marks a snapshot object that cannot be used, as opposed
+// to a store that did not answer.
+var errUnreadable = errors.New("snapshot unreadable")
+
+// get reads and decodes the snapshot object n.
+func (m *Manager) get(ctx context.Context, n string) (*Snapshot, error) {
+	obs, err := m.store(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: get %s: %w", ns[len(ns)-1], err)
+		return nil, err
+	}
+	r, err := obs.Get(ctx, n)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: get %s: %w", n, unreadable(err))
 	}
 	defer r.Close()
 	// Read into a buffer of the object's size: growing one by doubling
@@ -246,9 +282,21 @@ func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
 	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, fmt.Errorf("snapshot: get %s: %w", ns[len(ns)-1], err)
+		return nil, fmt.Errorf("snapshot: get %s: %w", n, unreadable(err))
 	}
-	return Decode(buf.Bytes())
+	s, err := Decode(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %s: %w: %w", n, errUnreadable, err)
+	}
+	return s, nil
+}
+
+// unreadable tags the errors that condemn one object (not the store).
+func unreadable(err error) error {
+	if errors.Is(err, jetstream.ErrDigestMismatch) || errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("%w: %w", errUnreadable, err)
+	}
+	return err
 }
 
 // Restore applies the newest snapshot to sink (an empty index) and returns
