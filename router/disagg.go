@@ -286,9 +286,10 @@ func (r *Router) Disaggregate(req *Request, now time.Time) (Plan, error) {
 		}
 	}
 	var tokens, batched int
-	for i := range r.ranks {
-		if ws := r.rankWS[i]; ws.info.Role == RolePrefill {
-			tokens += r.loads.LoadAt(int(r.rankSlot[i])).PrefillTokens
+	for i := range r.rankRefs {
+		if rf := &r.rankRefs[i]; rf.ws.info.Role == RolePrefill {
+			ws := rf.ws
+			tokens += r.loads.LoadAt(int(rf.slot)).PrefillTokens
 			batched += cmpOr(ws.info.MaxNumBatchedTokens, defaultBatchedTokens)
 		}
 	}

@@ -1,12 +1,14 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/selector"
 )
 
@@ -20,11 +22,46 @@ import (
 func BenchmarkRoutePhases(b *testing.B) {
 	const blocks, bs, w = 512, 64, 64
 	r, toks := overheadRouter(b, w, blocks, bs)
+	routePhases(b, r, toks, w, time.Unix(0, 0))
+}
+
+// BenchmarkRoutePhasesBusy is BenchmarkRoutePhases on a busy fleet: every
+// worker runs three requests of its own (prompts of 1 to 8 blocks sharing
+// the routed prompt's first blocks, the first of each worker decoding),
+// so every candidate has load and a dated pass in flight, which the idle
+// fleet of BenchmarkRoutePhases never shows the scorer (the pass model's
+// roll, the decode term) nor candidates (each pass timed from now).
+func BenchmarkRoutePhasesBusy(b *testing.B) {
+	const blocks, bs, w = 512, 64, 64
+	r, toks := overheadRouter(b, w, blocks, bs)
+	now := time.Unix(0, 0)
+	ctx := context.Background()
+	for i := range w {
+		for j := range 3 {
+			id := fmt.Sprint("bg", i, "-", j)
+			n := ((i+j)%8 + 1) * bs
+			req := Request{ID: id, Tokens: toks[:n], Constraints: selector.Constraints{Pin: &kvevents.Worker{ID: uint64(i + 1)}}}
+			if _, err := r.Route(ctx, req, now); err != nil {
+				b.Fatal(err)
+			}
+			now = now.Add(time.Millisecond)
+			if j == 0 {
+				if err := r.PrefillDone(id, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	routePhases(b, r, toks, w, now)
+}
+
+// routePhases routes toks b.N times from now on (20 µs apart), freeing
+// each request after its decision, and reports the phases' p50s.
+func routePhases(b *testing.B, r *Router, toks []uint32, w int, now time.Time) {
 	ids := make([]string, 1024)
 	for i := range ids {
 		ids[i] = fmt.Sprint("r", i)
 	}
-	now := time.Unix(0, 0)
 	cands := make([]selector.Breakdown, w)
 	var ph [4][]time.Duration
 	for k := range ph {

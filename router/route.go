@@ -59,7 +59,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
-		Utilization: r.utilization(cands, now)}
+		Utilization: r.utilization(len(cands), r.candBusy, r.candStep, now)}
 	if r.tailOn() {
 		sreq.TailTTFT = r.tail[req.Hop].Value()
 	}
@@ -127,6 +127,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// (the active set is prefix-closed): resident while the requests run.
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
 	ua := r.rankUtilStep(now)
+	r.candStep = ua
 	// G4 is one store for the fleet: every worker can onboard its
 	// longest chain.
 	ext := 0
@@ -136,11 +137,19 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	nids := len(p.ids)
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
-	tr, rankWS, rankSlot, hop := r.loads, r.rankWS, r.rankSlot, p.req.Hop
+	tr, refs, hop := r.loads, r.rankRefs, p.req.Hop
 	arrivals := r.cfg.Selector.PassArrivals && r.cfg.Selector.PassModel
-	k := 0 // candidates kept: the ranks whose role serves the hop
-	for i, w := range r.ranks {
-		ws, s := rankWS[i], rankSlot[i]
+	wall := wallClock(now) // the passes' times through sinceMs
+	// Every rank's slot indexes the running utilizations: grown here,
+	// not tested per rank.
+	if ns := tr.Slots(); len(r.utilW) < ns {
+		r.utilW = append(r.utilW, make([]float64, ns-len(r.utilW))...)
+	}
+	utilW := r.utilW
+	k := 0    // candidates kept: the ranks whose role serves the hop
+	busy := 0 // of those, the ranks with a request in prefill
+	for i := range refs {
+		w, ws, s := refs[i].w, refs[i].ws, refs[i].slot
 		if !ws.info.Role.Serves(hop) {
 			continue
 		}
@@ -161,20 +170,24 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.TotalKVBlocks = ws.info.TotalKVBlocks
 		c.NewBlocks = nb[s] + outBlocks
 		c.Timing = ws.timing
-		c.Utilization = r.rankUtil(s, l.PrefillRequests > 0, ua)
+		inPrefill := l.PrefillRequests > 0
+		if inPrefill {
+			busy++
+		}
+		c.Utilization = rankUtil(utilW, s, inPrefill, ua)
 		start, tokens, arrived := tr.PassParts(int(s))
 		c.PassKnown, c.PassElapsed, c.PassTokens = !start.IsZero(), 0, tokens
 		if c.PassKnown {
-			c.PassElapsed = float64(now.Sub(start)) / float64(time.Millisecond)
+			c.PassElapsed = sinceMs(now, start, wall)
 		}
 		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
 		if c.PassArrived {
-			c.PassArrivedElapsed = float64(now.Sub(arrived)) / float64(time.Millisecond)
+			c.PassArrivedElapsed = sinceMs(now, arrived, wall)
 		}
 		c.PassQueue = c.PassQueue[:0]
 		if arrivals {
 			for _, a := range tr.PassArrivals(int(s)) {
-				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: float64(now.Sub(a.At)) / float64(time.Millisecond), Tokens: a.Tokens})
+				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: sinceMs(now, a.At, wall), Tokens: a.Tokens})
 			}
 		}
 		if int(w.Rank) < len(ws.links) {
@@ -203,7 +216,8 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		c.History = 0
 	}
 	cands = cands[:k]
-	mergeOverlaps(cands, ov[kvevents.TierDevice], kvevents.TierDevice, active)
+	r.candBusy = busy
+	mergeDevice(cands, ov[kvevents.TierDevice], active)
 	mergeOverlaps(cands, ov[kvevents.TierHostPinned], kvevents.TierHostPinned, false)
 	mergeOverlaps(cands, ov[kvevents.TierDisk], kvevents.TierDisk, false)
 	if hist := r.hist; len(hist) > 0 {
@@ -233,6 +247,21 @@ func mergeOverlaps(cands []selector.Candidate, o indexer.Overlaps, t kvevents.Ti
 			b = max(b, c.Overlap[t])
 		}
 		c.Overlap[t] = b
+	}
+}
+
+// mergeDevice is mergeOverlaps for the device tier, the list most
+// workers are in: its tier a constant, so no bounds test and address
+// computation per candidate.
+func mergeDevice(cands []selector.Candidate, o indexer.Overlaps, keep bool) {
+	pos := 0
+	for i := 0; i < len(cands) && pos < len(o); i++ {
+		c := &cands[i]
+		var b int
+		if b, pos = overlapOf(o, pos, c.Worker); keep {
+			b = max(b, c.Overlap[kvevents.TierDevice])
+		}
+		c.Overlap[kvevents.TierDevice] = b
 	}
 }
 
@@ -457,7 +486,10 @@ func mergeMax(a, b indexer.Overlaps, scratch *indexer.Overlaps) indexer.Overlaps
 // mergeInPlace is mergeMax when every worker of b is in a (the predicted
 // side index mostly names workers whose events are in already): it raises
 // a's overlaps in place, without building the merge and copying it back,
-// and reports true; else it changes nothing and reports false.
+// and reports true; else it reports false, having raised the overlaps of
+// b's workers before the first one missing from a, which mergeMax's
+// merge then raises to the same values (max is idempotent), so one pass
+// does both the test and the raise.
 func mergeInPlace(a, b indexer.Overlaps) bool {
 	i := 0
 	for _, o := range b {
@@ -467,33 +499,23 @@ func mergeInPlace(a, b indexer.Overlaps) bool {
 		if i == len(a) || a[i].Worker != o.Worker {
 			return false
 		}
-		i++
-	}
-	i = 0
-	for _, o := range b {
-		for a[i].Worker != o.Worker {
-			i++
-		}
 		a[i].Blocks = max(a[i].Blocks, o.Blocks)
+		i++
 	}
 	return true
 }
 
 // utilization updates and returns the running estimate of the fleet's
-// prefill utilization: the fraction of ranks with a request in prefill,
-// sampled at every decision and averaged exponentially over
-// Config.UtilizationWindow of time (arrivals sample the time average).
-func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 {
-	if len(cands) == 0 || r.cfg.UtilizationWindow <= 0 {
+// prefill utilization: the fraction of ranks with a request in prefill
+// (busy of the n candidates, which candidates counts), sampled at every
+// decision and averaged exponentially over Config.UtilizationWindow of
+// time (arrivals sample the time average). a is rankUtilStep(now), taken
+// before r.utilAt moves: the sample's weight whenever time passed.
+func (r *Router) utilization(n, busy int, a float64, now time.Time) float64 {
+	if n == 0 || r.cfg.UtilizationWindow <= 0 {
 		return 0
 	}
-	busy := 0
-	for i := range cands {
-		if cands[i].PrefillRequests > 0 {
-			busy++
-		}
-	}
-	u := float64(busy) / float64(len(cands))
+	u := float64(busy) / float64(n)
 	if r.utilAt.IsZero() {
 		// Start from an idle fleet rather than the first sample, so that
 		// replicas whose first decisions come at different moments agree.
@@ -501,7 +523,6 @@ func (r *Router) utilization(cands []selector.Candidate, now time.Time) float64 
 		return r.util
 	}
 	if dt := now.Sub(r.utilAt); dt > 0 {
-		a := 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
 		r.util += a * (u - r.util)
 		r.utilAt = now
 	}
@@ -532,20 +553,18 @@ func (r *Router) rankUtilStep(now time.Time) float64 {
 	return 1 - math.Exp(-float64(dt)/float64(r.cfg.UtilizationWindow))
 }
 
-// rankUtil returns slot s's running prefill utilization before this
-// decision's sample, and folds the sample (busy: a request in prefill) in
-// with weight a (rankUtilStep).
-func (r *Router) rankUtil(s int32, busy bool, a float64) float64 {
-	for int(s) >= len(r.utilW) {
-		r.utilW = append(r.utilW, 0)
-	}
-	u := r.utilW[s]
+// rankUtil returns slot s's running prefill utilization in utilW (one
+// per loads slot: Router.utilW) before this decision's sample, and folds
+// the sample (busy: a request in prefill) in with weight a
+// (rankUtilStep).
+func rankUtil(utilW []float64, s int32, busy bool, a float64) float64 {
+	u := utilW[s]
 	if a > 0 {
 		x := 0.0
 		if busy {
 			x = 1
 		}
-		r.utilW[s] += a * (x - u)
+		utilW[s] += a * (x - u)
 	}
 	return u
 }

@@ -47,6 +47,15 @@ type workerState struct {
 	links   []linkState      // per rank: booked onboarding loads (onboard.go)
 }
 
+// rankRef is one rank with its worker's state and its loads slot: the
+// candidates' loop reads the three from one slice (one base, one bounds
+// test) rather than three.
+type rankRef struct {
+	w    kvevents.Worker
+	ws   *workerState
+	slot int32
+}
+
 // pending is one request being decided (and, when queued, waiting). It
 // comes from pendingPool with buffers of earlier requests, so steady-state
 // routing hashes and looks up without allocating.
@@ -113,8 +122,7 @@ type Router struct {
 	aff      *affinity.Table
 	workers  map[uint64]*workerState
 	ranks    []kvevents.Worker // every rank of every worker, sorted
-	rankWS   []*workerState    // rankWS[i] is ranks[i]'s worker
-	rankSlot []int32           // rankSlot[i] is ranks[i]'s loads slot
+	rankRefs []rankRef         // rankRefs[i] is ranks[i]'s worker and loads slot
 	fin      finishes          // completions per loads slot (finish.go)
 	prefills int               // workers of RolePrefill (disagg.go)
 	sessions map[string]string // active request id -> session
@@ -129,6 +137,8 @@ type Router struct {
 	util      float64              // utilization estimate (utilization)
 	utilAt    time.Time            // its last update
 	utilW     []float64            // per loads slot utilization (rankUtil)
+	candBusy  int                  // candidates with a request in prefill (utilization)
+	candStep  float64              // rankUtilStep at the candidates' decision (utilization)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
 	hist      indexer.Overlaps     // history overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
@@ -308,7 +318,7 @@ func (r *Router) rebuildRanks() {
 		}
 	}
 	slices.SortFunc(r.ranks, kvevents.Worker.Compare)
-	r.rankWS, r.rankSlot = r.rankWS[:0], r.rankSlot[:0]
+	r.rankRefs = r.rankRefs[:0]
 	r.prefills = 0
 	for _, ws := range r.workers {
 		if ws.info.Role == RolePrefill {
@@ -316,8 +326,7 @@ func (r *Router) rebuildRanks() {
 		}
 	}
 	for _, w := range r.ranks {
-		r.rankWS = append(r.rankWS, r.workers[w.ID])
-		r.rankSlot = append(r.rankSlot, int32(r.loads.Slot(w)))
+		r.rankRefs = append(r.rankRefs, rankRef{w: w, ws: r.workers[w.ID], slot: int32(r.loads.Slot(w))})
 	}
 }
 
@@ -344,7 +353,7 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	}
 	delete(r.workers, id)
 	for i, w := range r.ranks {
-		if s := int(r.rankSlot[i]); w.ID == id && s < len(r.utilW) {
+		if s := int(r.rankRefs[i].slot); w.ID == id && s < len(r.utilW) {
 			r.utilW[s] = 0 // the slot may go to a new worker
 		}
 	}

@@ -1,5 +1,7 @@
 package selector
 
+import "math"
+
 // Go's float min and max order -0 below +0 and propagate NaN without a
 // branch: about ten dependent instructions each, on the scorer's per-
 // candidate path and on its running minimum across candidates. These are
@@ -33,4 +35,35 @@ func lower(m, x float64) float64 {
 		return x
 	}
 	return m
+}
+
+// scaled is x*w, skipping the multiplication when w is 1 (the default
+// weights), where it is exact: each candidate's cost is a chain of
+// dependent float operations, and the CPU overlaps candidates less the
+// longer it is.
+func scaled(x, w float64) float64 {
+	if w == 1 {
+		return x
+	}
+	return x * w
+}
+
+// mod is math.Mod(x, y), exact as fmod is, with one division and one
+// fused multiply-add when 0 < x and x/y < 2^52 for a finite y > 0 (the
+// pass model's times within a pass length's multiple), else math.Mod,
+// whose bit-by-bit loop (Frexp, Ldexp) took ~200 instructions a call on
+// a busy fleet's every candidate. floor(x/y) is the truncated quotient q
+// or q+1 (the division rounds monotonically and q is representable);
+// x - n*y is then rem or rem-y, multiples of y's unit no larger than y,
+// which the fused operation returns exactly, and rem-y+y is rem.
+func mod(x, y float64) float64 {
+	q := x / y
+	if !(x > 0 && y > 0 && y <= math.MaxFloat64 && q < 1<<52) {
+		return math.Mod(x, y)
+	}
+	r := math.FMA(-math.Floor(q), y, x)
+	if r < 0 {
+		r += y
+	}
+	return r
 }

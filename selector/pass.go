@@ -81,7 +81,7 @@ func (t *Timing) inFlight(elapsed float64, started int, arr []PassArrival, pendi
 			if pending <= 0 || wrapped {
 				if dec > 0 {
 					// Decode-only passes from tau on.
-					return dec - math.Mod(elapsed-tau, dec), 0
+					return dec - mod(elapsed-tau, dec), 0
 				}
 				return 0, 0
 			}
@@ -92,7 +92,7 @@ func (t *Timing) inFlight(elapsed float64, started int, arr []PassArrival, pendi
 			// tokens again.
 			wrapped = true
 			span, n := t.PrefillSpan(pending, chunk)
-			elapsed = math.Mod(elapsed-tau, span+float64(n)*dec)
+			elapsed = mod(elapsed-tau, span+float64(n)*dec)
 			tau, done, come, k = 0, 0, pending, len(arr)
 			continue
 		}

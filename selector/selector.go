@@ -367,12 +367,15 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 			}
 		}
 	}
+	// The slices in locals of the candidates' length: no bounds tests,
+	// and nothing to reload from res after each call.
+	bd := res.Breakdowns[:len(cands)]
 	for i := range cands {
 		if out[i] != ReasonNone {
-			res.Breakdowns[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
+			bd[i] = Breakdown{Worker: cands[i].Worker, Out: out[i], Overlap: cands[i].Overlap}
 			continue
 		}
-		b := &res.Breakdowns[i]
+		b := &bd[i]
 		b.Out = ReasonNone
 		// The cost as returned, not read back from b: that load would
 		// wait for the store just made.
@@ -467,7 +470,12 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 		w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 		credit = tierCredit(&c.Overlap, &w)
 	}
-	credit += historyCredit(cfg, c, decay)
+	if cfg.HistoryWeight > 0 {
+		// Added only when there can be a history credit: credit is never
+		// -0, so adding 0 would change nothing, but it lengthened the
+		// chain of dependent operations each candidate's cost waits on.
+		credit += historyCredit(cfg, c, decay)
+	}
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
@@ -641,14 +649,14 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 	// One pass finds the least utilization among the lowest costs and
 	// counts the candidates at it (a pass each was most of this
 	// function's time at 64 workers).
-	umin, k := math.Inf(1), 0
+	umin, k, at := math.Inf(1), 0, -1
 	for i := range bs {
 		if bs[i].Out != ReasonNone || bs[i].Cost-cmin > eps {
 			continue
 		}
 		switch u := cands[i].Utilization; {
 		case u < umin:
-			umin, k = u, 1
+			umin, k, at = u, 1, i
 		case u == umin:
 			k++
 		case u != u:
@@ -656,6 +664,12 @@ func pickLeastBusy(bs []Breakdown, cands []Candidate, cmin float64, rng *rand.Ra
 			// matches.
 			umin, k = u, 0
 		}
+	}
+	if k == 1 {
+		// One candidate at the least utilization (the common case): the
+		// one that set it, drawn without a second pass.
+		bs[at].Prob = 1
+		return at
 	}
 	j := 0
 	if k > 1 {

@@ -149,12 +149,20 @@ func (t Timing) PrefillSpan(q float64, chunk int) (ms float64, passes int) {
 // each (PrefillTime(c), which the caller may have at hand).
 func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 	q = atLeast(q, 1)
-	n := math.Floor(q / c)
+	// Less than a chunk (the common case), the quotient rounds below 1
+	// and floors to 0: no division on the chain of dependent operations
+	// each candidate's cost waits on.
+	n := 0.0
+	if !(q < c) {
+		n = math.Floor(q / c)
+	}
 	rem := q - n*c
 	ms = n * full
 	passes = int(n)
 	if rem > 0 {
-		ms += t.prefillTime(rem)
+		// prefillTime(rem), written out: prefillSpan stays within the
+		// inlining budget.
+		ms += t.PrefillQuad*rem*rem + t.PrefillLin*rem + t.PrefillConst
 		passes++
 	}
 	return ms, passes
@@ -271,7 +279,13 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	if cfg.ImposedOthers {
 		factor-- // U/(1-U)
 	}
-	imposed := mine*cfg.ImposedWeight*factor + others
+	imposed := scaled(scaled(mine, cfg.ImposedWeight), factor)
+	if cfg.DelayOthers {
+		// Added only when set (a product of non-negative factors is
+		// never -0, so adding 0 changes nothing): one dependent addition
+		// fewer on the cost's chain.
+		imposed += others
+	}
 	if cfg.CacheValue > 0 && own < float64(s.isl) {
 		saved := float64(s.isl)
 		if cfg.CacheExclusive {
@@ -302,7 +316,7 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	out.Usage = usage
 	out.Imposed = imposed
 	out.Onboard = load
-	out.Cost = cfg.PrefillLoadScale*(prefill+imposed) + decode + reqs
+	out.Cost = scaled(prefill+imposed, cfg.PrefillLoadScale) + decode + reqs
 	return out.Cost
 }
 
