@@ -40,6 +40,20 @@ import (
 // us). Fewer lines per probe (an id slot and its entry in one line,
 // DESIGN.md §3) or ids of nearby positions sharing lines is what is left.
 //
+// Prefetch instructions where those were loads do win (prefetchSlots,
+// prefetch_amd64.go): the home id slots of every position of the first
+// window, prefetched before its first probe, took the no-writer lookups'
+// p50 on the conversation trace 1.43 -> 1.25 us with one shard, 2.66 ->
+// 2.29 us with two (whole passes with and without alternated in one
+// process: rotating them over consecutive lookups, as above, lets one's
+// loads warm the next, a later turn of the same conversation, and hides
+// the difference). Measured with it and dropped: the window's entries
+// prefetched too, once its end shows a drop (+8-15%; likely the page
+// walks: entries sit on 4 KiB pages); every window, not the first only
+// (+17% on the warm 512-block lookup below, 2.25 -> 2.63 us, where the
+// first window alone costs 1-3%); the first three or four bisection
+// levels of every window (less of the gain, and still +6-9% warm).
+//
 // Also tried on a 512-block lookup over 64 workers (BenchmarkRoutePhases'
 // index, all in cache; alternated binaries, ~3.55 us per lookup), each
 // no change beyond the noise: the reader keeping copies of its view's id
@@ -63,7 +77,7 @@ func (r *reader) bisectExact(win *window, lo, hi, nlo int, shi uint64, drops []i
 		mid := lo + (hi-lo)/2
 		k := mid - win.base // win.get, inlined by hand
 		var smid uint64
-		if _, e := r.index(win.seqs[k]); e != nil {
+		if _, e := r.indexAt(win.seqs[k], win.homes[k], win.size); e != nil {
 			smid = atomic.LoadUint64(&e.mem)
 		}
 		win.sets[k] = smid

@@ -11,11 +11,14 @@ import (
 // TestPermuteByRank: a result built in slot order over slots named in
 // random worker order comes out in worker order from the rank
 // permutation alone (before orderOverlaps' final check), for sets of one
-// member, of two, inline and in blocks, up to the largest on the stack.
+// member, of two, inline and in blocks, up to the largest on the stack,
+// over views of few slots (rankOrder's bitmap) and of many (a sort).
 func TestPermuteByRank(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{2, 3, 17, 64, orderStack} {
-		names := make([]kvevents.Worker, 300)
+	for _, c := range []struct{ n, slots int }{{2, 300}, {3, 300}, {17, 300}, {64, 64}, {64, 300},
+		{orderStack, 300}, {orderStack, scatterRanks}, {2, scatterRanks + 1}, {64, 3 * scatterRanks}} {
+		n := c.n
+		names := make([]kvevents.Worker, c.slots)
 		for i := range names {
 			names[i] = kvevents.Worker{ID: rng.Uint64N(1 << 20), Rank: uint32(i % 3)}
 		}

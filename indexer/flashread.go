@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"math/bits"
+	"slices"
 	"sync/atomic"
 )
 
@@ -52,12 +53,22 @@ func (r *reader) isRoot(i uint32) bool {
 // (noEntry, nil) when there is none. It returns both so that a probe
 // computes the entry's address once (see window.get).
 func (r *reader) index(seq uint64) (uint32, *fentry) {
+	return r.indexAt(seq, pHome(seq, len(r.v.ids)), len(r.v.ids))
+}
+
+// indexAt is index given seq's home slot in a table of n slots (any n
+// when home is unknown: the view's table has another size then, and the
+// home is computed here).
+func (r *reader) indexAt(seq, home uint64, n int) (uint32, *fentry) {
 	ids := r.v.ids
 	if len(ids) == 0 {
 		return noEntry, nil
 	}
+	if n != len(ids) {
+		home = pHome(seq, len(ids))
+	}
 	tag := ptag(seq)
-	for i := pHome(seq, len(ids)); ; i = pNext(i, len(ids)) {
+	for i := home; ; i = pNext(i, len(ids)) {
 		s := atomic.LoadUint64(&ids[i])
 		if s == 0 {
 			return noEntry, nil
@@ -120,11 +131,13 @@ func (r *reader) name(slot uint32) Overlap {
 func (f *Flash) FindMatches(locals []uint64) Overlaps { return f.AppendMatches(nil, locals) }
 
 // window holds the query's prefix ids and member-set snapshots over one
-// stride.
+// stride and, in the first stride, the ids' home slots.
 type window struct {
-	base int // query position of seqs[0]
-	seqs []uint64
-	sets []uint64 // snapshots of the positions probed
+	base  int // query position of seqs[0]
+	seqs  []uint64
+	sets  []uint64 // snapshots of the positions probed
+	homes []uint64 // pHome(seqs[k], size), when size is not -1
+	size  int
 }
 
 // get probes position pos and keeps its snapshot. A stride's bisection
@@ -134,7 +147,7 @@ type window struct {
 func (w *window) get(r *reader, pos int) uint64 {
 	k := pos - w.base
 	var m uint64
-	if _, e := r.index(w.seqs[k]); e != nil {
+	if _, e := r.indexAt(w.seqs[k], w.homes[k], w.size); e != nil {
 		m = atomic.LoadUint64(&e.mem)
 	}
 	w.sets[k] = m
@@ -209,33 +222,35 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	// published before any set that holds it.
 	r.v = f.view.Load()
 	s0 := r.resolve(m0, false)
-	// dst[base+i] is the overlap of s0's i-th member; slots are in slot
-	// order, which is usually worker order, so the final sort is a linear
-	// check.
+	// out[alive[i]] is the overlap of s0's i-th member: at its place in
+	// worker order where the view's ranks give it (placeByRank), so the
+	// result needs no reordering at the end; else at i, in slot order,
+	// which is usually worker order, so the final sort is a linear check.
 	base := len(dst)
-	for i := range s0.n {
-		dst = append(dst, r.name(s0.slot(i)))
-	}
 	ordered, rank := r.v.ordered, r.v.rank
-	out := dst[base:]
 	var aliveBuf [2 * aliveStack]uint32
 	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
 	defer putAlive(pooled)
+	placed := !ordered && placeByRank(alive, &s0, rank)
+	dst = slices.Grow(dst, s0.n)[:base+s0.n]
+	out := dst[base:]
 	for i := range aslots {
 		aslots[i] = s0.slot(i)
+		out[alive[i]] = r.name(aslots[i])
 	}
 	var (
-		seqBuf [stackStride + 1]uint64
-		setBuf [stackStride + 1]uint64
+		seqBuf  [stackStride + 1]uint64
+		setBuf  [stackStride + 1]uint64
+		homeBuf [stackStride + 1]uint64
 	)
-	win := window{seqs: seqBuf[:], sets: setBuf[:]}
+	win := window{seqs: seqBuf[:], sets: setBuf[:], homes: homeBuf[:]}
 	own := win.seqs // the window's ids when not given
 
 	var dropBuf [stackStride]int32 // window offsets (bisectExact)
 	drops := dropBuf[:]
 	if f.stride > stackStride {
 		own = make([]uint64, f.stride+1)
-		win = window{seqs: own, sets: make([]uint64, f.stride+1)}
+		win = window{seqs: own, sets: make([]uint64, f.stride+1), homes: make([]uint64, f.stride+1)}
 		drops = make([]int32, f.stride)
 	}
 	p, D := 0, len(locals)
@@ -248,16 +263,42 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 		// Window covers positions p..q; seqs[0] is cur's.
 		win.base = p
 		win.sets[0] = curSet
+		// The first window's id slots are prefetched (see prefetchSlots),
+		// their homes computed once for that and for the probes.
+		first, tbl := p == 0, r.v.ids
+		win.size = -1
+		homes := win.homes[1 : q-p+1]
+		if first {
+			win.size = len(tbl)
+		}
 		if ids != nil {
 			win.seqs = ids[p : q+1] // ids[p] is curSeq
+			if first {
+				for k, s := range win.seqs[1:] {
+					homes[k] = pHome(s, len(tbl))
+				}
+			}
 		} else {
 			win.seqs = own
 			win.seqs[0] = curSeq
 			s, seqs := curSeq, win.seqs[1:q-p+1]
-			for k, l := range locals[p+1 : q+1] {
-				s = prefixID(s, l)
-				seqs[k] = s
+			if first {
+				// In the prefix-id chain's shadow: its next step waits
+				// for this one's multiply.
+				for k, l := range locals[p+1 : q+1] {
+					s = prefixID(s, l)
+					seqs[k] = s
+					homes[k] = pHome(s, len(tbl))
+				}
+			} else {
+				for k, l := range locals[p+1 : q+1] {
+					s = prefixID(s, l)
+					seqs[k] = s
+				}
 			}
+		}
+		if first && len(tbl) > 0 {
+			prefetchSlots(&tbl[0], &homes[0], len(homes))
 		}
 		next := win.get(&r, q)
 		if safe && !r.dropped(aslots, next, true) || !safe && memCount(next) == live {
@@ -281,9 +322,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 		// mode next may hold workers stored during the lookup, which must
 		// not send the walk bisecting the rest of the query.
 		if live == 0 || memCount(next) == 0 {
-			if !ordered {
-				orderOverlaps(out, &s0, rank)
-			}
+			finishOrder(out, &s0, rank, ordered, placed)
 			return dst
 		}
 		curSeq, curSet, p = win.seqs[q-p], next, q
@@ -293,9 +332,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 			out[i].Blocks = p + 1
 		}
 	}
-	if !ordered {
-		orderOverlaps(out, &s0, rank)
-	}
+	finishOrder(out, &s0, rank, ordered, placed)
 	return dst
 }
 
