@@ -64,6 +64,12 @@ type SeedVerdict struct {
 	WorseP50 []Worse `json:"worse_p50,omitempty"`
 	WorseP99 []Worse `json:"worse_p99,omitempty"`
 	OKHit    bool    `json:"ok_hit"` // mean hit ÷ pooled >= MinVsPooled
+	// Distinct counts the seeds whose run differs from every earlier
+	// seed's in some policy's TTFT p50, p99 or hit ÷ pooled. Without
+	// --load-jitter a seed changes only random tie draws, which can leave
+	// every seed with the same figures: then "worse at 3/3 seeds" is one
+	// run's evidence, and the one-line verdict says so.
+	Distinct int `json:"distinct_runs"`
 	// Result is "PASS" (best means and hit), "NOISE" (the means lose
 	// only to policies the target beats or ties at some seed; hit ok) or
 	// "FAIL" (worse than some policy at every seed, or hit too low).
@@ -134,6 +140,7 @@ func JudgeSeeds(reps []Report, seeds []uint64, target Policy, traceName string, 
 		}
 		return out
 	}
+	sv.Distinct = distinctRuns(reps)
 	sv.WorseP50 = worse(p50, func(s *SeedStats) float64 { return s.P50.Mean })
 	sv.WorseP99 = worse(p99, func(s *SeedStats) float64 { return s.P99.Mean })
 	sv.OKHit = sv.Stats[me].VsPooled.Mean >= MinVsPooled
@@ -150,6 +157,35 @@ func JudgeSeeds(reps []Report, seeds []uint64, target Policy, traceName string, 
 		sv.Result = SeedFail
 	}
 	return sv, true
+}
+
+// distinctRuns counts the reports whose policies' TTFT p50, p99 and hit ÷
+// pooled differ from every earlier report's.
+func distinctRuns(reps []Report) int {
+	n := 0
+	for i := range reps {
+		same := false
+		for j := range i {
+			if sameFigures(&reps[i], &reps[j]) {
+				same = true
+				break
+			}
+		}
+		if !same {
+			n++
+		}
+	}
+	return n
+}
+
+func sameFigures(a, b *Report) bool {
+	for k := range a.Policies {
+		x, y := &a.Policies[k], &b.Policies[k]
+		if x.TTFT.P50 != y.TTFT.P50 || x.TTFT.P99 != y.TTFT.P99 || x.VsPooled != y.VsPooled {
+			return false
+		}
+	}
+	return true
 }
 
 // String is the one-line seed verdict, e.g. "conversation @70%: NOISE
@@ -169,6 +205,13 @@ func (sv SeedVerdict) String() string {
 		fmt.Fprintf(&b, "s%d %s", sv.Seeds[i], res)
 	}
 	b.WriteString(")")
+	if sv.Distinct < len(sv.Seeds) {
+		runs := "runs"
+		if sv.Distinct == 1 {
+			runs = "run"
+		}
+		fmt.Fprintf(&b, " [%d distinct %s]", sv.Distinct, runs)
+	}
 	var me *SeedStats
 	for k := range sv.Stats {
 		if sv.Stats[k].Policy == sv.Target {

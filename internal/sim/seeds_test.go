@@ -41,8 +41,15 @@ func TestJudgeSeeds(t *testing.T) {
 	// Best means everywhere: pass, though one seed's strict verdict fails.
 	reps = []Report{rep(99, 900, 100, 950, 1000), rep(101, 900, 100, 950, 1000), rep(99, 900, 100, 950, 1000)}
 	sv, _ = JudgeSeeds(reps, seeds, PolicyKV, "t", 0.7)
-	if sv.Result != SeedPass || sv.StrictPass != 2 {
-		t.Errorf("pass verdict %+v", sv)
+	if sv.Result != SeedPass || sv.StrictPass != 2 || sv.Distinct != 2 || !strings.Contains(sv.String(), "(s1 PASS, s2 FAIL, s3 PASS) [2 distinct runs]") {
+		t.Errorf("pass verdict %+v: %s", sv, sv)
+	}
+	// Three seeds with the same figures (no --load-jitter, no tie drawn
+	// differently): worse at 3/3 seeds is one run's evidence, and says so.
+	same := []Report{rep(101, 900, 100, 950, 1000), rep(101, 900, 100, 950, 1000), rep(101, 900, 100, 950, 1000)}
+	if sv, _ := JudgeSeeds(same, seeds, PolicyKV, "t", 0.7); sv.Result != SeedFail || sv.Distinct != 1 ||
+		!strings.Contains(sv.String(), "(s1 FAIL, s2 FAIL, s3 FAIL) [1 distinct run]  p50") {
+		t.Errorf("one run thrice: %+v: %s", sv, sv)
 	}
 	// A mean hit rate below the bar fails.
 	for i := range reps {
