@@ -104,6 +104,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Float64Var(&sc.HostWeight, "host-weight", sc.HostWeight, "credit per host-tier (G2) cached block beyond the device prefix")
 	f.Float64Var(&sc.DiskWeight, "disk-weight", sc.DiskWeight, "credit per disk-tier (G3) cached block beyond the device and host prefixes")
 	bindTierFlags(f, rc)
+	bindCostKnobs(f, rc, "")
 	f.Float64Var(&sc.CreditDecay, "credit-decay", sc.CreditDecay, "shrink the device credit of workers with a prefill backlog (0 = off)")
 	f.Float64Var(&sc.ActiveRequestWeight, "active-request-weight", sc.ActiveRequestWeight, "cost in blocks per active request on a worker")
 	f.Float64Var(&sc.Temperature, "temperature", sc.Temperature, "softmax temperature (0 = argmin)")
