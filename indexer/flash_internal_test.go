@@ -106,15 +106,18 @@ func TestHtableMatchesMap(t *testing.T) {
 }
 
 // mergeOverlaps against a sort, on random splits of random worker sets
-// (both the stack-buffer merge and the sort fallback).
+// (the stack-buffer merges, front to back and back to front, and the sort
+// fallback); the merges keep equal workers in order, as a stable sort.
 func TestMergeOverlaps(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for range 500 {
+	for range 2000 {
 		n := rng.IntN(2 * (mergeStack + 8))
+		// Even and skewed splits: either part the smaller.
+		inA := []int{4, 1, 7}[rng.IntN(3)]
 		var a, b Overlaps
 		for i := range n {
 			o := Overlap{Worker: kvevents.Worker{ID: rng.Uint64N(40), Rank: rng.Uint32N(2)}, Blocks: i}
-			if rng.IntN(2) == 0 {
+			if rng.IntN(8) < inA {
 				a = append(a, o)
 			} else {
 				b = append(b, o)
@@ -126,8 +129,9 @@ func TestMergeOverlaps(t *testing.T) {
 		want := slices.Clone(o)
 		slices.SortStableFunc(want, cmpOverlap)
 		mergeOverlaps(o, len(a))
+		stable := min(len(a), len(b)) <= mergeStack
 		for i := range o {
-			if o[i].Worker != want[i].Worker {
+			if o[i].Worker != want[i].Worker || stable && o[i] != want[i] {
 				t.Fatalf("merge of %d+%d: at %d got %v want %v", len(a), len(b), i, o[i], want[i])
 			}
 		}

@@ -64,13 +64,12 @@ func orderOverlaps(out Overlaps, s0 *mset, rank []uint32) {
 // orderStack members and scatterRanks slots, every slot ranked; alive is
 // unchanged otherwise). It spares permuteByRank's moves of the overlaps
 // at the end.
-func placeByRank(alive []uint32, s0 *mset, rank []uint32) bool {
+func placeByRank(alive []uint32, s0 *mset, rank []uint32, sc *rankScratch) bool {
 	if len(alive) > orderStack || len(alive) != s0.n || len(rank) > scatterRanks {
 		return false
 	}
-	var buf [orderStack]uint64
-	keys := buf[:len(alive)]
-	if !rankOrder(keys, s0, rank) {
+	keys := sc.keys[:len(alive)]
+	if !rankOrder(keys, &sc.at, s0, rank) {
 		return false
 	}
 	for j, i := range keys {
@@ -98,10 +97,10 @@ func permuteByRank(out Overlaps, s0 *mset, rank []uint32) bool {
 	if len(out) > orderStack || len(out) != s0.n {
 		return false
 	}
-	var buf [orderStack]uint64
-	keys := buf[:len(out)]
+	var sc rankScratch
+	keys := sc.keys[:len(out)]
 	if len(rank) <= scatterRanks {
-		if !rankOrder(keys, s0, rank) {
+		if !rankOrder(keys, &sc.at, s0, rank) {
 			return false
 		}
 	} else {
@@ -141,12 +140,11 @@ func permuteByRank(out Overlaps, s0 *mset, rank []uint32) bool {
 const scatterRanks = 512
 
 // rankOrder sets keys[j] to the index in s0 of its member of j-th
-// smallest rank (len(keys) == s0.n <= orderStack, len(rank) <=
+// smallest rank (at is scratch, written before it is read) (len(keys) == s0.n <= orderStack, len(rank) <=
 // scatterRanks), the order a sort of rank<<32 | index gives: ranks of
 // distinct slots are distinct. It reports false when a slot has no rank.
-func rankOrder(keys []uint64, s0 *mset, rank []uint32) bool {
-	var seen [scatterRanks / 64]uint64
-	var at [scatterRanks]uint8 // index in s0 by rank (orderStack <= 256)
+func rankOrder(keys []uint64, at *[scatterRanks]uint8, s0 *mset, rank []uint32) bool {
+	var seen [scatterRanks / 64]uint64 // at: index in s0 by rank (orderStack <= 256)
 	for i := range keys {
 		s := s0.slot(i)
 		if int(s) >= len(rank) {

@@ -228,26 +228,21 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	// which is usually worker order, so the final sort is a linear check.
 	base := len(dst)
 	ordered, rank := r.v.ordered, r.v.rank
-	var aliveBuf [2 * aliveStack]uint32
-	alive, aslots, pooled := initAlive2(&aliveBuf, s0.n)
+	sc := matchPool.Get().(*matchScratch)
+	defer matchPool.Put(sc)
+	alive, aslots, pooled := initAlive2(&sc.alive, s0.n)
 	defer putAlive(pooled)
-	placed := !ordered && placeByRank(alive, &s0, rank)
+	placed := !ordered && placeByRank(alive, &s0, rank, &sc.rank)
 	dst = slices.Grow(dst, s0.n)[:base+s0.n]
 	out := dst[base:]
 	for i := range aslots {
 		aslots[i] = s0.slot(i)
 		out[alive[i]] = r.name(aslots[i])
 	}
-	var (
-		seqBuf  [stackStride + 1]uint64
-		setBuf  [stackStride + 1]uint64
-		homeBuf [stackStride + 1]uint64
-	)
-	win := window{seqs: seqBuf[:], sets: setBuf[:], homes: homeBuf[:]}
+	win := window{seqs: sc.seqs[:], sets: sc.sets[:], homes: sc.homes[:]}
 	own := win.seqs // the window's ids when not given
 
-	var dropBuf [stackStride]int32 // window offsets (bisectExact)
-	drops := dropBuf[:]
+	drops := sc.drops[:] // window offsets (bisectExact)
 	if f.stride > stackStride {
 		own = make([]uint64, f.stride+1)
 		win = window{seqs: own, sets: make([]uint64, f.stride+1), homes: make([]uint64, f.stride+1)}
@@ -256,7 +251,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 	p, D := 0, len(locals)
 	curSeq, curSet := cur.seq, m0
 	live, holes := len(aslots), false // workers still matching; aslots has holes
-	var pos slotPos                   // markDrops's, filled at the first drop
+	pos := &sc.pos                    // markDrops's, filled at the first drop
 	posSet := false
 	for p < D-1 {
 		q := min(p+f.stride, D-1)
@@ -316,7 +311,7 @@ func (f *Flash) match(dst Overlaps, locals, ids []uint64, safe bool) Overlaps {
 				pos.fill(aslots)
 				posSet = true
 			}
-			alive, aslots, live, holes = r.markDrops(out, alive, aslots, live, holes, &pos, &win, d)
+			alive, aslots, live, holes = r.markDrops(out, alive, aslots, live, holes, pos, &win, d)
 		}
 		// Every worker has its overlap once none still matches; in safe
 		// mode next may hold workers stored during the lookup, which must
