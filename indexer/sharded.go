@@ -145,7 +145,9 @@ func mergeOverlaps(o Overlaps, mid int) {
 	}
 	// Go zeroes a stack array where it is declared: the half-size one
 	// spares the usual two-shard merge (the smaller part at most half the
-	// workers) half of that.
+	// workers) half of that: 64 overlaps split 30/34, 272 -> 224 ns with
+	// the smaller part first, 242 -> 218 ns second (a copy to restore the
+	// parts included; medians of 7 alternated runs pinned to CPU 1).
 	switch n := min(mid, len(o)-mid); {
 	case n > mergeStack:
 		sortOverlaps(o)
