@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/kvrouter/kvrouter/selector"
 )
 
 // BenchmarkFreeOverhead is the router's cost of ending a request on a
@@ -24,14 +22,9 @@ func BenchmarkFreeOverhead(b *testing.B) {
 	for _, w := range []int{8, 64} {
 		b.Run(fmt.Sprintf("blocks=%d/workers=%d", blocks, w), func(b *testing.B) {
 			r, toks := overheadRouter(b, w, blocks, bs)
-			ids := make([]string, 1024)
-			for i := range ids {
-				ids[i] = fmt.Sprint("r", i)
-			}
+			ids, lat, cands := overheadBuffers(b, w)
 			ctx := context.Background()
 			now := time.Unix(0, 0)
-			lat := make([]time.Duration, 0, min(b.N, 1<<20))
-			cands := make([]selector.Breakdown, w)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()

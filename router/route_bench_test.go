@@ -41,16 +41,9 @@ func BenchmarkRouteOverhead(b *testing.B) {
 	for _, w := range []int{8, 64} {
 		b.Run(fmt.Sprintf("blocks=%d/workers=%d", blocks, w), func(b *testing.B) {
 			r, toks := overheadRouter(b, w, blocks, bs)
-			ids := make([]string, 1024)
-			for i := range ids {
-				ids[i] = fmt.Sprint("r", i)
-			}
+			ids, lat, cands := overheadBuffers(b, w)
 			ctx := context.Background()
 			now := time.Unix(0, 0)
-			lat := make([]time.Duration, 0, min(b.N, 1<<20))
-			// The caller's Decision.Candidates buffer, reused: Free runs
-			// before the next Route and the decision is not kept.
-			cands := make([]selector.Breakdown, w)
 			cpu := make([]time.Duration, 0, cap(lat))
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
@@ -92,6 +85,18 @@ func BenchmarkRouteOverhead(b *testing.B) {
 			b.ReportMetric(float64(len(toks))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
+}
+
+// overheadBuffers returns the overhead benchmarks' request ids (1024,
+// reused in turn), room for b.N latencies (at most 2^20) and the caller's
+// Decision.Candidates buffer for w workers, reused: Free runs before the
+// next Route and the decision is not kept.
+func overheadBuffers(b *testing.B, w int) ([]string, []time.Duration, []selector.Breakdown) {
+	ids := make([]string, 1024)
+	for i := range ids {
+		ids[i] = fmt.Sprint("r", i)
+	}
+	return ids, make([]time.Duration, 0, min(b.N, 1<<20)), make([]selector.Breakdown, w)
 }
 
 // overheadRouter builds a router with w workers (flash index, block size
