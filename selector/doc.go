@@ -244,6 +244,47 @@
 // PassArrivals alone; azure-conv 50% there is within noise, kv 105 ms
 // against load's 105, +0.43 at 2 of 3 seeds). So it stays off.
 //
+// A tail that needs no history was measured too (experimental builds,
+// not kept; PassArrivals, weight 10 unless said). The early hits the
+// guard turns away at azure-conv 90% are the same decisions it must
+// turn away at 50%: mostly 63-block prompts (85 ms of idle prefill)
+// sent for a hit of mostly 16 blocks to a holder predicted slower than
+// the fastest worker, 51 such decisions above 100 ms in the first 4000
+// requests at 50% and 115 at 90%; their cost accrues evenly over the
+// run (545 hit blocks fewer at 90% with τ = max(100 ms, fastest)), not
+// in the burst. Forms of τ from the request and the fleet's state at
+// the decision (first 4000 requests, azure-conv, seeds 1 to 5 at 0.1%
+// rate jitter, kv p99 against load's 105 ms at 50%, hit ÷ pooled at
+// 50% and 90%; PassArrivals alone 111 ms, 0.954, 0.916; the tracked
+// tail 105, 0.911, 0.893): τ = max(100 ms, the request's fastest
+// prediction) 105, 0.909, 0.890, and a floor in ms fails conversation,
+// whose prompts all lie above it (with the gate below: hit 0.888 at 50%
+// on the whole trace); τ = fastest + 5 or 10 ms charges every request
+// (0.878, 0.898 at 50%, seeds 1, 2, 3); τ = k × the idle prefill trades
+// worse (k 1.1, with the gate below at ρ = 0.2: 104 ms at 0.884).
+// What does tell the cells apart at the decision is the fleet's queue:
+// among those slower-holder decisions the fastest prediction is within
+// 1.2 times the request's idle prefill for 9 in 10 at 50% load, but for
+// 1 in 10 at 90% (a quarter within 1.3, half above 3.1). Charging only while fastest <= (1+ρ) × idle
+// prefill, the tracked τ kept: ρ = 0.25, 0.5, 0.75, 1 give 104, 105,
+// 105, 105 ms, 0.907 to 0.911 at 50% and 0.900, 0.902, 0.900, 0.903 at
+// 90%: a point of hit rate back, to the bar and not past it. At ρ = 0.5
+// the gates give 11 of 12 on the first 4000 requests (seeds 1, 2, 3;
+// azure-conv 90% passes at 0.913, conversation 50% fails as with the
+// tracked tail, p50 +0.10 ms against approx; PassArrivals alone passes
+// it) but 8 of 12 on whole traces (azure-code 50%, azure-conv 50% and
+// 70% lose p50 coin flips to approx, which runs the same guard;
+// azure-conv 50%'s p99 still beats load's, 112 against 113 ms), and at
+// 0.1% rate jitter 6 pass, 3 within noise, 3 fail (the tracked tail:
+// 9, 2, 1); at ρ = 1 whole traces pass 11 as the tracked tail does and
+// the first 4000 requests 10 (azure-conv 90% at 0.898): the gate trades
+// one cell for the other, as the warm-up did. Without PassArrivals no form holds kv's p99 there: even
+// ImposedWeight 0 leaves it at 122.5 ms against load's 122.2 (whole
+// trace); weight 30, tracked or gated, passes 10 of 12 whole traces but
+// 9 of 12 on the first 4000 requests (conversation 50% p50 +1.2 ms
+// against approx, azure-conv 50% p99 +5 ms against load, 90% hit 0.898
+// and 0.899). None beats the default on both gates.
+//
 // # Routing history (Config.HistoryWeight, HistoryTie; off)
 //
 // The router can keep every decision's blocks for a while (router
