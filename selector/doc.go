@@ -265,8 +265,9 @@
 // What does tell the cells apart at the decision is the fleet's queue:
 // among those slower-holder decisions the fastest prediction is within
 // 1.2 times the request's idle prefill for 9 in 10 at 50% load, but for
-// 1 in 10 at 90% (a quarter within 1.3, half above 3.1). Charging only while fastest <= (1+ρ) × idle
-// prefill, the tracked τ kept: ρ = 0.25, 0.5, 0.75, 1 give 104, 105,
+// 1 in 10 at 90% (a quarter within 1.3, half above 3.1). Charging only
+// while fastest <= (1+ρ) × idle prefill, the tracked τ kept: ρ = 0.25,
+// 0.5, 0.75, 1 give 104, 105,
 // 105, 105 ms, 0.907 to 0.911 at 50% and 0.900, 0.902, 0.900, 0.903 at
 // 90%: a point of hit rate back, to the bar and not past it. At ρ = 0.5
 // the gates give 11 of 12 on the first 4000 requests (seeds 1, 2, 3;
@@ -278,8 +279,9 @@
 // 0.1% rate jitter 6 pass, 3 within noise, 3 fail (the tracked tail:
 // 9, 2, 1); at ρ = 1 whole traces pass 11 as the tracked tail does and
 // the first 4000 requests 10 (azure-conv 90% at 0.898): the gate trades
-// one cell for the other, as the warm-up did. Without PassArrivals no form holds kv's p99 there: even
-// ImposedWeight 0 leaves it at 122.5 ms against load's 122.2 (whole
+// one cell for the other, as the warm-up did. Without PassArrivals no
+// form holds kv's p99 there: even ImposedWeight 0 leaves it at 122.5 ms
+// against load's 122.2 (whole
 // trace); weight 30, tracked or gated, passes 10 of 12 whole traces but
 // 9 of 12 on the first 4000 requests (conversation 50% p50 +1.2 ms
 // against approx, azure-conv 50% p99 +5 ms against load, 90% hit 0.898
