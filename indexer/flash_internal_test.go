@@ -105,6 +105,64 @@ func TestHtableMatchesMap(t *testing.T) {
 	}
 }
 
+// htable's filtered scans (stop's and find's hi bound, see stop) against
+// their plain definitions, on tables from 8 slots to large ones (where a
+// bound that is off by one slot's range shows), at load 7/8 with
+// wrapped runs: stop(j) is the first slot at or after j that is empty or
+// holds a key at its home, find the first slot that is empty, holds the
+// key or a key nearer its home than the key would be. Empty slots are
+// hslotEmpty (stop's filter must not pass over one).
+func TestHtableScans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{8, 9, 100, 1001, 1 << 16, 70001} {
+		h := &htable{}
+		h.resize(n)
+		for h.len() < n*htNum/htDen {
+			k := rng.Uint64()
+			if i, ok := h.find(k); !ok && i >= 0 && htDen*(h.n+1) <= htNum*len(h.s) {
+				h.putAt(i, k, uint32(h.len()))
+			}
+		}
+		for j := range h.s {
+			if e := h.s[j]; e.v == noEntry && e != hslotEmpty {
+				t.Fatalf("n=%d: empty slot %d is %+v", n, j, e)
+			}
+			want := j
+			for h.s[want].v != noEntry && h.dist(want) != 0 {
+				want = h.next(want)
+			}
+			if got := h.stop(j); got != want {
+				t.Fatalf("n=%d: stop(%d) = %d, want %d", n, j, got, want)
+			}
+		}
+		for range 20000 {
+			k := rng.Uint64()
+			if rng.IntN(2) == 0 { // present
+				for {
+					if j := rng.IntN(len(h.s)); h.s[j].v != noEntry {
+						k = h.s[j].key()
+						break
+					}
+				}
+			}
+			want, in := h.home(k), false
+			for d := 0; ; want, d = h.next(want), d+1 {
+				e := &h.s[want]
+				if e.v == noEntry || h.dist(want) < d {
+					break
+				}
+				if e.key() == k {
+					in = true
+					break
+				}
+			}
+			if got, ok := h.find(k); got != want || ok != in {
+				t.Fatalf("n=%d: find(%#x) = %d, %v; want %d, %v", n, k, got, ok, want, in)
+			}
+		}
+	}
+}
+
 // mergeOverlaps against a sort, on random splits of random worker sets
 // (the stack-buffer merges, front to back and back to front, and the sort
 // fallback); the merges keep equal workers in order, as a stable sort.
