@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -161,6 +162,71 @@ func TestHtableScans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// htable.resize keeps every pair and the Robin Hood order: tables of
+// several sizes at load 7/8 (runs that wrap past the end included, and
+// keys crowded at the end so that the new table's last run wraps too),
+// grown by one slot, an eighth, a thirty-second and double.
+func TestHtableResize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{8, 9, 57, 1000, 5003} {
+		for _, grow := range []func(int) int{
+			func(n int) int { return n + 1 }, func(n int) int { return n + n/8 },
+			func(n int) int { return n + n/32 }, func(n int) int { return 2 * n },
+		} {
+			for _, crowd := range []bool{false, true} {
+				h, m := &htable{}, map[uint64]uint32{}
+				h.resize(n)
+				for len(m) < n*htNum/htDen {
+					k := rng.Uint64()
+					if crowd && rng.IntN(4) == 0 {
+						// A key whose mixed form is in the top 1/64.
+						k = (rng.Uint64()>>6 | 63<<58) * pidK1Inv
+					}
+					if _, in := m[k]; !in {
+						v := rng.Uint32N(1 << 20)
+						h.put(k, v)
+						m[k] = v
+					}
+				}
+				size := grow(len(h.s))
+				h.resize(size)
+				if len(h.s) != size || h.len() != len(m) {
+					t.Fatalf("n=%d: %d slots, %d keys; want %d, %d", n, len(h.s), h.len(), size, len(m))
+				}
+				for k, v := range m {
+					if got, ok := h.get(k); !ok || got != v {
+						t.Fatalf("n=%d size %d: get(%#x) = %d, %v; want %d", n, size, k, got, ok, v)
+					}
+				}
+				if err := htableOrder(h); err != nil {
+					t.Fatalf("n=%d size %d: %v", n, size, err)
+				}
+			}
+		}
+	}
+}
+
+// htableOrder checks h's Robin Hood order: along a run, a key is at most
+// one slot farther from its home than the key before it, and a run
+// starts with a key at its home.
+func htableOrder(h *htable) error {
+	n := 0
+	for i := range h.s {
+		if h.s[i].v == noEntry {
+			continue
+		}
+		n++
+		p := (i + len(h.s) - 1) % len(h.s)
+		if d := h.dist(i); h.s[p].v == noEntry && d != 0 || h.s[p].v != noEntry && d > h.dist(p)+1 {
+			return fmt.Errorf("slot %d at distance %d after slot %d", i, d, p)
+		}
+	}
+	if n != h.n {
+		return fmt.Errorf("%d keys in the slots, count %d", n, h.n)
+	}
+	return nil
 }
 
 // mergeOverlaps against a sort, on random splits of random worker sets
