@@ -53,9 +53,9 @@ import (
 // shards=1, one replay, 3.33M block ops): 3234M -> 2978M instructions
 // (972 -> 895 per block op; mixed keys alone 3169M); stop 521M -> 320M,
 // find 400M -> 339M. Time (same benchmark, 3 replays a run, pinned to
-// one CPU, 4 alternated rounds at load ~4.2): cpu-blockops/s 4.57,
-// 4.84, 4.97, 5.05M -> 5.03, 4.93, 5.22, 4.99M (+3.8% in the mean, near
-// the noise).
+// one CPU, 6 alternated rounds at load 2.2-2.3): cpu-blockops/s 6.17,
+// 6.68, 6.38, 6.33, 5.28, 5.32M -> 6.51, 6.40, 6.82, 6.51, 5.35, 5.41M
+// (ratios 0.96-1.07, median 1.02: near the noise).
 //
 // Measured on the conversation-trace replay of BenchmarkApply flash (64
 // workers, hint 16384, so a full engine's table sits at load 7/8): at
@@ -68,7 +68,7 @@ import (
 // full (14.9 over the replay), a delAt 27.1. Fewer moves cost memory: at
 // load at most 13/16 (and growth by 1/32, for the same mean over a growth
 // cycle) a putAt moves 6.3, a delAt 11.6, and the replay takes 2978M ->
-// 2600M instructions (callgrind as below), but BenchmarkBytesPerBlock
+// 2600M instructions (callgrind as above), but BenchmarkBytesPerBlock
 // flash unique 45.25 -> 47.17 (a 1024-key table crosses a size class),
 // unique-sweep 47.28 -> 47.87 (max 48.72 -> 49.32), a hint-sized full
 // table 1.06 bytes more per block, and time +3.6% in the mean of 3
