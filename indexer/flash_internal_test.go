@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -103,6 +104,129 @@ func TestHtableMatchesMap(t *testing.T) {
 			}
 		}
 	}
+}
+
+// htable's filtered scans (stop's and find's hi bound, see stop) against
+// their plain definitions, on tables from 8 slots to large ones (where a
+// bound that is off by one slot's range shows), at load 7/8 with
+// wrapped runs: stop(j) is the first slot at or after j that is empty or
+// holds a key at its home, find the first slot that is empty, holds the
+// key or a key nearer its home than the key would be. Empty slots are
+// hslotEmpty (stop's filter must not pass over one).
+func TestHtableScans(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{8, 9, 100, 1001, 1 << 16, 70001} {
+		h := &htable{}
+		h.resize(n)
+		for h.len() < n*htNum/htDen {
+			k := rng.Uint64()
+			if i, ok := h.find(k); !ok && i >= 0 && htDen*(h.n+1) <= htNum*len(h.s) {
+				h.putAt(i, k, uint32(h.len()))
+			}
+		}
+		for j := range h.s {
+			if e := h.s[j]; e.v == noEntry && e != hslotEmpty {
+				t.Fatalf("n=%d: empty slot %d is %+v", n, j, e)
+			}
+			want := j
+			for h.s[want].v != noEntry && h.dist(want) != 0 {
+				want = h.next(want)
+			}
+			if got := h.stop(j); got != want {
+				t.Fatalf("n=%d: stop(%d) = %d, want %d", n, j, got, want)
+			}
+		}
+		for range 20000 {
+			k := rng.Uint64()
+			if rng.IntN(2) == 0 { // present
+				for {
+					if j := rng.IntN(len(h.s)); h.s[j].v != noEntry {
+						k = h.s[j].key()
+						break
+					}
+				}
+			}
+			want, in := h.home(k), false
+			for d := 0; ; want, d = h.next(want), d+1 {
+				e := &h.s[want]
+				if e.v == noEntry || h.dist(want) < d {
+					break
+				}
+				if e.key() == k {
+					in = true
+					break
+				}
+			}
+			if got, ok := h.find(k); got != want || ok != in {
+				t.Fatalf("n=%d: find(%#x) = %d, %v; want %d, %v", n, k, got, ok, want, in)
+			}
+		}
+	}
+}
+
+// htable.resize keeps every pair and the Robin Hood order: tables of
+// several sizes at load 7/8 (runs that wrap past the end included, and
+// keys crowded at the end so that the new table's last run wraps too),
+// grown by one slot, an eighth, a thirty-second and double.
+func TestHtableResize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{8, 9, 57, 1000, 5003} {
+		for _, grow := range []func(int) int{
+			func(n int) int { return n + 1 }, func(n int) int { return n + n/8 },
+			func(n int) int { return n + n/32 }, func(n int) int { return 2 * n },
+		} {
+			for _, crowd := range []bool{false, true} {
+				h, m := &htable{}, map[uint64]uint32{}
+				h.resize(n)
+				for len(m) < n*htNum/htDen {
+					k := rng.Uint64()
+					if crowd && rng.IntN(4) == 0 {
+						// A key whose mixed form is in the top 1/64.
+						k = (rng.Uint64()>>6 | 63<<58) * pidK1Inv
+					}
+					if _, in := m[k]; !in {
+						v := rng.Uint32N(1 << 20)
+						h.put(k, v)
+						m[k] = v
+					}
+				}
+				size := grow(len(h.s))
+				h.resize(size)
+				if len(h.s) != size || h.len() != len(m) {
+					t.Fatalf("n=%d: %d slots, %d keys; want %d, %d", n, len(h.s), h.len(), size, len(m))
+				}
+				for k, v := range m {
+					if got, ok := h.get(k); !ok || got != v {
+						t.Fatalf("n=%d size %d: get(%#x) = %d, %v; want %d", n, size, k, got, ok, v)
+					}
+				}
+				if err := htableOrder(h); err != nil {
+					t.Fatalf("n=%d size %d: %v", n, size, err)
+				}
+			}
+		}
+	}
+}
+
+// htableOrder checks h's Robin Hood order: along a run, a key is at most
+// one slot farther from its home than the key before it, and a run
+// starts with a key at its home.
+func htableOrder(h *htable) error {
+	n := 0
+	for i := range h.s {
+		if h.s[i].v == noEntry {
+			continue
+		}
+		n++
+		p := (i + len(h.s) - 1) % len(h.s)
+		if d := h.dist(i); h.s[p].v == noEntry && d != 0 || h.s[p].v != noEntry && d > h.dist(p)+1 {
+			return fmt.Errorf("slot %d at distance %d after slot %d", i, d, p)
+		}
+	}
+	if n != h.n {
+		return fmt.Errorf("%d keys in the slots, count %d", n, h.n)
+	}
+	return nil
 }
 
 // mergeOverlaps against a sort, on random splits of random worker sets

@@ -45,6 +45,35 @@ import (
 // BenchmarkBytesPerBlock unique-sweep max 48.7 -> 49.3 (the growth cycle
 // falls differently on the sweep's sizes).
 //
+// Keys are stored mixed (k*pidK1), and the scans that look for a key's
+// home, delAt's (stop) and find's, settle most slots by comparing the
+// key's high half with a bound instead of computing its home (see
+// stop). Measured (valgrind --tool=callgrind, toggle-collect on
+// Flash.Apply, KVROUTER_BENCH_REQUESTS=0 BenchmarkApply index=flash
+// shards=1, one replay, 3.33M block ops): 3234M -> 2978M instructions
+// (972 -> 895 per block op; mixed keys alone 3169M); stop 521M -> 320M,
+// find 400M -> 339M. Time (same benchmark, 3 replays a run, pinned to
+// one CPU, 6 alternated rounds at load 2.2-2.3): cpu-blockops/s 6.17,
+// 6.68, 6.38, 6.33, 5.28, 5.32M -> 6.51, 6.40, 6.82, 6.51, 5.35, 5.41M
+// (ratios 0.96-1.07, median 1.02: near the noise).
+//
+// Measured on the conversation-trace replay of BenchmarkApply flash (64
+// workers, hint 16384, so a full engine's table sits at load 7/8): at
+// the end the worker tables hold 1,048,514 keys of 739,028 distinct
+// engine hashes (1.42 keys a hash; 1.33-1.42 through the replay), 162,531
+// of them held by several workers that all map them to one entry. One
+// table shared by the workers would save at most ~30% of the slots before
+// the refcounts or per-worker overrides it needs: left out. Mean
+// displacement 3.5 slots; a putAt moves ~27 slots once the tables are
+// full (14.9 over the replay), a delAt 27.1. Fewer moves cost memory: at
+// load at most 13/16 (and growth by 1/32, for the same mean over a growth
+// cycle) a putAt moves 6.3, a delAt 11.6, and the replay takes 2978M ->
+// 2600M instructions (callgrind as above), but BenchmarkBytesPerBlock
+// flash unique 45.25 -> 47.17 (a 1024-key table crosses a size class),
+// unique-sweep 47.28 -> 47.87 (max 48.72 -> 49.32), a hint-sized full
+// table 1.06 bytes more per block, and time +3.6% in the mean of 3
+// alternated rounds at load ~5, within the noise: left out.
+//
 // Also left out: deletion by tombstone (the slot keeps its key bits, so
 // the run stays in home order; an insertion's move stops at the first
 // tombstone and takes it; the tombstones are dropped in place once keys
@@ -58,12 +87,23 @@ import (
 type htable struct {
 	s []hslot
 	n int
+	q uint64 // floor((2^64-1)/len(s)): see stop
 }
 
-// hslot is one slot: key k = uint64(hi)<<32 | lo, value v.
+// hslot is one slot: value v under key k, kept mixed: m = k*pidK1 =
+// uint64(hi)<<32 | lo (a bijection, since pidK1 is odd), so that a
+// slot's home is one multiply of m (see home).
 type hslot struct{ lo, hi, v uint32 }
 
-func (e *hslot) key() uint64 { return uint64(e.hi)<<32 | uint64(e.lo) }
+// hslotEmpty is an empty slot. Its hi is the largest, so that stop's
+// filter (hi below a bound: not at home) never passes over an empty slot.
+var hslotEmpty = hslot{lo: ^uint32(0), hi: ^uint32(0), v: noEntry}
+
+// mixed is the slot's key times pidK1.
+func (e *hslot) mixed() uint64 { return uint64(e.hi)<<32 | uint64(e.lo) }
+
+// key is the slot's key.
+func (e *hslot) key() uint64 { return e.mixed() * pidK1Inv }
 
 // Load limit: at most htNum/htDen of the slots hold keys.
 const htNum, htDen = 7, 8
@@ -75,27 +115,73 @@ func newHtable(hint int) *htable {
 }
 
 // resize rehashes into max(8, size) slots.
+//
+// The old keys go in in slot order, which is their home order (a run is
+// in home order, and a home, m*len>>64, grows with m in either table),
+// so most go at the first free slot at or after their new home, after
+// the key placed before them: no Robin Hood swaps and no probe. The rest
+// take insert: the keys of a run that wraps past the old table's end
+// (taken last), a key whose new home is below the one before it (keys
+// that shared an old home), and a key that would go past the end.
+// Measured (callgrind, toggle-collect on Flash.Apply, the whole
+// conversation-trace replay of BenchmarkApply flash but without a
+// capacity hint, so that the tables grow from the first events): resize
+// and insert 1076M -> 582M instructions, the replay 4282M -> 3730M (the
+// hinted replay does not resize).
 func (t *htable) resize(size int) {
 	old := t.s
 	t.s = make([]hslot, max(8, size))
+	t.q = ^uint64(0) / uint64(len(t.s))
 	for i := range t.s {
-		t.s[i].v = noEntry
+		t.s[i] = hslotEmpty
 	}
-	for i := range old {
-		if old[i].v != noEntry {
-			t.insert(old[i])
+	// The old table's first keys may be the tail of a run that wraps.
+	w := 0
+	for w < len(old) && old[w].v != noEntry && int(mulHi(old[w].mixed(), len(old))) > w {
+		w++
+	}
+	last, lastH := -1, 0 // where the last key went, and its home
+	for i := w; i < len(old); i++ {
+		e := old[i]
+		if e.v == noEntry {
+			continue
 		}
+		h := t.mixedHome(e.mixed())
+		if p := max(h, last+1); h >= lastH && p < len(t.s) {
+			// Slots lastH..last hold keys (lastH is the last key's home),
+			// none is past last: p is free, and its run in home order.
+			t.s[p] = e
+			last, lastH = p, h
+			continue
+		}
+		// insert fills the free slot at the end of e's run; past last, it
+		// is the run's new end (its home order keeps lastH the largest).
+		if j := t.insert(e); j > last {
+			last = j
+		}
+	}
+	for i := range w {
+		t.insert(old[i])
 	}
 }
 
-func (t *htable) home(k uint64) int {
-	hi, _ := bits.Mul64(k*pidK1, uint64(len(t.s)))
+// mulHi is the high half of m*n: a home among n slots.
+func mulHi(m uint64, n int) uint64 {
+	hi, _ := bits.Mul64(m, uint64(n))
+	return hi
+}
+
+func (t *htable) home(k uint64) int { return t.mixedHome(k * pidK1) }
+
+// mixedHome is the home of the key whose mixed form is m.
+func (t *htable) mixedHome(m uint64) int {
+	hi, _ := bits.Mul64(m, uint64(len(t.s)))
 	return int(hi)
 }
 
 // dist is how far slot i (which holds a key) is from its key's home.
 func (t *htable) dist(i int) int {
-	d := i - t.home(t.s[i].key())
+	d := i - t.mixedHome(t.s[i].mixed())
 	if d < 0 {
 		d += len(t.s)
 	}
@@ -111,9 +197,9 @@ func (t *htable) next(i int) int {
 }
 
 // insert adds absent e (resize): Robin Hood, swapping e with any key
-// nearer its home than e is to e's.
-func (t *htable) insert(e hslot) {
-	i, d := t.home(e.key()), 0
+// nearer its home than e is to e's. It returns the slot it filled.
+func (t *htable) insert(e hslot) int {
+	i, d := t.mixedHome(e.mixed()), 0
 	for t.s[i].v != noEntry {
 		if di := t.dist(i); di < d {
 			e, t.s[i] = t.s[i], e
@@ -122,6 +208,7 @@ func (t *htable) insert(e hslot) {
 		i, d = t.next(i), d+1
 	}
 	t.s[i] = e
+	return i
 }
 
 // find returns the slot holding k and true, or the slot where k would be
@@ -130,8 +217,15 @@ func (t *htable) find(k uint64) (int, bool) {
 	if t == nil || len(t.s) == 0 {
 		return -1, false
 	}
-	lo, hi := uint32(k), uint32(k>>32)
-	for i, d := t.home(k), 0; ; i, d = t.next(i), d+1 {
+	m := k * pidK1
+	lo, hi := uint32(m), uint32(m>>32)
+	h := t.mixedHome(m)
+	// A key whose hi is below bound has its home at or before h (see
+	// stop's filter): k is not past it, without the multiply of dist.
+	// Only before the probe wraps: past the end, a home before h is
+	// after it along the run.
+	bound := uint32((uint64(h) + 1) * t.q >> 32)
+	for i, d := h, 0; ; d++ {
 		e := &t.s[i]
 		if e.v == noEntry {
 			return i, false
@@ -141,15 +235,18 @@ func (t *htable) find(k uint64) (int, bool) {
 		}
 		// Invariant: a run is in home order, so k is not past a key
 		// nearer its own home.
-		if t.dist(i) < d {
+		if e.hi >= bound && t.dist(i) < d {
 			return i, false
+		}
+		if i++; i == len(t.s) {
+			i, bound = 0, 0
 		}
 	}
 }
 
 // holds reports whether slot i (any int) holds key k.
 func (t *htable) holds(i int, k uint64) bool {
-	return uint(i) < uint(len(t.s)) && t.s[i].v != noEntry && t.s[i].key() == k
+	return uint(i) < uint(len(t.s)) && t.s[i].v != noEntry && t.s[i].mixed() == k*pidK1
 }
 
 // slot returns the slot holding k, or -1.
@@ -184,7 +281,8 @@ func (t *htable) put(k uint64, v uint32) {
 // for k with no change to the table since: the keys from i to the end of
 // the run move forward by one.
 func (t *htable) putAt(i int, k uint64, v uint32) {
-	e := hslot{lo: uint32(k), hi: uint32(k >> 32), v: v}
+	m := k * pidK1
+	e := hslot{lo: uint32(m), hi: uint32(m >> 32), v: v}
 	if i < 0 || htDen*(t.n+1) > htNum*len(t.s) {
 		t.resize(len(t.s) + len(t.s)/8) // load 7/9 after, 7/8 at most
 		t.insert(e)
@@ -237,39 +335,50 @@ func (t *htable) end(i int) int {
 }
 
 // stop returns the first slot at or after j, cyclically, that is empty or
-// holds a key at its home: where delAt's move ends. Four slots a step
-// where they do not wrap, as end.
+// holds a key at its home: where delAt's move ends.
+//
+// Most slots it passes hold keys far from their homes, and a filter
+// settles those without the multiply of a home: slot j's key is not at
+// home when its mixed key m is below the least m whose home is j,
+// ceil(j*2^64/n) (homes grow with m), which is at least j*q with q =
+// floor((2^64-1)/n); so m's high half below j*q's, hi < (j*q)>>32, says
+// "not at home" (sound for any slot, wrapped runs too; an empty slot's
+// hi is the largest and never passes). The filter misses only when hi
+// equals the bound, about once in 2^32/n slots.
 func (t *htable) stop(j int) int {
-	s := t.s
-	n := uint64(len(s))
-	at := func(e *hslot, j int) bool {
-		if e.v == noEntry {
-			return true
-		}
-		hi, _ := bits.Mul64(e.key()*pidK1, n)
-		return int(hi) == j
-	}
+	s, q := t.s, t.q
+	q2, q3, q4 := 2*q, 3*q, 4*q
 	for {
-		for ; j+4 <= len(s); j += 4 {
-			q := s[j : j+4 : j+4]
-			switch {
-			case at(&q[0], j):
-				return j
-			case at(&q[1], j+1):
-				return j + 1
-			case at(&q[2], j+2):
-				return j + 2
-			case at(&q[3], j+3):
-				return j + 3
+		// j*q < 2^64: j < n. Four slots a step, as end; a step whose
+		// filter does not settle all four checks them exactly.
+		for jq := uint64(j) * q; j+4 <= len(s); j, jq = j+4, jq+q4 {
+			w := s[j : j+4 : j+4]
+			if w[0].hi < uint32(jq>>32) && w[1].hi < uint32((jq+q)>>32) &&
+				w[2].hi < uint32((jq+q2)>>32) && w[3].hi < uint32((jq+q3)>>32) {
+				continue
+			}
+			for k := range w {
+				if t.stopsAt(&w[k], j+k) {
+					return j + k
+				}
 			}
 		}
 		for ; j < len(s); j++ {
-			if at(&s[j], j) {
+			if t.stopsAt(&s[j], j) {
 				return j
 			}
 		}
 		j = 0
 	}
+}
+
+// stopsAt reports whether slot j, e, is empty or holds a key at its home.
+func (t *htable) stopsAt(e *hslot, j int) bool {
+	if e.v == noEntry {
+		return true
+	}
+	hi, _ := bits.Mul64(e.mixed(), uint64(len(t.s)))
+	return int(hi) == j
 }
 
 // del removes k if present.
@@ -313,7 +422,7 @@ func (t *htable) delAt(i int) {
 		copy(t.s[i:j-1], t.s[i+1:j])
 		i = j - 1
 	}
-	t.s[i].v = noEntry
+	t.s[i] = hslotEmpty
 	t.n--
 }
 
