@@ -30,6 +30,12 @@ type PhaseSched struct {
 func benchPhase(ctx context.Context, cfg BenchConfig, client *http.Client, t benchTarget, rate float64,
 	d time.Duration, next *uint64, delay time.Duration, label string) (Report, error) {
 	recs := make([]trace.Record, max(int(rate*d.Seconds()), 1))
+	pacer := FixedRate(rate)
+	if cfg.Jitter {
+		// Seeded by the phase's first prompt id: reproducible, and distinct
+		// per target and round.
+		pacer = Jittered(rate, time.Duration(float64(time.Second)/cfg.Rate), *next)
+	}
 	for i := range recs {
 		recs[i] = trace.Record{InputLength: cfg.PromptTokens, OutputLength: cfg.MaxTokens, HashIDs: []uint64{*next}}
 		*next++
@@ -43,7 +49,7 @@ func benchPhase(ctx context.Context, cfg BenchConfig, client *http.Client, t ben
 		case <-tm.C:
 		}
 	}
-	return Run(ctx, Config{URL: t.url, Records: recs, Pacer: FixedRate(rate), TokensPerID: cfg.PromptTokens,
+	return Run(ctx, Config{URL: t.url, Records: recs, Pacer: pacer, TokensPerID: cfg.PromptTokens,
 		Progress: cfg.Progress, Label: label, Timeout: time.Minute, Client: client})
 }
 

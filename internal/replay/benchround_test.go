@@ -104,3 +104,28 @@ func TestInterleavedRoundsOverlapTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchPhaseJitter: with BenchConfig.Jitter a phase is paced by
+// Jittered over a slot of 1/Rate (the total rate, so that interleaved
+// requests keep alternating), seeded by the phase's first prompt id.
+func TestBenchPhaseJitter(t *testing.T) {
+	g := &allInFlight{waiting: map[string]int{}, open: make(chan struct{}), opened: true}
+	close(g.open)
+	srv := sseServer(t, "direct", g)
+	for _, jitter := range []bool{false, true} {
+		cfg := BenchConfig{Rate: 400, PromptTokens: 8, MaxTokens: 2, Jitter: jitter}
+		next := uint64(5)
+		r, err := benchPhase(context.Background(), cfg, http.DefaultClient, benchTarget{"direct", srv.URL}, 100,
+			50*time.Millisecond, &next, 0, "direct")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := FixedRate(100).String()
+		if jitter {
+			want = Jittered(100, 2500*time.Microsecond, 5).String()
+		}
+		if r.Pacer != want || r.OK != 5 {
+			t.Errorf("jitter %v: pacer %q, want %q; %d ok", jitter, r.Pacer, want, r.OK)
+		}
+	}
+}

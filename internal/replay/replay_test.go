@@ -32,10 +32,46 @@ func TestPacer(t *testing.T) {
 			t.Errorf("%s At(%d) = %v, want %v", tc.p, tc.i, got, tc.want)
 		}
 	}
-	for _, p := range []Pacer{Recorded(0), FixedRate(-1)} {
+	for _, p := range []Pacer{Recorded(0), FixedRate(-1), Jittered(0, time.Millisecond, 1), Jittered(100, -1, 1)} {
 		if p.Validate() == nil {
 			t.Errorf("%s validated", p)
 		}
+	}
+}
+
+// TestJitteredPacer: request i goes out within [i/rate, i/rate+jitter),
+// at offsets spread over the whole window (not one fixed phase), the same
+// ones for the same seed and others for another seed.
+func TestJitteredPacer(t *testing.T) {
+	const n, jitter = 1000, 10 * time.Millisecond
+	p, same, other := Jittered(100, jitter, 7), Jittered(100, jitter, 7), Jittered(100, jitter, 8)
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var deciles [10]int
+	differ := 0
+	for i := range n {
+		slot := time.Duration(i) * 10 * time.Millisecond
+		at := p.At(i, nil, 0)
+		off := at - slot
+		if off < 0 || off >= jitter {
+			t.Fatalf("At(%d) = %v, outside [%v, %v)", i, at, slot, slot+jitter)
+		}
+		deciles[off*10/jitter]++
+		if same.At(i, nil, 0) != at {
+			t.Fatalf("At(%d) differs for the same seed", i)
+		}
+		if other.At(i, nil, 0) != at {
+			differ++
+		}
+	}
+	for k, c := range deciles {
+		if c < n/20 { // expected n/10 per decile
+			t.Errorf("decile %d of the jitter window holds %d of %d offsets: %v", k, c, n, deciles)
+		}
+	}
+	if differ < n/2 {
+		t.Errorf("seeds 7 and 8 gave the same offset for %d of %d requests", n-differ, n)
 	}
 }
 
