@@ -49,11 +49,11 @@ type BenchConfig struct {
 	// (Jittered) instead of at the slot's start. The mocker's passes lock
 	// to evenly spaced arrivals; interleaved, the path with the largest
 	// hop delay then keeps arriving just after a pass boundary and waits
-	// a whole pass where the others do not (adding 300 us to the floor
-	// proxy moved its TTFT p50 up by ~0.8 ms and put it behind the
-	// frontend). Random phases make a path's TTFT grow by its own delay
-	// only, as under real traffic. The slot is 1/Rate wide, so
-	// interleaved requests still alternate. Default false.
+	// a whole pass where the others do not (busy-waiting 300 us in the
+	// floor proxy put its TTFT p50 0.79 ms behind the frontend's, which
+	// had been 0.5 ms behind it). Random phases make a path's TTFT grow
+	// by its own delay only, as under real traffic. The slot is 1/Rate
+	// wide, so interleaved requests still alternate. Default false.
 	Jitter bool
 	// Progress receives progress bars (nil = none).
 	Progress io.Writer
