@@ -174,10 +174,7 @@ func mulHi(m uint64, n int) uint64 {
 func (t *htable) home(k uint64) int { return t.mixedHome(k * pidK1) }
 
 // mixedHome is the home of the key whose mixed form is m.
-func (t *htable) mixedHome(m uint64) int {
-	hi, _ := bits.Mul64(m, uint64(len(t.s)))
-	return int(hi)
-}
+func (t *htable) mixedHome(m uint64) int { return int(mulHi(m, len(t.s))) }
 
 // dist is how far slot i (which holds a key) is from its key's home.
 func (t *htable) dist(i int) int {
@@ -374,11 +371,7 @@ func (t *htable) stop(j int) int {
 
 // stopsAt reports whether slot j, e, is empty or holds a key at its home.
 func (t *htable) stopsAt(e *hslot, j int) bool {
-	if e.v == noEntry {
-		return true
-	}
-	hi, _ := bits.Mul64(e.mixed(), uint64(len(t.s)))
-	return int(hi) == j
+	return e.v == noEntry || t.mixedHome(e.mixed()) == j
 }
 
 // del removes k if present.
