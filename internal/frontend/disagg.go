@@ -31,13 +31,15 @@ import (
 //     min_tokens or min_completion_tokens, and kv_transfer_params
 //     {"do_remote_decode": true, ...}; the same X-Request-Id as the decode
 //     hop. Its load is released when its answer arrives. A prefill worker
-//     that fails, times out (PrefillTimeout) or answers without
-//     kv_transfer_params is replaced by another prefill worker, up to
-//     Retries times; then the request falls back to aggregated.
+//     that fails, times out (PrefillTimeout) or answers without valid
+//     kv_transfer_params (oai.DecodePrefillAnswer: type, required fields,
+//     size) is replaced by another prefill worker, up to Retries times;
+//     then the request falls back to aggregated.
 //  3. Decode hop: routed load-aware over the decode pool (overlap credit
 //     for blocks the decode worker holds, the rest priced as a transfer);
-//     the client's original body with the prefill answer's
-//     kv_transfer_params attached unchanged, streamed as the client asked.
+//     the client's original body (less any engine fields of its own,
+//     guard.go) with the prefill answer's checked kv_transfer_params,
+//     streamed as the client asked.
 //     A decode worker that cannot be reached or answers 5xx before any
 //     token is replaced, with a fresh prefill hop (the first one's blocks
 //     were never pulled), up to Retries times.
@@ -208,18 +210,22 @@ func (s *Server) postPrefill(ctx context.Context, wk *Worker, j *job, body []byt
 		return nil, pctx.Err() == nil, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPrefillAnswer))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPrefillAnswer+1))
 	if err != nil {
 		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %s: %s", wk.ID, resp.Status, bytes.TrimSpace(b))
+		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %s: %s", wk.ID, resp.Status, bytes.TrimSpace(b[:min(len(b), 512)]))
 	}
-	params, err = oai.RawKVTransferParams(b)
-	if err == nil && params == nil {
-		err = errors.New("no kv_transfer_params in its answer (is its KV connector configured?)")
+	if len(b) > maxPrefillAnswer {
+		err = fmt.Errorf("%w: answer longer than %d bytes", oai.ErrPrefillAnswer, maxPrefillAnswer)
+	} else {
+		params, err = oai.DecodePrefillAnswer(b)
 	}
 	if err != nil {
+		// Never passed on: a decode worker would refuse it (the client
+		// would get its 400) or act on what it was not meant to.
+		s.gm.prefillBad.Inc()
 		return nil, false, fmt.Errorf("frontend: prefill on worker %d: %w", wk.ID, err)
 	}
 	return params, false, nil

@@ -185,6 +185,9 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 			return asOAI(err)
 		}
 		j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
+		if e := s.stripEngineFields(j, &req.EngineFields); e != nil {
+			return e
+		}
 		t0 := time.Now()
 		msgs, gen := routingMessages(req.Messages)
 		j.tokens, err = s.encodeChat(ctx, msgs, gen)
@@ -199,6 +202,9 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 		return asOAI(err)
 	}
 	j.body, j.stream, j.maxTokens, j.model = body, req.Stream, req.Limit(), req.Model
+	if e := s.stripEngineFields(j, &req.EngineFields); e != nil {
+		return e
+	}
 	if req.Prompt.IsTokens {
 		j.tokens = req.Prompt.Tokens
 	} else {
@@ -209,7 +215,7 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 			return tokenizeError(err)
 		}
 		if s.cfg.ForwardTokens && len(j.tokens) > 0 {
-			if j.body, err = oai.SetFields(body, map[string]any{"prompt": j.tokens}); err != nil {
+			if j.body, err = oai.SetFields(j.body, map[string]any{"prompt": j.tokens}); err != nil {
 				return oai.BadRequest("", err.Error())
 			}
 		}

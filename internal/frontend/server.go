@@ -74,7 +74,8 @@ type Server struct {
 	draining atomic.Bool
 	handler  http.Handler
 	bk       bookings // tracked /route decisions (bookings.go)
-	lim      limiter  // bodies and tokenizations in flight (limits.go)
+	gm       *guardMetrics
+	lim      limiter // bodies and tokenizations in flight (limits.go)
 	drain    drainState
 }
 
@@ -103,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
+	s.gm = newGuardMetrics(cfg.Registry)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -120,6 +121,103 @@ func FuzzParseUintList(f *testing.F) {
 			if got[i] != want[i] {
 				t.Fatalf("%q: %v vs %v", b, got, want)
 			}
+		}
+	})
+}
+
+// FuzzDecodePrefillAnswer: whatever a prefill worker answers, the decoder
+// returns an error or kv_transfer_params that are a bounded object which
+// decodes as a valid NIXL answer (what the decode worker will read).
+func FuzzDecodePrefillAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"kv_transfer_params":{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"e","remote_block_ids":[1,2],"remote_host":"h","remote_port":1,"tp_size":1}}`,
+		`{"kv_transfer_params":"not-an-object"}`, `{"kv_transfer_params":null}`, `{}`, `[]`, `null`,
+		`{"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[-1]}}`,
+		`{"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[],"DO_REMOTE_DECODE":true}}`,
+		`{"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[1],"x":{"y":[1]}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		raw, err := DecodePrefillAnswer(body)
+		if err != nil {
+			if !errors.Is(err, ErrPrefillAnswer) {
+				t.Fatalf("error does not wrap ErrPrefillAnswer: %v", err)
+			}
+			return
+		}
+		if len(raw) > MaxKVTransferParams+len(body) {
+			t.Fatalf("%d bytes", len(raw))
+		}
+		var p KVTransferParams
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatalf("accepted %s: %v", raw, err)
+		}
+		if !p.DoRemotePrefill || p.DoRemoteDecode || p.RemoteEngineID == nil || *p.RemoteEngineID == "" || p.RemoteBlockIDs == nil {
+			t.Fatalf("accepted %s", raw)
+		}
+		// Accepting is stable: the result decodes to itself.
+		again, err := DecodePrefillAnswer(append(append([]byte(`{"kv_transfer_params":`), raw...), '}'))
+		if err != nil || string(again) != string(raw) {
+			t.Fatalf("re-decode of %s: %s, %v", raw, again, err)
+		}
+	})
+}
+
+// FuzzStripEngineFields: after the strip no top-level key is an engine
+// field in any letter case, vllm_xargs holds no kv_transfer_params, and
+// every other top-level field keeps its value (encoding/json re-encodes
+// it: "&" becomes "\u0026").
+func FuzzStripEngineFields(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"x","kv_transfer_params":{"do_remote_decode":true},"bootstrap_host":"h"}`,
+		`{"prompt":"x","KV_TRANSFER_PARAMS":1,"kv_transfer_param\u0073":2,"vllm_xargs":{"kv_transfer_params":"y","a":1}}`,
+		`{"prompt":"x"}`, `{"vllm_xargs":"s"}`, `[]`, `{"bootstrap_room":1,"bootstrap_room":2}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out, removed, err := StripEngineFields(body)
+		if err != nil {
+			return
+		}
+		if removed == nil {
+			if string(out) != string(body) {
+				t.Fatal("nothing removed, body changed")
+			}
+			return
+		}
+		var before, after map[string]json.RawMessage
+		if json.Unmarshal(body, &before) != nil || json.Unmarshal(out, &after) != nil {
+			t.Fatalf("not objects: %s -> %s", body, out)
+		}
+		for k, v := range after {
+			for _, f := range engineFieldNames {
+				if strings.EqualFold(k, f) {
+					t.Fatalf("%s left in %s", k, out)
+				}
+			}
+			if strings.EqualFold(k, "vllm_xargs") {
+				var x map[string]json.RawMessage
+				if json.Unmarshal(v, &x) == nil {
+					for xk := range x {
+						if strings.EqualFold(xk, "kv_transfer_params") {
+							t.Fatalf("vllm_xargs.%s left in %s", xk, out)
+						}
+					}
+				}
+				continue
+			}
+			var a, b any
+			_ = json.Unmarshal(before[k], &a)
+			_ = json.Unmarshal(v, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s changed: %s -> %s", k, before[k], v)
+			}
+		}
+		var e struct{ EngineFields }
+		if json.Unmarshal(out, &e) != nil || len(e.KVTransferParams)+len(e.BootstrapHost)+len(e.BootstrapPort)+len(e.BootstrapRoom) > 0 {
+			t.Fatalf("a decode still finds engine fields in %s", out)
 		}
 	})
 }

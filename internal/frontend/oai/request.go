@@ -182,6 +182,7 @@ type CompletionRequest struct {
 	IgnoreEOS bool `json:"ignore_eos"`
 	// Temperature is only checked (a number >= 0, or null) and forwarded.
 	Temperature *float64 `json:"temperature"`
+	EngineFields
 
 	Raw []byte `json:"-"`
 }
@@ -278,6 +279,7 @@ type ChatRequest struct {
 	N                   *int               `json:"n"`
 	IgnoreEOS           bool               `json:"ignore_eos"`
 	Temperature         *float64           `json:"temperature"` // checked, forwarded
+	EngineFields
 
 	Raw []byte `json:"-"`
 }

@@ -139,3 +139,36 @@ func TestSSEReader(t *testing.T) {
 		t.Errorf("long line: %v", err)
 	}
 }
+
+// TestDecodePrefillAnswer: the checks on a prefill answer's
+// kv_transfer_params, one field at a time.
+func TestDecodePrefillAnswer(t *testing.T) {
+	const ok = `"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[1]`
+	for _, tc := range []struct {
+		params string
+		valid  bool
+	}{
+		{`{` + ok + `}`, true},
+		{`{` + ok + `,"remote_host":"10.0.0.1","remote_port":5600,"tp_size":2,"remote_request_id":"r","new_field":[1]}`, true},
+		{`{` + ok + `,"remote_host":null,"remote_port":null}`, true},
+		{`"not-an-object"`, false},
+		{`[1]`, false},
+		{`null`, false},
+		{`{"remote_engine_id":"e","remote_block_ids":[1]}`, false},
+		{`{` + ok + `,"do_remote_decode":true}`, false},
+		{`{` + ok + `,"Do_Remote_Decode":false}`, false},
+		{`{"do_remote_prefill":true,"remote_engine_id":"","remote_block_ids":[1]}`, false},
+		{`{"do_remote_prefill":true,"remote_engine_id":"e"}`, false},
+		{`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[-3]}`, false},
+		{`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":["1"]}`, false},
+		{`{` + ok + `,"remote_port":70000}`, false},
+		{`{` + ok + `,"remote_port":"80"}`, false},
+		{`{` + ok + `,"remote_host":""}`, false},
+		{`{` + ok + `,"pad":"` + strings.Repeat("x", MaxKVTransferParams) + `"}`, false},
+	} {
+		_, err := DecodePrefillAnswer([]byte(`{"choices":[],"kv_transfer_params":` + tc.params + `}`))
+		if (err == nil) != tc.valid {
+			t.Errorf("%.80s: err %v, want valid %v", tc.params, err, tc.valid)
+		}
+	}
+}

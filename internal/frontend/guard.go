@@ -1,0 +1,62 @@
+package frontend
+
+import (
+	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The engines' KV transfer protocols (vLLM's kv_transfer_params, SGLang's
+// bootstrap fields; oai.EngineFields) are the router's alone: a client's
+// are stripped from its request before any worker sees it, on every path
+// (aggregated, both disaggregated hops, retries and the aggregated
+// fallback all start from the stripped body). Stripped rather than
+// refused: the fields are part of the engines' public request schema, so
+// clients written against a bare engine, or passing a previous answer's
+// kv_transfer_params back, send them without intent; served without them
+// they get what they asked for, and the strip is counted
+// (kvrouter_client_fields_stripped_total{field}).
+
+// guardMetrics count what the frontend refused or dropped from clients
+// and engines at its trust boundaries.
+type guardMetrics struct {
+	stripped      *prometheus.CounterVec // field
+	prefillBad    prometheus.Counter
+	slowClients   prometheus.Counter
+	answerTooLong *prometheus.CounterVec // kind
+}
+
+func newGuardMetrics(reg prometheus.Registerer) *guardMetrics {
+	m := &guardMetrics{
+		stripped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_client_fields_stripped_total",
+			Help: "Engine transfer fields removed from client requests (kv_transfer_params, bootstrap_host, bootstrap_port, bootstrap_room, vllm_xargs.kv_transfer_params): only the router sets them."}, []string{"field"}),
+		prefillBad: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_disagg_prefill_invalid_total",
+			Help: "Prefill answers refused before the decode hop (kv_transfer_params missing, of the wrong type or size, or without the required fields): a prefill failure, retried on another prefill worker, then served aggregated."}),
+		slowClients: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_stream_write_timeouts_total",
+			Help: "Answers cut because the client did not take a write within --stream-write-timeout (its engine request cancelled, its load released)."}),
+		answerTooLong: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_engine_answer_too_large_total",
+			Help: "Engine answers beyond --max-answer-bytes that the router would have buffered: kind folded (a non-streaming answer assembled from a stream: 502) or json (relayed unbuffered, its usage not read)."}, []string{"kind"}),
+	}
+	reg.MustRegister(m.stripped, m.prefillBad, m.slowClients, m.answerTooLong)
+	return m
+}
+
+// stripEngineFields removes a client's engine fields from j.body (see
+// above); e are the fields its parse found.
+func (s *Server) stripEngineFields(j *job, e *oai.EngineFields) *oai.Error {
+	if !e.Sent() {
+		return nil
+	}
+	b, removed, err := oai.StripEngineFields(j.body)
+	if err != nil {
+		return oai.BadRequest("", err.Error())
+	}
+	if len(removed) == 0 {
+		return nil
+	}
+	j.body = b
+	for _, f := range removed {
+		s.gm.stripped.WithLabelValues(f).Inc()
+	}
+	s.log.Debug("client engine fields stripped", "request_id", j.id, "fields", removed)
+	return nil
+}
