@@ -26,7 +26,9 @@ func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
 	f.IntVar(&h.Tokenizers, "tokenizers", h.Tokenizers, "concurrent tokenizations (0 = GOMAXPROCS, negative = no bound)")
 	f.IntVar(&h.TokenizeQueue, "tokenize-queue", h.TokenizeQueue, "tokenizations waiting for a slot; beyond, 529")
 	f.DurationVar(&h.BookingTTL, "booking-ttl", h.BookingTTL, "release a tracked /route booking not freed within this (negative = the stale limit only)")
-	f.IntVar(&h.MaxTrackedPerKey, "max-tracked-per-key", h.MaxTrackedPerKey, "tracked /route bookings one API key (or client address) may hold; beyond, 429 (negative = no bound)")
+	f.IntVar(&h.MaxTrackedPerKey, "max-tracked-per-key", h.MaxTrackedPerKey, "tracked /route bookings one API key (or client address when no --api-key is set) may hold; beyond, 429 (negative = no bound)")
+	f.IntVar(&h.MaxBookings, "max-bookings", h.MaxBookings, "tracked /route bookings of all callers together; beyond, 429 (negative = no bound)")
+	f.Int64Var(&h.MaxBookingBytes, "max-booking-bytes", h.MaxBookingBytes, "bytes the tracked /route bookings of all callers may hold (8 per prompt block + ~600 each); beyond, 429 (negative = no bound)")
 	f.BoolVar(&h.MetricsAuth, "metrics-auth", h.MetricsAuth, "put /metrics behind the admin key")
 	f.BoolVar(&h.Pprof, "pprof", h.Pprof, "serve /debug/pprof/ behind the admin key")
 }

@@ -136,10 +136,11 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, oai.BadRequest("hop", err.Error()))
 		return
 	}
-	who := owner(r)
+	who, size := s.owner(r), int64(0)
 	if rr.Track {
 		var e *oai.Error
-		if j.id, e = s.reserveBooking(who); e != nil {
+		size = s.bookingBytes(who, len(j.tokens))
+		if j.id, e = s.reserveBooking(who, size); e != nil {
 			s.fail(w, ep, e)
 			return
 		}
@@ -147,13 +148,13 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	d, err := s.routeSalted(r, j, rr.LoRA, rr.Namespace, hop)
 	if err != nil {
 		if rr.Track {
-			s.unreserve(who)
+			s.unreserve(who, size)
 		}
 		s.fail(w, ep, routeError(err))
 		return
 	}
 	if rr.Track {
-		s.holdBooking(j.id, who)
+		s.holdBooking(j.id, who, size)
 	}
 	if !rr.Track {
 		_ = s.rt.Free(j.id, time.Now())

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kvrouter/kvrouter/router"
 )
@@ -253,4 +254,88 @@ func stubPDFleet(t *testing.T, retries int) (*Server, *engineStub, *engineStub) 
 		}
 	}
 	return s, pre, dec
+}
+
+// trackFrom is a tracked /route from addr with bearer key ("" = none).
+func trackFrom(t *testing.T, s *Server, addr, key, prompt string) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/route", strings.NewReader(`{"prompt":`+strconv.Quote(prompt)+`,"track":true}`))
+	req.RemoteAddr = addr
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	s.Handler().ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestBookingsOpenAPIOwnerAndTotal: without API keys a bearer header is
+// not verified, so it does not name the caller: 100 tracked bookings from
+// one address with a fresh fake key each get MaxTrackedPerKey (64), the
+// rest 429 (before: 100 of 100). All callers together are bounded in
+// count and bytes, exported as kvrouter_store_*{store="bookings"}.
+func TestBookingsOpenAPIOwnerAndTotal(t *testing.T) {
+	w := newEngineStub(t)
+	s := newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.LoadPollInterval = -1
+		c.Hardening.BookingTTL = time.Hour
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: w.URL}); err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for i := range 100 {
+		if trackFrom(t, s, "192.0.2.1:4000", "fake-"+strconv.Itoa(i), "hello") == 200 {
+			ok++
+		}
+	}
+	if ok != DefaultHardening().MaxTrackedPerKey {
+		t.Errorf("%d of 100 tracked bookings accepted with fake keys from one address, want %d", ok, DefaultHardening().MaxTrackedPerKey)
+	}
+	if c := trackFrom(t, s, "192.0.2.2:4000", "", "hello"); c != 200 {
+		t.Errorf("another address locked out: %d", c)
+	}
+	if n := metricValue(t, s, `kvrouter_store_entries{store="bookings"}`); n != float64(ok+1) {
+		t.Errorf("bookings store holds %v, want %d", n, ok+1)
+	}
+
+	// The total, in entries and in bytes, over many addresses.
+	s = newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.LoadPollInterval = -1
+		c.Hardening.BookingTTL = time.Hour
+		c.Hardening.MaxBookings = 3
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: w.URL}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		c := trackFrom(t, s, "192.0.2."+strconv.Itoa(10+i)+":1", "", "hello")
+		if want := map[bool]int{true: 200, false: 429}[i < 3]; c != want {
+			t.Errorf("booking %d from its own address: %d, want %d", i, c, want)
+		}
+	}
+	if n := metricValue(t, s, `kvrouter_store_limit_entries{store="bookings"}`); n != 3 {
+		t.Errorf("limit_entries %v", n)
+	}
+	long := strings.Repeat("word ", 20000) // ~20k tokens: 8 bytes a block more
+	s = newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.LoadPollInterval = -1
+		c.Hardening.BookingTTL = time.Hour
+		c.Hardening.MaxBookingBytes = 2 * bookingOverhead
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: w.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if c := trackFrom(t, s, "192.0.2.30:1", "", long); c != 429 {
+		t.Errorf("a booking beyond the byte bound: %d, want 429", c)
+	}
+	if c := trackFrom(t, s, "192.0.2.31:1", "", "hello"); c != 200 {
+		t.Errorf("a small booking within the byte bound: %d", c)
+	}
+	if n := metricValue(t, s, `kvrouter_store_bytes{store="bookings"}`); n <= 0 {
+		t.Errorf("bookings store bytes %v", n)
+	}
 }

@@ -57,6 +57,13 @@ type Hardening struct {
 	// (one client address when the API is open) holds at once; beyond,
 	// 429. Default 64; negative = no bound.
 	MaxTrackedPerKey int `yaml:"max_tracked_per_key"`
+	// MaxBookings and MaxBookingBytes bound the tracked /route bookings
+	// of all callers together, in count and in bytes (an estimate: 8 per
+	// prompt block, the hashes the load tracker copies, plus ~600 per
+	// booking); beyond, 429. Exported as kvrouter_store_*{store=
+	// "bookings"}. Defaults 4096 and 64 MiB; negative = no bound.
+	MaxBookings     int   `yaml:"max_bookings"`
+	MaxBookingBytes int64 `yaml:"max_booking_bytes"`
 	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
@@ -67,7 +74,8 @@ type Hardening struct {
 // DefaultHardening returns the defaults.
 func DefaultHardening() Hardening {
 	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
-		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64}
+		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64,
+		MaxBookings: 4096, MaxBookingBytes: 64 << 20}
 }
 
 // Validate reports every problem.
@@ -105,10 +113,16 @@ func (h *Hardening) setDefaults() {
 	if h.MaxTrackedPerKey == 0 {
 		h.MaxTrackedPerKey = d.MaxTrackedPerKey
 	}
+	if h.MaxBookings == 0 {
+		h.MaxBookings = d.MaxBookings
+	}
+	if h.MaxBookingBytes == 0 {
+		h.MaxBookingBytes = d.MaxBookingBytes
+	}
 }
 
 // positive maps the "negative = off" convention to 0.
-func positive[T int | time.Duration](v T) T { return max(v, 0) }
+func positive[T int | int64 | time.Duration](v T) T { return max(v, 0) }
 
 // checkOutput refuses a max_tokens the model's context cannot hold. It
 // compares without summing (max_tokens may be near 2^63).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/internal/bounds"
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -105,6 +106,8 @@ func New(cfg Config) (*Server, error) {
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
 	s.gm = newGuardMetrics(cfg.Registry)
+	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
+	cfg.Registry.MustRegister(s.bk.store)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one
