@@ -383,8 +383,10 @@ func (f *firstWrite) Write(b []byte) (int, error) {
 }
 
 // Flush passes through to the client connection.
-func (f *firstWrite) Flush() {
-	if fl, ok := f.ResponseWriter.(http.Flusher); ok {
-		fl.Flush()
-	}
-}
+func (f *firstWrite) Flush() { _ = f.FlushError() }
+
+// FlushError is Flush with its error (http.ResponseController's).
+func (f *firstWrite) FlushError() error { return http.NewResponseController(f.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (f *firstWrite) Unwrap() http.ResponseWriter { return f.ResponseWriter }

@@ -1,6 +1,11 @@
 package frontend
 
 import (
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -60,3 +65,56 @@ func (s *Server) stripEngineFields(j *job, e *oai.EngineFields) *oai.Error {
 	s.log.Debug("client engine fields stripped", "request_id", j.id, "fields", removed)
 	return nil
 }
+
+// clientWriter is the client side of a relayed answer. Before each write
+// and flush it sets the connection's write deadline Hardening.
+// StreamWriteTimeout ahead, so a client that stops reading (or reads
+// slower than a write's worth in that time) fails the write instead of
+// holding the stream, its engine request and its load forever. Writes
+// land in the kernel's socket buffer at once while the client keeps up:
+// the deadline only fires on a connection that has stopped draining.
+// NB: an idle gap between engine events is harmless over HTTP/1 (the next
+// write re-arms the deadline); the server resets it after the handler.
+type clientWriter struct {
+	http.ResponseWriter
+	rc       *http.ResponseController
+	d        time.Duration
+	err      error // the first write or flush error
+	timedOut bool  // err was the write deadline
+}
+
+func newClientWriter(w http.ResponseWriter, d time.Duration) *clientWriter {
+	return &clientWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}
+}
+
+func (c *clientWriter) arm() {
+	if c.d > 0 {
+		// ErrNotSupported (a writer without a connection, as in tests):
+		// no deadline to set.
+		_ = c.rc.SetWriteDeadline(time.Now().Add(c.d))
+	}
+}
+
+func (c *clientWriter) note(err error) {
+	if err != nil && c.err == nil {
+		c.err, c.timedOut = err, errors.Is(err, os.ErrDeadlineExceeded)
+	}
+}
+
+func (c *clientWriter) Write(b []byte) (int, error) {
+	c.arm()
+	n, err := c.ResponseWriter.Write(b)
+	c.note(err)
+	return n, err
+}
+
+// Flush sends what is buffered to the client; a failure is kept in err.
+func (c *clientWriter) Flush() {
+	c.arm()
+	if err := c.rc.Flush(); !errors.Is(err, http.ErrNotSupported) {
+		c.note(err)
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *clientWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -337,5 +338,63 @@ func TestBookingsOpenAPIOwnerAndTotal(t *testing.T) {
 	}
 	if n := metricValue(t, s, `kvrouter_store_bytes{store="bookings"}`); n <= 0 {
 		t.Errorf("bookings store bytes %v", n)
+	}
+}
+
+// TestSlowReaderCut: a client that stops reading a long stream is cut
+// once a write to it has waited StreamWriteTimeout: the engine request
+// is cancelled, the load released, the cut counted. (Before: the stream,
+// its engine request and its load were held as long as the client kept
+// the connection open.)
+func TestSlowReaderCut(t *testing.T) {
+	cancelled := make(chan struct{})
+	chunk := "data: {\"choices\":[{\"text\":\"" + strings.Repeat("x", 4096) + "\"}]}\n\n"
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		defer close(cancelled)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer engine.Close()
+	s := newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.LoadPollInterval = -1
+		c.Hardening.StreamWriteTimeout = 200 * time.Millisecond
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: engine.URL}); err != nil {
+		t.Fatal(err)
+	}
+	addr := serveOn(t, s)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := `{"prompt":"hello","stream":true}`
+	if _, err := io.WriteString(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+
+		strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	// The client reads nothing from here on.
+	select {
+	case <-cancelled:
+	case <-time.After(20 * time.Second): // the test's own bound, not a speed claim
+		t.Fatal("the engine request of a client that stopped reading was never cancelled")
+	}
+	waitFor(t, "the load released", func() bool { return s.Router().Stats().Active == 0 })
+	waitFor(t, "the cut counted", func() bool {
+		return metricValue(t, s, "kvrouter_stream_write_timeouts_total") == 1 &&
+			metricValue(t, s, `kvrouter_proxied_total{outcome="client_slow"}`) == 1
+	})
+	if d := DefaultHardening().StreamWriteTimeout; d != 30*time.Second {
+		t.Errorf("default stream write timeout %v, want 30s", d)
 	}
 }

@@ -64,6 +64,13 @@ type Hardening struct {
 	// "bookings"}. Defaults 4096 and 64 MiB; negative = no bound.
 	MaxBookings     int   `yaml:"max_bookings"`
 	MaxBookingBytes int64 `yaml:"max_booking_bytes"`
+	// StreamWriteTimeout bounds each write of an answer to the client
+	// (streamed or not): a client that takes none of it for this long is
+	// cut, its engine request cancelled and its load released
+	// (kvrouter_stream_write_timeouts_total; outcome client_slow). Per
+	// write, not per answer: a long stream read steadily is never cut.
+	// Default 30s; negative = no bound.
+	StreamWriteTimeout time.Duration `yaml:"stream_write_timeout"`
 	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
@@ -75,7 +82,7 @@ type Hardening struct {
 func DefaultHardening() Hardening {
 	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
 		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64,
-		MaxBookings: 4096, MaxBookingBytes: 64 << 20}
+		MaxBookings: 4096, MaxBookingBytes: 64 << 20, StreamWriteTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem.
@@ -112,6 +119,9 @@ func (h *Hardening) setDefaults() {
 	}
 	if h.MaxTrackedPerKey == 0 {
 		h.MaxTrackedPerKey = d.MaxTrackedPerKey
+	}
+	if h.StreamWriteTimeout == 0 {
+		h.StreamWriteTimeout = d.StreamWriteTimeout
 	}
 	if h.MaxBookings == 0 {
 		h.MaxBookings = d.MaxBookings

@@ -14,7 +14,7 @@ import (
 // metrics are the frontend's Prometheus series (prefix kvrouter_).
 type metrics struct {
 	requests      *prometheus.CounterVec // endpoint, code
-	outcomes      *prometheus.CounterVec // ok, client_gone, upstream_error, worker_error
+	outcomes      *prometheus.CounterVec // ok, client_gone, client_slow, upstream_error, worker_error
 	decisions     *prometheus.CounterVec // worker
 	rejects       *prometheus.CounterVec // reason
 	overlap       prometheus.Histogram
@@ -50,7 +50,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_requests_total",
 			Help: "Client requests by endpoint and HTTP status."}, []string{"endpoint", "code"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_proxied_total",
-			Help: "Proxied requests by outcome (ok, client_gone, upstream_error, worker_error)."}, []string{"outcome"}),
+			Help: "Proxied requests by outcome (ok, client_gone, client_slow (cut by --stream-write-timeout), upstream_error, worker_error)."}, []string{"outcome"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_decisions_total",
 			Help: "Routing decisions by chosen worker."}, []string{"worker"}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_rejected_total",

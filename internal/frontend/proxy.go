@@ -420,8 +420,9 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 // relay copies the worker's answer to the client and drives the load
 // tracker from it.
 // obs (nil: none) collects the stream's token times for the timing fit.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
+func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
 	defer resp.Body.Close()
+	w := newClientWriter(cw, s.cfg.Hardening.StreamWriteTimeout)
 	wid := d.Worker.ID
 	h := w.Header()
 	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
@@ -452,6 +453,10 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 	reportedPrompt := 0  // the engine's usage prompt_tokens
 	reportedOutput := 0  // the engine's usage completion_tokens (exact, unlike counted events)
 	defer func() {
+		if w.timedOut {
+			outcome = "client_slow"
+			s.gm.slowClients.Inc()
+		}
 		if reportedOutput > 0 {
 			tokens = reportedOutput
 		}
@@ -473,7 +478,6 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			s.cfg.Events.OnFree(j.id, wid)
 		}
 	}()
-	fl, _ := w.(http.Flusher)
 	if resp.StatusCode != http.StatusOK || !isSSE {
 		if resp.StatusCode != http.StatusOK {
 			outcome = "worker_error"
@@ -521,8 +525,11 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			// Flush once per burst: more events already buffered will
 			// follow immediately (NB: never holds an event back waiting
 			// for the network).
-			if agg == nil && fl != nil && (err != nil || rd.Buffered() == 0) {
-				fl.Flush()
+			if agg == nil && (err != nil || rd.Buffered() == 0) {
+				if w.Flush(); w.err != nil {
+					outcome = "client_gone"
+					return
+				}
 			}
 			if len(ev.Data) > 0 && !ev.IsDone() {
 				now := time.Now()
@@ -570,9 +577,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, j *job, d *router
 			e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
 				Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}
 			_ = oai.WriteEvent(w, e.Body())
-			if fl != nil {
-				fl.Flush()
-			}
+			w.Flush()
 		}
 		return
 	}
