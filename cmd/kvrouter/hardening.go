@@ -30,6 +30,7 @@ func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
 	f.IntVar(&h.MaxBookings, "max-bookings", h.MaxBookings, "tracked /route bookings of all callers together; beyond, 429 (negative = no bound)")
 	f.Int64Var(&h.MaxBookingBytes, "max-booking-bytes", h.MaxBookingBytes, "bytes the tracked /route bookings of all callers may hold (8 per prompt block + ~600 each); beyond, 429 (negative = no bound)")
 	f.DurationVar(&h.StreamWriteTimeout, "stream-write-timeout", h.StreamWriteTimeout, "cut an answer when a write to its client waits this long (a client that stopped reading): its engine request is cancelled, its load released (negative = no bound)")
+	f.Int64Var(&h.MaxAnswerBytes, "max-answer-bytes", h.MaxAnswerBytes, "bytes of one engine answer the router buffers (a non-streaming answer folded from a stream: 502 beyond; a JSON answer read for usage: relayed unbuffered beyond) (negative = no bound)")
 	f.BoolVar(&h.MetricsAuth, "metrics-auth", h.MetricsAuth, "put /metrics behind the admin key")
 	f.BoolVar(&h.Pprof, "pprof", h.Pprof, "serve /debug/pprof/ behind the admin key")
 }

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"time"
@@ -118,3 +119,17 @@ func (c *clientWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (c *clientWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// readAnswer reads r to its end if it holds at most limit bytes (<= 0: no
+// bound); else it returns the first limit+1 bytes and errAnswerTooLarge,
+// the rest left in r.
+func readAnswer(r io.Reader, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		return io.ReadAll(r)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = errAnswerTooLarge
+	}
+	return b, err
+}

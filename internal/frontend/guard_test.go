@@ -32,7 +32,7 @@ type engineStub struct {
 
 const validPrefillAnswer = `{"id":"p","object":"text_completion","choices":[{"text":"x"}],"kv_transfer_params":{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"e1","remote_block_ids":[1,2],"remote_host":"127.0.0.1","remote_port":5601,"tp_size":1}}`
 
-func newEngineStub(t *testing.T) *engineStub {
+func newEngineStub(t testing.TB) *engineStub {
 	t.Helper()
 	e := &engineStub{}
 	a := validPrefillAnswer
@@ -397,4 +397,76 @@ func TestSlowReaderCut(t *testing.T) {
 	if d := DefaultHardening().StreamWriteTimeout; d != 30*time.Second {
 		t.Errorf("default stream write timeout %v, want 30s", d)
 	}
+}
+
+// TestEngineAnswersBounded: what the router buffers of an engine answer
+// is bounded (Hardening.MaxAnswerBytes). A folded non-streaming answer
+// beyond it, or with a choice or tool-call index out of range, is a 502;
+// a JSON answer beyond it is relayed whole, unbuffered. (Before: tool
+// index -1 panicked the handler, index 1e9 allocated 1e9 entries, and
+// both kinds of answer were buffered whole.)
+func TestEngineAnswersBounded(t *testing.T) {
+	var answer atomic.Pointer[string]
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		a := *answer.Load()
+		if strings.HasPrefix(a, "{") || !bytes.Contains(b, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, a)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, a)
+	}))
+	defer engine.Close()
+	s := newServerWith(t, false, func(c *Config) {
+		c.Router.Policy = router.PolicyRoundRobin
+		c.LoadPollInterval = -1
+		c.Hardening.MaxAnswerBytes = 64 << 10
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: engine.URL}); err != nil {
+		t.Fatal(err)
+	}
+	chat := `{"messages":[{"role":"user","content":"hi"}]}`
+	sse := func(chunks ...string) string {
+		var b strings.Builder
+		for _, c := range chunks {
+			b.WriteString("data: " + c + "\n\n")
+		}
+		return b.String() + "data: [DONE]\n\n"
+	}
+	tool := func(i int) string {
+		return `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":` + strconv.Itoa(i) + `,"function":{"name":"f"}}]}}]}`
+	}
+	big := `{"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("y", 8<<10) + `"}}]}`
+	for _, tc := range []struct {
+		name, answer string
+		code         int
+	}{
+		{"tool_index_negative", sse(tool(-1)), 502},
+		{"tool_index_huge", sse(tool(1 << 30)), 502},
+		{"choice_index_huge", sse(`{"choices":[{"index":100000000,"delta":{"content":"a"}}]}`), 502},
+		{"tool_indices_within_bound", sse(tool(0), tool(3)), 200},
+		{"folded_too_large", sse(big, big, big, big, big, big, big, big, big), 502},
+	} {
+		answer.Store(&tc.answer)
+		rec := do(t, s.Handler(), "POST", "/v1/chat/completions", chat)
+		if rec.Code != tc.code {
+			t.Errorf("%s: %d %.200s, want %d", tc.name, rec.Code, rec.Body, tc.code)
+		}
+	}
+	if n := metricValue(t, s, `kvrouter_engine_answer_too_large_total{kind="folded"}`); n != 1 {
+		t.Errorf("folded answers too large counted %v, want 1", n)
+	}
+	// A JSON answer (logprobs: not folded) beyond the bound: relayed whole.
+	long := `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat("z", 200<<10) + `"}}]}`
+	answer.Store(&long)
+	rec := do(t, s.Handler(), "POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true}`)
+	if rec.Code != 200 || rec.Body.String() != long {
+		t.Errorf("long JSON answer: %d, %d of %d bytes", rec.Code, rec.Body.Len(), len(long))
+	}
+	if n := metricValue(t, s, `kvrouter_engine_answer_too_large_total{kind="json"}`); n != 1 {
+		t.Errorf("JSON answers too large counted %v, want 1", n)
+	}
+	checkIdle(t, s)
 }

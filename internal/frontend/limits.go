@@ -71,6 +71,14 @@ type Hardening struct {
 	// write, not per answer: a long stream read steadily is never cut.
 	// Default 30s; negative = no bound.
 	StreamWriteTimeout time.Duration `yaml:"stream_write_timeout"`
+	// MaxAnswerBytes bounds what the router buffers of one engine answer:
+	// a non-streaming answer folded from a stream (beyond: 502
+	// worker_stream_error) or a JSON answer read for its usage (beyond:
+	// relayed unbuffered, usage not read); counted in
+	// kvrouter_engine_answer_too_large_total{kind}. Streams are relayed
+	// event by event (each at most 1 MiB) and never buffered whole.
+	// Default 32 MiB; negative = no bound.
+	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
@@ -82,7 +90,8 @@ type Hardening struct {
 func DefaultHardening() Hardening {
 	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
 		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64,
-		MaxBookings: 4096, MaxBookingBytes: 64 << 20, StreamWriteTimeout: 30 * time.Second}
+		MaxBookings: 4096, MaxBookingBytes: 64 << 20, StreamWriteTimeout: 30 * time.Second,
+		MaxAnswerBytes: 32 << 20}
 }
 
 // Validate reports every problem.
@@ -119,6 +128,9 @@ func (h *Hardening) setDefaults() {
 	}
 	if h.MaxTrackedPerKey == 0 {
 		h.MaxTrackedPerKey = d.MaxTrackedPerKey
+	}
+	if h.MaxAnswerBytes == 0 {
+		h.MaxAnswerBytes = d.MaxAnswerBytes
 	}
 	if h.StreamWriteTimeout == 0 {
 		h.StreamWriteTimeout = d.StreamWriteTimeout

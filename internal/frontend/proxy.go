@@ -428,7 +428,7 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
 	var agg *unstreamer // non-nil: fold the stream into one JSON body
 	if j.unstream && isSSE && resp.StatusCode == http.StatusOK {
-		agg = newUnstreamer(j.endpoint == "chat")
+		agg = newUnstreamer(j.endpoint == "chat", s.cfg.Hardening.MaxAnswerBytes)
 		h.Set("Content-Type", "application/json")
 	} else {
 		for _, k := range []string{"Content-Type", "Cache-Control"} {
@@ -484,13 +484,27 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 		}
 		if resp.StatusCode == http.StatusOK {
 			// A non-streaming JSON answer (an engine that ignored
-			// stream=true, or a body that could not be rewritten).
-			body, err := io.ReadAll(resp.Body)
+			// stream=true, or a body that could not be rewritten):
+			// buffered for its usage up to MaxAnswerBytes, relayed
+			// unbuffered beyond (its usage then not read).
+			body, err := readAnswer(resp.Body, s.cfg.Hardening.MaxAnswerBytes)
+			long := errors.Is(err, errAnswerTooLarge)
+			if long {
+				s.gm.answerTooLong.WithLabelValues("json").Inc()
+				err = nil
+			}
 			if _, werr := w.Write(body); werr != nil && err == nil {
 				err = werr
 			}
+			if long && err == nil {
+				_, err = io.Copy(w, resp.Body)
+			}
 			if err != nil {
 				outcome = s.copyOutcome(r)
+				return
+			}
+			if long {
+				_ = s.rt.PrefillDone(j.id, time.Now())
 				return
 			}
 			_ = s.rt.PrefillDone(j.id, time.Now())
@@ -516,6 +530,9 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 				if len(ev.Data) > 0 && !ev.IsDone() {
 					if aerr := agg.add(ev.Data); aerr != nil && err == nil {
 						err = aerr
+						if errors.Is(aerr, errAnswerTooLarge) {
+							s.gm.answerTooLong.WithLabelValues("folded").Inc()
+						}
 					}
 				}
 			} else if _, werr := w.Write(ev.Raw); werr != nil {

@@ -28,7 +28,7 @@ import (
 
 // newServerWith is newServer with a config hook; run also starts Run (the
 // load poller, the queue's release loop and the sweeper).
-func newServerWith(t *testing.T, run bool, mod func(*Config)) *Server {
+func newServerWith(t testing.TB, run bool, mod func(*Config)) *Server {
 	t.Helper()
 	tok, err := tokenizer.Default(tokenizer.Options{})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -67,7 +68,23 @@ type unstreamer struct {
 	// extra are top-level fields other than the known ones, from the
 	// first chunk that had them (system_fingerprint, kv_transfer_params).
 	extra map[string]json.RawMessage
+	// left is what the folded answer may still take, in chunk bytes
+	// (Hardening.MaxAnswerBytes): everything folded comes from the chunks.
+	left int64
 }
+
+// maxFoldIndex bounds the choice and tool-call indices a folded answer
+// takes from the engine: each index below it may allocate an entry.
+const maxFoldIndex = 1024
+
+// foldEntryCost is what a new choice or tool call costs the fold's byte
+// budget (its allocations), so that indices cannot outgrow the bound.
+const foldEntryCost = 256
+
+// errAnswerTooLarge: an engine answer beyond what the router buffers.
+var errAnswerTooLarge = errors.New("frontend: engine answer too large to buffer")
+
+var errFoldTooLarge = fmt.Errorf("%w: folded answer beyond --max-answer-bytes", errAnswerTooLarge)
 
 type unChoice struct {
 	text, reasoning []byte
@@ -83,8 +100,12 @@ type unTool struct {
 	Args     []byte
 }
 
-func newUnstreamer(chat bool) *unstreamer {
-	return &unstreamer{chat: chat, choices: map[int]*unChoice{}, extra: map[string]json.RawMessage{}}
+// newUnstreamer folds at most limit bytes of chunks (<= 0: no bound).
+func newUnstreamer(chat bool, limit int64) *unstreamer {
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
+	return &unstreamer{chat: chat, choices: map[int]*unChoice{}, extra: map[string]json.RawMessage{}, left: limit}
 }
 
 // chunk is the part of a streamed chunk the unstreamer reads.
@@ -120,9 +141,25 @@ var knownChunkKeys = []string{"id", "object", "created", "model", "usage", "choi
 
 // add folds one data payload in.
 func (u *unstreamer) add(data []byte) error {
+	if u.left -= int64(len(data)); u.left < 0 {
+		return errFoldTooLarge
+	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return fmt.Errorf("frontend: engine stream chunk: %w", err)
+	}
+	for _, ch := range c.Choices {
+		if ch.Index < 0 || ch.Index >= maxFoldIndex {
+			return fmt.Errorf("frontend: engine stream chunk: choice index %d out of [0, %d)", ch.Index, maxFoldIndex)
+		}
+		if ch.Delta == nil {
+			continue
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index >= maxFoldIndex {
+				return fmt.Errorf("frontend: engine stream chunk: tool call index %d out of [0, %d)", tc.Index, maxFoldIndex)
+			}
+		}
 	}
 	if u.id == "" {
 		u.id, u.created, u.model = c.ID, c.Created, c.Model
@@ -141,6 +178,9 @@ func (u *unstreamer) add(data []byte) error {
 	for _, ch := range c.Choices {
 		x := u.choices[ch.Index]
 		if x == nil {
+			if u.left -= foldEntryCost; u.left < 0 {
+				return errFoldTooLarge
+			}
 			x = &unChoice{}
 			u.choices[ch.Index] = x
 		}
@@ -164,6 +204,11 @@ func (u *unstreamer) add(data []byte) error {
 				x.reasoning = append(x.reasoning, *d.Reasoning...)
 			}
 			for _, tc := range d.ToolCalls {
+				if n := tc.Index + 1 - len(x.tools); n > 0 {
+					if u.left -= int64(n) * foldEntryCost; u.left < 0 {
+						return errFoldTooLarge
+					}
+				}
 				for len(x.tools) <= tc.Index {
 					x.tools = append(x.tools, &unTool{})
 				}

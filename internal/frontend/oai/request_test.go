@@ -172,3 +172,17 @@ func TestDecodePrefillAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestSSEEventBounded: an event of many short lines is bounded like a
+// long line (before: it grew without bound, each line under the limit).
+func TestSSEEventBounded(t *testing.T) {
+	in := strings.Repeat("data: "+strings.Repeat("x", 30)+"\n", 1000) + "\n"
+	_, err := NewSSEReader(strings.NewReader(in), 1024).Next()
+	if !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("an event of %d bytes under a 1024-byte limit: %v", len(in), err)
+	}
+	ev, err := NewSSEReader(strings.NewReader("data: a\ndata: b\n\n"), 1024).Next()
+	if err != nil || string(ev.Data) != "a\nb" {
+		t.Fatalf("%q %v", ev.Data, err)
+	}
+}

@@ -34,7 +34,8 @@ type Event struct {
 // IsDone reports whether the event is the "[DONE]" terminator.
 func (e *Event) IsDone() bool { return bytes.Equal(bytes.TrimSpace(e.Data), Done) }
 
-// ErrLineTooLong is returned for an SSE line beyond the reader's limit.
+// ErrLineTooLong is returned for an SSE line, or an event, beyond the
+// reader's limit.
 var ErrLineTooLong = errors.New("oai: sse line too long")
 
 // SSEReader reads server-sent events. It is not safe for concurrent use.
@@ -48,8 +49,9 @@ type SSEReader struct {
 // frontend's largest allocation (BenchmarkStream, -memprofile).
 var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 
-// NewSSEReader reads events from r; lines longer than maxLine bytes
-// (0 = 1 MiB) fail with ErrLineTooLong. Call Close when done to recycle
+// NewSSEReader reads events from r; lines, and events, longer than
+// maxLine bytes (0 = 1 MiB) fail with ErrLineTooLong (an event of many
+// short lines would otherwise grow without bound). Call Close when done to recycle
 // its buffer.
 func NewSSEReader(r io.Reader, maxLine int) *SSEReader {
 	if maxLine <= 0 {
@@ -100,6 +102,9 @@ func (s *SSEReader) Next() (Event, error) {
 			}
 			ev.Raw = append(ev.Raw, line...)
 			return ev, nil
+		}
+		if len(ev.Raw)+len(line) > s.max {
+			return Event{}, ErrLineTooLong
 		}
 		ev.Raw = append(ev.Raw, line...)
 		s.field(&ev, &hasData, line)
