@@ -53,6 +53,16 @@
 // (predict.go). A chat part that is not text ends the routed prompt
 // (multimodal.go).
 //
+// Trust boundaries (DESIGN.md §12; guard.go, limits.go, bookings.go): the
+// engines' transfer fields a client sends (kv_transfer_params, SGLang's
+// bootstrap_*, vllm_xargs.kv_transfer_params) are stripped before any
+// worker sees the request; a prefill answer's kv_transfer_params are
+// checked before the decode hop; each write to a client has a deadline
+// (Hardening.StreamWriteTimeout); what is buffered of an engine answer is
+// bounded (Hardening.MaxAnswerBytes); tracked /route bookings are bounded
+// per caller (its API key when keys are checked, else its address) and
+// in total.
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and
 // RunIndex the index writers; internal/app's serve runtime runs both.

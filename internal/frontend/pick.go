@@ -113,8 +113,10 @@ type Picked struct {
 	Worker Worker
 	// Decision is the router's decision.
 	Decision router.Decision
-	// Body is the body to forward: Request.Body, or with a completions
-	// text prompt replaced by its token ids (Config.ForwardTokens).
+	// Body is the body to forward: Request.Body less a client's engine
+	// transfer fields (oai.EngineFields, stripped: guard.go), with a
+	// completions text prompt replaced by its token ids
+	// (Config.ForwardTokens).
 	Body []byte
 	// Fallbacks are up to PickRequest.Fallbacks other workers, the
 	// cheapest first, for a proxy that retries down a list (ServedBy).
