@@ -34,21 +34,21 @@ const (
 
 // job is one client request on its way to a worker.
 type job struct {
-	id        string
-	path      string
-	body      []byte // forwarded body (bodyFor: with token ids or not)
-	tokens    []uint32
+	id     string
+	path   string
+	body   []byte // forwarded body (bodyFor: with token ids or not)
+	tokens []uint32
 	// textPrompt: a completion whose text prompt was tokenized into
 	// tokens, which bodyFor may forward in its place.
 	textPrompt bool
-	maxTokens int
-	stream    bool
-	session   string
-	priority  float64
-	start     time.Time
-	endpoint  string
-	model     string
-	hint      int // HeaderExpectedOutput; -1 = none
+	maxTokens  int
+	stream     bool
+	session    string
+	priority   float64
+	start      time.Time
+	endpoint   string
+	model      string
+	hint       int // HeaderExpectedOutput; -1 = none
 	// unstream: the client asked for one JSON body, the engine is asked
 	// to stream (unstream.go).
 	unstream bool
