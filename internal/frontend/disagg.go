@@ -168,6 +168,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 		body, err := prefillBody(s.bodyFor(j, wk.ID))
 		if err != nil {
 			_ = s.rt.Fail(pid, time.Now())
+			s.kickRelease()
 			return prefilled{}, err
 		}
 		params, unreachable, err := s.postPrefill(ctx, wk, j, body)
