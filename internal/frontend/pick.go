@@ -183,9 +183,10 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		now := time.Now()
 		fbs := s.fallbacks(&d, in.Fallbacks)
 		body := s.bodyFor(j, wk.ID)
-		for _, fb := range fbs {
-			if !s.forwardIDs(fb.Worker.ID) {
+		for i := 0; i < len(fbs) && j.textPrompt; i++ {
+			if !s.forwardIDs(fbs[i].Worker.ID) {
 				body = j.body // one body goes down the whole list
+				break
 			}
 		}
 		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: body, Fallbacks: fbs,

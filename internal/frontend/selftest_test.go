@@ -322,3 +322,41 @@ func TestSelfTestRetryAndRestart(t *testing.T) {
 		t.Errorf("not own: %d, worker got %s, want the text", rec.Code, m.last())
 	}
 }
+
+// TestPickBodyFollowsSelfTest: Pick (the endpoint picker's path) hands
+// out the ids body only when the pick and every fallback passed the
+// self-test: one body goes down the whole list.
+func TestPickBodyFollowsSelfTest(t *testing.T) {
+	s := newServerWith(t, false, func(c *Config) { c.OwnTokenizer = true })
+	for id, mode := range map[uint64]string{1: "match", 2: "none"} {
+		e := newTokEngine(t, mode)
+		if err := s.AddWorker(Worker{ID: id, URL: e.URL}); err != nil {
+			t.Fatal(err)
+		}
+		selfTestNow(t, s, id)
+	}
+	const body = `{"prompt":"pick me","max_tokens":1}`
+	ids, err := builtin(t).Encode(context.Background(), "pick me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idsJSON, _ := json.Marshal(ids)
+	for _, tc := range []struct {
+		allow     []uint64
+		fallbacks int
+		ids       bool
+	}{
+		{[]uint64{1}, 0, true},
+		{[]uint64{2}, 0, false},
+		{[]uint64{1, 2}, 1, false},
+	} {
+		p, e := s.Pick(context.Background(), PickRequest{Path: "/v1/completions", Body: []byte(body), Allow: tc.allow, Fallbacks: tc.fallbacks})
+		if e != nil {
+			t.Fatal(e.Message)
+		}
+		if got := bytes.Contains(p.Body, []byte(`"prompt":`+string(idsJSON))); got != tc.ids {
+			t.Errorf("allow %v fallbacks %d: body %s, ids %v, want %v", tc.allow, tc.fallbacks, p.Body, got, tc.ids)
+		}
+		p.Done("")
+	}
+}
