@@ -20,7 +20,7 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 		{"up", newUpCmd, map[string]string{"workers": "4", "port": "8080", "host": "127.0.0.1", "policy": "kv",
 			"speedup-ratio": "", "api-key": "", "index": "flash", "block-size": "64", "disagg": "", "disagg-policy": "always",
 			"kv-transfer-bandwidth": "2.5e+10", "kv-transfer-latency": "1ms"}},
-		{"serve", newServeCmd, map[string]string{"nats": "", "tokenizer": "builtin", "block-size": "64", "no-nats": "false",
+		{"serve", newServeCmd, map[string]string{"nats": "", "tokenizer": "auto", "block-size": "64", "no-nats": "false",
 			"worker": "", "forward-tokens": "true", "session-affinity": "false", "queue-threshold": "0",
 			"api-key": "", "admin-key": "", "max-body-bytes": "", "max-prompt-tokens": "", "retries": "2",
 			"busy-kv-usage": "0", "busy-prefill-tokens": "0", "load-poll": "250ms", "index": "flash", "jump-stride": "64",

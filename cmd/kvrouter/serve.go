@@ -84,7 +84,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	sc := &rc.Selector
 	f.StringVar(&c.Listen, "addr", c.Listen, "listen address")
 	f.StringVar(&fc.Model, "model", fc.Model, "served model name (/v1/models; NATS subject token)")
-	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
+	f.StringVar(&c.Tokenizer, "tokenizer", c.Tokenizer, "auto (the model's tokenizer.json: a model path or the Hugging Face cache; else the workers' /tokenize), builtin, remote (ask workers' /tokenize), or a tokenizer.json file / model directory")
 	f.StringSliceVar(&c.TokenizerURLs, "tokenizer-url", c.TokenizerURLs, "with --tokenizer remote: worker base URLs to ask (default: the static workers)")
 	textVar(f, &rc.Policy, "policy", "kv, approx, load, round-robin or random")
 	f.StringVar(&fc.Index, "index", fc.Index, "event-fed index: flash or radix")
@@ -146,7 +146,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.DurationVar(&fc.LoadPollInterval, "load-poll", fc.LoadPollInterval, "how often workers' GET /metrics is polled (load, KV usage, block size; negative = never)")
 	f.StringArrayVar(&fc.LoRAAdapters, "lora-adapter", fc.LoRAAdapters, "model name that is a LoRA adapter, hashed with its name as salt (repeatable; engines' /v1/models adds more)")
 	f.Uint64Var(&fc.Seed, "seed", fc.Seed, "tie-break seed (0 = random; replicas must differ)")
-	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion prompts to workers as token ids")
+	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion text prompts as token ids to workers that passed the tokenizer self-test (only with the model's own tokenizer)")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	bindServeHardeningFlags(f, c)
 }

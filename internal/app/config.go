@@ -36,9 +36,13 @@ const (
 type ServeConfig struct {
 	// Listen is the HTTP listen address. Default "0.0.0.0:8080".
 	Listen string `yaml:"listen"`
-	// Tokenizer is "builtin" (compiled in), "remote" (ask the workers'
-	// /tokenize) or a tokenizer.json file / model directory. Default
-	// "builtin"; "" = builtin.
+	// Tokenizer is "auto", "builtin" (compiled in), "remote" (ask the
+	// workers' /tokenize) or a tokenizer.json file / model directory
+	// (ResolveTokenizer). "auto" takes the model's own tokenizer.json (a
+	// local model path, or the Hugging Face cache), else the workers'
+	// /tokenize, else refuses to start; the mock model gets the built-in
+	// one. Token ids are forwarded only with the model's own tokenizer.
+	// Default "auto"; "" = auto.
 	Tokenizer string `yaml:"tokenizer"`
 	// TokenizerURLs are the worker base URLs asked with Tokenizer
 	// "remote". Default none = the static workers.
@@ -110,7 +114,7 @@ func DefaultServeConfig() ServeConfig {
 	nc.Port = DefaultEmbeddedNATSPort
 	return ServeConfig{
 		Listen:    "0.0.0.0:8080",
-		Tokenizer: "builtin",
+		Tokenizer: TokenizerAuto,
 		Frontend:  fc,
 		NATS:      nc,
 		Replica:   replica.DefaultConfig(),

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,7 +63,9 @@ func NewMocker(cfg MockerConfig) (*Mocker, error) {
 	m.mc.AdvertiseURL = m.url
 	engineTiers(&m.mc.Engine, cfg.Tiers)
 	if m.mc.Tokenizer = cfg.TokenizerImpl; m.mc.Tokenizer == nil {
-		tok, err := LoadTokenizer(cfg.Tokenizer, m.mc.Model, []string{m.url})
+		// "" stays the built-in one: the mocker is the engine, whose
+		// tokenizer is what it says, never another worker's.
+		tok, err := LoadTokenizer(cmp.Or(cfg.Tokenizer, TokenizerBuiltin), m.mc.Model, []string{m.url})
 		if err != nil {
 			_ = m.ln.Close()
 			return nil, err

@@ -106,9 +106,12 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 				urls = append(urls, w.URL)
 			}
 		}
-		if fc.Tokenizer, err = LoadTokenizer(cfg.Tokenizer, fc.Model, urls); err != nil {
-			return nil, err
+		t, err := ResolveTokenizer(cfg.Tokenizer, fc.Model, urls)
+		if err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
 		}
+		fc.Tokenizer, fc.OwnTokenizer = t.Tokenizer, t.Own
+		logTokenizer(log, cfg.Tokenizer, fc, t)
 	}
 	s := &Serve{cfg: cfg, log: log, static: static, ready: make(chan struct{})}
 	onDown := fc.Events.OnWorkerDown

@@ -264,6 +264,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	sc := app.DefaultServeConfig()
 	sc.Frontend = f.cfg.Frontend
+	// The mockers tokenize with the router's tokenizer: its ids may be
+	// forwarded (each still passes the self-test first).
+	sc.Frontend.OwnTokenizer = true
 	sc.Listener, sc.Logger, sc.TokenizerImpl = f.feLn, f.log.With("component", "frontend"), f.cfg.Tokenizer
 	sc.NATS.URL = natsURL
 	if st := f.cfg.Engine.Tiers.Shared; st != nil {

@@ -228,6 +228,9 @@ type IndexSummary struct {
 	// reported cached tokens (predict.go); both on its rank-0 line.
 	Health     *EngineHealth `json:"health,omitempty"`
 	Prediction *Prediction   `json:"prediction,omitempty"`
+	// Tokenizer is the worker's tokenizer self-test (selftest.go) and
+	// whether text prompts go to it as token ids, on its rank-0 line.
+	Tokenizer *SelfTest `json:"tokenizer,omitempty"`
 	// Ingest counts the worker's refused events and stream faults by
 	// reason (CountIngest), on its rank-0 line.
 	Ingest map[string]uint64 `json:"ingest,omitempty"`
@@ -269,6 +272,8 @@ func (s *Server) IndexSummaries() IndexReport {
 		x.URL, x.Down, x.MaxNumSeqs = wk.URL, wk.down, wk.Info.MaxNumSeqs
 		x.Timing = s.fits.summary(wk.ID)
 		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
+		st := s.selfTestState(wk.ID)
+		x.Tokenizer = &st
 	}
 	var recs []dumpRecord
 	chains := s.rt.Config().TierChains

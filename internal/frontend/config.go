@@ -42,9 +42,18 @@ type Config struct {
 	// (replicas must differ); tests set it.
 	Seed uint64 `yaml:"seed"`
 	// ForwardTokens sends /v1/completions text prompts to workers as token
-	// ids, so the worker computes exactly the blocks the router hashed.
-	// Default true (set via DefaultConfig; false sends the text).
+	// ids, so the worker computes exactly the blocks the router hashed, but
+	// only with OwnTokenizer and only to workers whose tokenizer self-test
+	// matched (selftest.go); every other worker gets the client's body and
+	// the ids serve the routing only. Default true (set via DefaultConfig;
+	// false always sends the text).
 	ForwardTokens bool `yaml:"forward_tokens"`
+	// OwnTokenizer says Tokenizer is the served model's own (its
+	// tokenizer.json, or the built-in one for the mock model), so its ids
+	// may be forwarded (ForwardTokens). Set by whoever chose Tokenizer
+	// (internal/app resolves --tokenizer); not configuration. Default
+	// false: ids are never forwarded.
+	OwnTokenizer bool `yaml:"-"`
 	// MaxBodyBytes bounds request bodies (413 beyond). Default 8 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxPromptTokens bounds prompts (400 context_length_exceeded beyond).

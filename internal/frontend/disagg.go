@@ -147,8 +147,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 // *tried, which it extends) when one fails.
 func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefilled, error) {
 	pid := j.id + "/prefill"
-	body, err := prefillBody(j.body)
-	if err != nil {
+	if _, err := prefillBody(j.body); err != nil {
 		return prefilled{}, err
 	}
 	for attempt := 0; ; attempt++ {
@@ -168,6 +167,12 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 			return prefilled{d: d, boot: wk}, nil
 		}
 		t0 := time.Now()
+		body, err := prefillBody(s.bodyFor(j, wk.ID))
+		if err != nil {
+			_ = s.rt.Fail(pid, time.Now())
+			s.kickRelease()
+			return prefilled{}, err
+		}
 		params, unreachable, err := s.postPrefill(ctx, wk, j, body)
 		if err == nil {
 			// The prefill answer arrived: its load leaves the prefill pool.

@@ -1,11 +1,17 @@
 // Package frontend is kvrouter's OpenAI-compatible HTTP frontend
 // (DESIGN.md §5): it tokenizes a request with the model's tokenizer, asks
 // the router where the prompt's KV blocks already are, forwards the request
-// to the chosen worker (as token ids for /v1/completions, which vLLM and the
-// mocker accept) and streams the answer back unbuffered, driving the
+// to the chosen worker and streams the answer back unbuffered, driving the
 // router's load tracker from the stream: first token -> PrefillDone;
 // finish, error or client disconnect -> Free; a worker that cannot be
 // reached -> Fail and a retry on the next best worker.
+//
+// A /v1/completions text prompt goes to a worker as the router's token ids
+// (which vLLM and the mocker accept) only when the tokenizer is the
+// model's own (Config.OwnTokenizer) and the worker passed the tokenizer
+// self-test (selftest.go: canary prompts tokenized by the router and by
+// the engine's /tokenize agree); every other worker gets the client's
+// body, and the ids serve the routing only.
 //
 // Endpoints:
 //
@@ -13,7 +19,7 @@
 //	GET  /v1/models
 //	POST /route                 decision + every candidate's cost, no proxying
 //	POST /route/{id}/prefill_done, /route/{id}/free   lifecycle for tracked /route decisions
-//	GET  /debug/index           per worker: blocks per tier, ingestion counts by reason (admin)
+//	GET  /debug/index           per worker: blocks per tier, ingestion counts by reason, tokenizer self-test (admin)
 //	GET  /debug/router          the router's state as text (admin)
 //	GET  /metrics, /healthz, /readyz
 //

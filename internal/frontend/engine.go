@@ -37,6 +37,7 @@ var (
 	waitingNames  = []string{"vllm:num_requests_waiting", "sglang:num_queue_reqs"}
 	prefillNames  = []string{"kvrouter_mocker_active_prefill_tokens"}
 	cacheInfoName = "vllm:cache_config_info"
+	startTimeName = "process_start_time_seconds"
 )
 
 // Down-worker handling.
@@ -69,6 +70,11 @@ type engineReport struct {
 	// Known counts the samples of known metrics: 0 means the page has
 	// none of them (not an engine kvrouter understands).
 	Known int
+	// StartTime is process_start_time_seconds (the Prometheus client
+	// libraries' process collector: vLLM, SGLang); 0 = not reported. A
+	// change means the engine restarted (its tokenizer self-test is run
+	// again).
+	StartTime float64
 }
 
 // parseEngineMetrics parses a Prometheus text exposition with the
@@ -115,6 +121,9 @@ func parseEngineMetrics(r io.Reader) (engineReport, error) {
 	first(runningNames, func(x *rankLoad, v float64) { x.Running = v })
 	first(waitingNames, func(x *rankLoad, v float64) { x.Waiting = v })
 	first(prefillNames, func(x *rankLoad, v float64) { x.PrefillTokens = v })
+	if f, ok := fams[startTimeName]; ok && len(f.GetMetric()) > 0 {
+		rep.StartTime = sampleValue(f.GetMetric()[0])
+	}
 	if f, ok := fams[cacheInfoName]; ok {
 		for _, m := range f.GetMetric() {
 			rep.Known++
@@ -160,6 +169,7 @@ type workerHealth struct {
 	engineBS, engineBlocks int
 	warnedBlocks           bool
 	modelsAt               time.Time // next GET /v1/models (adapters.go)
+	tok                    tokState  // tokenizer self-test (selftest.go)
 }
 
 func (e *engineState) get(id uint64) *workerHealth {
@@ -236,6 +246,8 @@ func (s *Server) probeHealth(ctx context.Context, base string) error {
 func (s *Server) pollLoads(ctx context.Context) {
 	t := time.NewTicker(s.cfg.LoadPollInterval)
 	defer t.Stop()
+	var tests sync.WaitGroup // self-tests run beside the polls
+	defer tests.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -256,6 +268,7 @@ func (s *Server) pollLoads(ctx context.Context) {
 			}(&ws[i])
 		}
 		wg.Wait()
+		s.selfTests(ctx, ws, time.Now(), &tests)
 	}
 }
 
@@ -295,6 +308,7 @@ func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 		}
 		return
 	}
+	s.noteEngineStart(w, rep.StartTime)
 	s.eng.mu.Lock()
 	h.fails = 0
 	learn := !now.Before(h.modelsAt)

@@ -36,6 +36,7 @@ type metrics struct {
 	retries       prometheus.Counter
 	workerDown    prometheus.Counter
 	workerRefused *prometheus.CounterVec
+	selfTests     *prometheus.CounterVec // worker, outcome (selftest.go)
 	workerKV      *prometheus.GaugeVec
 	workerPrefill *prometheus.GaugeVec
 	authFailures  prometheus.Counter
@@ -92,6 +93,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Times a worker was taken out of routing as unreachable."}),
 		workerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_workers_refused_total",
 			Help: "Workers refused at registration, by reason."}, []string{"reason"}),
+		selfTests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_tokenizer_selftest_total",
+			Help: "Tokenizer self-tests of workers (router vs engine /tokenize on canary prompts), by outcome: match, mismatch, unavailable, error."},
+			[]string{"worker", "outcome"}),
 		workerKV: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_kv_usage",
 			Help: "KV usage reported by each worker."}, []string{"worker"}),
 		workerPrefill: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens",
@@ -105,7 +109,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
 		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
-		m.eventLag, m.events, m.eventRejects, m.eventFaults, m.inflight, m.retries, m.workerDown, m.workerRefused, m.workerKV,
+		m.eventLag, m.events, m.eventRejects, m.eventFaults, m.inflight, m.retries, m.workerDown, m.workerRefused, m.selfTests, m.workerKV,
 		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),

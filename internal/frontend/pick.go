@@ -115,8 +115,9 @@ type Picked struct {
 	Decision router.Decision
 	// Body is the body to forward: Request.Body less a client's engine
 	// transfer fields (oai.EngineFields, stripped: guard.go), with a
-	// completions text prompt replaced by its token ids
-	// (Config.ForwardTokens).
+	// completions text prompt replaced by its token ids when every worker
+	// it may go to (Worker and the Fallbacks) may get ids (selftest.go
+	// bodyFor).
 	Body []byte
 	// Fallbacks are up to PickRequest.Fallbacks other workers, the
 	// cheapest first, for a proxy that retries down a list (ServedBy).
@@ -182,7 +183,15 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		}
 		s.m.inflight.Inc()
 		now := time.Now()
-		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: j.body, Fallbacks: s.fallbacks(&d, in.Fallbacks),
+		fbs := s.fallbacks(&d, in.Fallbacks)
+		body := s.bodyFor(j, wk.ID)
+		for i := 0; i < len(fbs) && j.textPrompt; i++ {
+			if !s.forwardIDs(fbs[i].Worker.ID) {
+				body = j.body // one body goes down the whole list
+				break
+			}
+		}
+		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: body, Fallbacks: fbs,
 			s: s, j: j, obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
 	}
 }

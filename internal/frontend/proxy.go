@@ -34,18 +34,21 @@ const (
 
 // job is one client request on its way to a worker.
 type job struct {
-	id        string
-	path      string
-	body      []byte // forwarded body
-	tokens    []uint32
-	maxTokens int
-	stream    bool
-	session   string
-	priority  float64
-	start     time.Time
-	endpoint  string
-	model     string
-	hint      int // HeaderExpectedOutput; -1 = none
+	id     string
+	path   string
+	body   []byte // forwarded body (bodyFor: with token ids or not)
+	tokens []uint32
+	// textPrompt: a completion whose text prompt was tokenized into
+	// tokens, which bodyFor may forward in its place.
+	textPrompt bool
+	maxTokens  int
+	stream     bool
+	session    string
+	priority   float64
+	start      time.Time
+	endpoint   string
+	model      string
+	hint       int // HeaderExpectedOutput; -1 = none
 	// unstream: the client asked for one JSON body, the engine is asked
 	// to stream (unstream.go).
 	unstream bool
@@ -175,9 +178,9 @@ func (s *Server) handleOpenAI(w http.ResponseWriter, r *http.Request, ep string)
 }
 
 // prepare parses body as j.endpoint's OpenAI request (EndpointCompletions
-// or EndpointChat) and tokenizes its prompt into j, as the worker will:
-// a completions text prompt is rewritten to token ids with
-// Config.ForwardTokens. The proxy and Pick share it.
+// or EndpointChat) and tokenizes its prompt into j, as the worker will
+// (bodyFor decides per worker whether a completions text prompt is
+// forwarded as these ids). The proxy and Pick share it.
 func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 	if j.endpoint == EndpointChat {
 		req, err := oai.ParseChat(body)
@@ -214,11 +217,7 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 		if err != nil {
 			return tokenizeError(err)
 		}
-		if s.cfg.ForwardTokens && len(j.tokens) > 0 {
-			if j.body, err = oai.SetFields(j.body, map[string]any{"prompt": j.tokens}); err != nil {
-				return oai.BadRequest("", err.Error())
-			}
-		}
+		j.textPrompt = true
 	}
 	return s.checkLimits(len(j.tokens), j.maxTokens)
 }
@@ -400,7 +399,7 @@ func (s *Server) candidateIDs(exclude []uint64) []uint64 {
 }
 
 func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(j.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(s.bodyFor(j, wk.ID)))
 	if err != nil {
 		return nil, err
 	}

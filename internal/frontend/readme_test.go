@@ -57,8 +57,9 @@ func newServerWith(t testing.TB, run bool, mod func(*Config)) *Server {
 }
 
 // recWorker is a fake engine that records the last body per path and
-// answers completions with JSON (or SSE when asked to stream), and GET
-// /metrics (vLLM's names, kvUsage) and GET /health while loadOK.
+// answers completions with JSON (or SSE when asked to stream), GET
+// /metrics (vLLM's names, kvUsage) and GET /health while loadOK, and POST
+// /tokenize with the built-in tokenizer (the router's in newServerWith).
 type recWorker struct {
 	*httptest.Server
 	mu       sync.Mutex
@@ -83,6 +84,10 @@ func newRecWorker(t *testing.T, id uint64, kvUsage float64) *recWorker {
 				fmt.Fprintf(rw, "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} %g\n"+
 					"# TYPE kvrouter_mocker_active_prefill_tokens gauge\nkvrouter_mocker_active_prefill_tokens 7\n", kvUsage)
 			}
+			return
+		}
+		if r.URL.Path == "/tokenize" {
+			serveTokenize(rw, r, builtin(t), nil)
 			return
 		}
 		if w.broken.Load() {
@@ -160,14 +165,19 @@ func storeTokens(t *testing.T, s *Server, w uint64, toks []uint32) int {
 // TestResponseHeadersAndForwardedBody: the x-kvrouter-* response headers
 // carry the worker, the overlap the router found and its cached tokens;
 // a text completion prompt is forwarded as the token ids the router hashed
-// (the default), or as text with ForwardTokens off; streaming chat bodies
+// to a worker whose tokenizer self-test matched (the default with the
+// model's own tokenizer; selftest_test.go has the other cases), or as
+// text with ForwardTokens off; streaming chat bodies
 // are forwarded unchanged, non-streaming ones streamed from the engine
 // (stream, stream_options.include_usage) and answered as one JSON body.
 func TestResponseHeadersAndForwardedBody(t *testing.T) {
-	s := newServerWith(t, false, nil)
+	s := newServerWith(t, false, func(c *Config) { c.OwnTokenizer = true })
 	w := newRecWorker(t, 1, 0)
 	if err := s.AddWorker(Worker{ID: 1, URL: w.URL}); err != nil {
 		t.Fatal(err)
+	}
+	if res := selfTestNow(t, s, 1); res.Outcome != SelfTestMatch || !res.ForwardIDs {
+		t.Fatalf("self-test %+v, want a match that forwards ids", res)
 	}
 	text := strings.Repeat("KV-cache-aware routing sends each request where its prefix is cached. ", 20)
 	toks, err := s.cfg.Tokenizer.Encode(context.Background(), text)
@@ -224,9 +234,12 @@ func TestResponseHeadersAndForwardedBody(t *testing.T) {
 		t.Errorf("non-streaming chat forwarded as %s, want %s", got, want)
 	}
 
-	st := newServerWith(t, false, func(c *Config) { c.ForwardTokens = false })
+	st := newServerWith(t, false, func(c *Config) { c.ForwardTokens, c.OwnTokenizer = false, true })
 	if err := st.AddWorker(Worker{ID: 1, URL: w.URL}); err != nil {
 		t.Fatal(err)
+	}
+	if res := selfTestNow(t, st, 1); res.Outcome != SelfTestMatch || res.ForwardIDs {
+		t.Fatalf("self-test %+v, want a match that forwards no ids", res)
 	}
 	if rec := do(t, st.Handler(), "POST", "/v1/completions", `{"prompt":"as text","max_tokens":1}`); rec.Code != 200 {
 		t.Fatalf("completion: %d %s", rec.Code, rec.Body)

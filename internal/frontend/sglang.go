@@ -82,7 +82,7 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, pre *prefilled, canc
 
 // postDiscard sends j to w and reads the answer to its end.
 func (s *Server) postDiscard(ctx context.Context, w *Worker, j *job) (unreachable bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+j.path, bytes.NewReader(j.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+j.path, bytes.NewReader(s.bodyFor(j, w.ID)))
 	if err != nil {
 		return false, err
 	}

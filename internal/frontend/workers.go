@@ -43,6 +43,7 @@ func (s *Server) markUp(id uint64) {
 		w.down = false
 	}
 	s.mu.Unlock()
+	s.resetSelfTest(id) // maybe a new engine
 	s.log.Info("worker back", "worker", id)
 	if s.cfg.Events.OnWorkerUp != nil {
 		s.cfg.Events.OnWorkerUp(id)

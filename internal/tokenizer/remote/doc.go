@@ -11,5 +11,6 @@
 //
 // Every call is one HTTP round trip bounded by its context; endpoints are
 // tried in order until one answers (connection errors and 5xx move on to
-// the next; 4xx is final). Safe for concurrent use.
+// the next; 4xx is final; a non-2xx answer is a *StatusError). Safe for
+// concurrent use.
 package remote

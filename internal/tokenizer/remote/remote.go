@@ -44,8 +44,31 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ErrStatus is wrapped when a worker answers /tokenize with a non-2xx status.
+// ErrStatus is matched (errors.Is) when a worker answers /tokenize with a
+// non-2xx status; errors.As with *StatusError gives the status.
 var ErrStatus = errors.New("remote tokenizer: bad status")
+
+// StatusError is a non-2xx answer of a worker's /tokenize.
+type StatusError struct {
+	URL  string
+	Code int
+	// Body is the start of the answer (up to 512 bytes), trimmed.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("POST %s: %d %s: %v", e.URL, e.Code, e.Body, ErrStatus)
+}
+
+// Is makes a StatusError match ErrStatus.
+func (e *StatusError) Is(target error) bool { return target == ErrStatus }
+
+// NotServed reports whether the status says the worker serves no such
+// endpoint or request (404, 405, 501, or any other 4xx but 429), as
+// opposed to a passing failure (429, 5xx) worth asking again.
+func (e *StatusError) NotServed() bool {
+	return e.Code == http.StatusNotImplemented || (e.Code >= 400 && e.Code < 500 && e.Code != http.StatusTooManyRequests)
+}
 
 // Tokenizer asks workers' /tokenize endpoint.
 type Tokenizer struct {
@@ -140,7 +163,7 @@ func (t *Tokenizer) try(ctx context.Context, url string, body []byte) (ids []uin
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, resp.StatusCode >= 500, fmt.Errorf("POST %s: %d %s: %w", url, resp.StatusCode, bytes.TrimSpace(snippet), ErrStatus)
+		return nil, resp.StatusCode >= 500, &StatusError{URL: url, Code: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
 	}
 	var r response
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
