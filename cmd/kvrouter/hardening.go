@@ -11,6 +11,7 @@ import (
 // --nats-user/--nats-password, --nats-token or --nats-nkey).
 func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	bindHardeningFlags(f, &c.Frontend.Hardening)
+	f.Int64Var(&c.Replica.SnapshotMaxBytes, "snapshot-max-bytes", c.Replica.SnapshotMaxBytes, "largest snapshot object a starting replica reads; a larger one is skipped for an older one or a stream replay")
 	f.StringVar(&c.NATS.Host, "embedded-nats-host", c.NATS.Host, "embedded NATS listen host; beyond loopback it requires credentials (--nats-user and --nats-password, --nats-token or --nats-nkey)")
 	f.StringVar(&c.NATS.EmbeddedTLSCert, "embedded-nats-tls-cert", c.NATS.EmbeddedTLSCert, "embedded NATS server certificate (PEM): clients must use TLS")
 	f.StringVar(&c.NATS.EmbeddedTLSKey, "embedded-nats-tls-key", c.NATS.EmbeddedTLSKey, "embedded NATS server key (PEM)")

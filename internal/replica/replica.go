@@ -141,7 +141,8 @@ func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
 		}
 	}
 	r := &Replica{conn: conn, cfg: cfg, opts: opts, ready: make(chan struct{}),
-		snaps: snapshot.NewManager(conn, snapshot.Config{Bucket: cfg.SnapshotBucket, Keep: cfg.SnapshotKeep, Logger: cfg.Logger})}
+		snaps: snapshot.NewManager(conn, snapshot.Config{Bucket: cfg.SnapshotBucket, Keep: cfg.SnapshotKeep,
+			MaxBytes: cfg.SnapshotMaxBytes, Logger: cfg.Logger})}
 	r.st.Detail = "starting"
 	if cfg.SnapshotInterval > 0 {
 		l, err := NewLease(conn, LeaseConfig{Bucket: cfg.LeaseBucket, Key: "snapshot-writer." + eventplane.SubjectToken(cfg.Model),
