@@ -17,6 +17,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replica"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -360,6 +361,13 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 		// The frontend is the target: a remote free lets queued requests
 		// try again.
 		g.Go(func() error { return ls.Run(ctx, s.fe) })
+	}
+	// kvrouter_replica_*: lease, snapshots written and skipped.
+	if err := s.fe.Registry().Register(replica.NewCollector(rep)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("serve: replica metrics: %w", err)
+		}
 	}
 	s.mu.Lock()
 	s.conn, s.rep = conn, rep

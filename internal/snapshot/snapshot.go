@@ -147,6 +147,17 @@ func (m *Manager) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	return obs, nil
 }
 
+// forget drops the cached handle obs after an operation on it failed: the
+// bucket may be gone (NATS lost its state), and only store creates it
+// again.
+func (m *Manager) forget(obs jetstream.ObjectStore) {
+	m.mu.Lock()
+	if m.obs == obs {
+		m.obs = nil
+	}
+	m.mu.Unlock()
+}
+
 func name(seq uint64) string { return fmt.Sprintf("index-%020d", seq) }
 
 // Encode serializes a snapshot.
@@ -213,6 +224,7 @@ func (m *Manager) Save(ctx context.Context, s *Snapshot) error {
 		return err
 	}
 	if _, err := obs.PutBytes(ctx, name(s.Position.StreamSeq), b); err != nil {
+		m.forget(obs)
 		return fmt.Errorf("snapshot: put: %w", err)
 	}
 	names, err := m.names(ctx)
@@ -249,6 +261,7 @@ func (m *Manager) names(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
+		m.forget(obs)
 		return nil, fmt.Errorf("snapshot: list: %w", err)
 	}
 	var ns []string
