@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,7 +134,8 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		}
 	}
 	fc.Readiness = s.readiness
-	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads)}
+	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads),
+		"GET /debug/workers": http.HandlerFunc(s.handleWorkers)}
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
@@ -222,6 +224,22 @@ func (s *Serve) readinessRegistry() (bool, string) {
 // and remote parts, and the replicas heard through load sync.
 func (s *Serve) handleLoads(w http.ResponseWriter, r *http.Request) {
 	replica.LoadsHandler(s.fe.Router(), s.LoadSync()).ServeHTTP(w, r)
+}
+
+// WorkersView is the GET /debug/workers body: the members (static and
+// registered) and the second live instances refused for their ids.
+type WorkersView struct {
+	Workers    []discovery.Worker    `json:"workers"`
+	Duplicates []discovery.Duplicate `json:"duplicates"`
+	Refused    uint64                `json:"refused"`
+}
+
+// handleWorkers serves GET /debug/workers.
+func (s *Serve) handleWorkers(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(WorkersView{Workers: s.members.Workers(), Duplicates: s.members.Duplicates(), Refused: s.members.Refused()})
 }
 
 // NATSURL is the NATS server's client URL ("" without NATS or before Run
