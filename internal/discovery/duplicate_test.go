@@ -179,3 +179,25 @@ func TestRegistrationWithoutEpoch(t *testing.T) {
 	stop()
 	eventplanetest.WaitFor(t, 10*time.Second, "left", func() bool { _, l, _ := f.h.state(); return l == 1 })
 }
+
+// A new epoch at the registered URL is a restart, not a duplicate: it
+// takes the id over at once (the router drops the old process's cache
+// state), though the dead instance's entry has not expired.
+func TestRestartAtSameURLSupersedes(t *testing.T) {
+	f := newDupFixture(t)
+	crashed := discovery.NewRegistry(f.conn, f.cfg)
+	if err := crashed.Register(f.ctx, discovery.Worker{ID: 1, URL: "http://a:1", Epoch: "aaaa"}); err != nil {
+		t.Fatal(err)
+	}
+	eventplanetest.WaitFor(t, 10*time.Second, "a joined", func() bool { _, _, e := f.h.state(); return e == "aaaa" })
+	reg := discovery.NewRegistry(f.conn, f.cfg)
+	stop := f.instance(reg, "cccc", "http://a:1")
+	defer stop()
+	eventplanetest.WaitFor(t, 10*time.Second, "the restarted instance joined", func() bool {
+		_, _, e := f.h.state()
+		return e == "cccc"
+	})
+	if reg.Duplicates() != 0 || f.fleet.Restarts() != 1 {
+		t.Fatalf("duplicates %d, restarts %d: want a restart", reg.Duplicates(), f.fleet.Restarts())
+	}
+}

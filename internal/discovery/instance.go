@@ -31,25 +31,34 @@ func (e *DuplicateError) Error() string {
 // Unwrap makes errors.Is(err, ErrDuplicate) hold.
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
-// epochOf is a registration's instance identity ("" when it does not
-// decode or announces none: an older writer, identity unknown).
-func epochOf(value []byte) string {
-	var w struct {
-		Epoch string `json:"epoch"`
-	}
-	if len(value) > maxRegistrationSize || json.Unmarshal(value, &w) != nil {
-		return ""
-	}
-	return w.Epoch
+// instance is what identifies a registration's process: its Epoch
+// ("" when it does not decode or announces none: an older writer,
+// identity unknown) and its URL.
+type instance struct {
+	Epoch string `json:"epoch"`
+	URL   string `json:"url"`
 }
 
-// sameInstance reports whether two epochs may be one instance: equal, or
-// either unknown (a registration without one still works, as before).
-func sameInstance(a, b string) bool { return a == "" || b == "" || a == b }
+func instanceOf(value []byte) instance {
+	var in instance
+	if len(value) > maxRegistrationSize || json.Unmarshal(value, &in) != nil {
+		return instance{}
+	}
+	return in
+}
+
+// supersedes reports whether registration b may replace a live a: the
+// same instance (equal epochs, or either unknown, as before epochs), or a
+// new process at the same URL: two live processes cannot listen on one
+// address, so a is dead (a restart, whose empty cache the router must
+// learn at once). A new epoch at another URL is a second live instance.
+func supersedes(a, b instance) bool {
+	return a.Epoch == "" || b.Epoch == "" || a.Epoch == b.Epoch || a.URL == b.URL
+}
 
 // claim writes w's registration and returns its revision: it creates the
-// key, or takes it over when the entry there is this instance's own (a
-// retry) or of unknown identity. An entry of another epoch is a live
+// key, or takes it over when w supersedes the entry there (its own, a
+// retry; of unknown identity; or of a dead process at w's URL). An entry of another epoch is a live
 // instance (the bucket's TTL removes a dead one's): *DuplicateError,
 // nothing written, unless held: this instance held the id when the other
 // wrote over it (a writer without this check), and writes it back.
@@ -62,13 +71,13 @@ func (r *Registry) claim(ctx context.Context, kv jetstream.KeyValue, w Worker, b
 	if err != nil {
 		return 0, err // gone meanwhile (ErrKeyNotFound): the next try creates it
 	}
-	if other := epochOf(e.Value()); !sameInstance(other, w.Epoch) {
+	if other := instanceOf(e.Value()); !supersedes(other, instance{Epoch: w.Epoch, URL: w.URL}) {
 		if !held {
-			return 0, &DuplicateError{ID: w.ID, Epoch: w.Epoch, Holder: other}
+			return 0, &DuplicateError{ID: w.ID, Epoch: w.Epoch, Holder: other.Epoch}
 		}
 		r.duplicates.Add(1)
 		r.cfg.Logger.Warn("worker registration overwritten by another instance; writing it back", "worker", w.ID,
-			"epoch", w.Epoch, "other_epoch", other)
+			"epoch", w.Epoch, "other_epoch", other.Epoch, "other_url", other.URL)
 	}
 	return kv.Update(ctx, key(w.ID), b, e.Revision())
 }

@@ -288,9 +288,9 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 	// seen is the live holder of an id: its last put, as the local
 	// clock saw it, its value and its instance.
 	type seen struct {
-		at    time.Time
-		raw   string
-		epoch string
+		at  time.Time
+		raw string
+		in  instance
 	}
 	live := map[uint64]seen{}
 	// refusedEpoch remembers the duplicates refused per id, so that each
@@ -341,7 +341,7 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 							continue
 						}
 						e, err := kv.Get(ctx, key(id))
-						switch expiry(e, err, now, r.cfg.TTL, s.epoch) {
+						switch expiry(e, err, now, r.cfg.TTL, s.in.Epoch) {
 						case expiryGone:
 							delete(live, id)
 							delete(refusedEpoch, id)
@@ -397,11 +397,12 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 							continue // heartbeat
 						}
 						w, err := DecodeRegistration(e.Key(), e.Value())
-						if err == nil && had && at.Sub(prev.at) <= r.cfg.TTL && !sameInstance(prev.epoch, w.Epoch) {
+						in := instance{Epoch: w.Epoch, URL: w.URL}
+						if err == nil && had && at.Sub(prev.at) <= r.cfg.TTL && !supersedes(prev.in, in) {
 							// Another instance claims a live holder's id (a
 							// writer without Keepalive's check): refused, the
 							// holder kept; it wins once the holder is silent.
-							err = &DuplicateError{ID: id, Epoch: w.Epoch, Holder: prev.epoch}
+							err = &DuplicateError{ID: id, Epoch: w.Epoch, Holder: prev.in.Epoch}
 							if !refusedEpoch[id][w.Epoch] {
 								if refusedEpoch[id] == nil {
 									refusedEpoch[id] = map[string]bool{}
@@ -410,12 +411,12 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 									refusedEpoch[id][w.Epoch] = true
 								}
 								r.cfg.Logger.Warn("worker id claimed by a second live instance; refused", "worker", id,
-									"epoch", w.Epoch, "holder_epoch", prev.epoch)
+									"epoch", w.Epoch, "url", w.URL, "holder_epoch", prev.in.Epoch, "holder_url", prev.in.URL)
 								refuse(m, id, err)
 							}
 							continue
 						}
-						live[id] = seen{at: at, raw: string(e.Value()), epoch: w.Epoch}
+						live[id] = seen{at: at, raw: string(e.Value()), in: in}
 						delete(refusedEpoch, id)
 						if err != nil {
 							r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
@@ -455,7 +456,8 @@ func expiry(e jetstream.KeyValueEntry, err error, now time.Time, ttl time.Durati
 		return expiryUnknown
 	case e.Operation() != jetstream.KeyValuePut || now.Sub(e.Created()) > ttl:
 		return expiryGone
-	case epoch != "" && !sameInstance(epoch, epochOf(e.Value())):
+	}
+	if other := instanceOf(e.Value()).Epoch; epoch != "" && other != "" && other != epoch {
 		return expiryGone
 	}
 	return expiryWatchStalled
