@@ -265,8 +265,8 @@ func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 		if err != nil {
 			continue
 		}
-		var w Worker
-		if json.Unmarshal(e.Value(), &w) == nil {
+		// The entries are input: the same bounds and checks as Watch's.
+		if w, err := DecodeRegistration(k, e.Value()); err == nil {
 			ws = append(ws, w)
 		}
 	}
