@@ -9,25 +9,82 @@ import (
 	"github.com/kvrouter/kvrouter/kvevents"
 )
 
+// Config configures a Table.
+type Config struct {
+	// TTL is the idle time after which a binding expires; <= 0 means
+	// never.
+	TTL time.Duration
+	// MaxSessions bounds the bindings held; <= 0 means no bound.
+	MaxSessions int
+	// MaxBytes bounds the bytes the bindings hold, counted as the
+	// session id's length plus EntryOverhead each; <= 0 means no bound.
+	MaxBytes int64
+}
+
+// EntryOverhead is what one binding costs beside its session id's bytes
+// (the map slot and the entry with its list links), an estimate from the
+// types' sizes rounded up to the allocator's size class.
+const EntryOverhead = 112
+
 // Table maps session ids to workers. Build with New.
 type Table struct {
-	ttl time.Duration
-	m   map[string]entry
+	cfg Config
+	m   map[string]*entry
+	// head is the most recently bound entry, tail the least: eviction
+	// takes from the tail.
+	head, tail *entry
+	bytes      int64
+	evicted    uint64
 }
 
 type entry struct {
-	w    kvevents.Worker
-	last time.Time
+	session    string
+	w          kvevents.Worker
+	last       time.Time
+	prev, next *entry // toward head, toward tail
 }
 
-// New returns an empty table whose bindings expire after ttl without use
-// (ttl <= 0: never).
-func New(ttl time.Duration) *Table {
-	return &Table{ttl: ttl, m: make(map[string]entry)}
+// New returns an empty table.
+func New(cfg Config) *Table {
+	return &Table{cfg: cfg, m: make(map[string]*entry)}
 }
 
-func (t *Table) expired(e entry, now time.Time) bool {
-	return t.ttl > 0 && now.Sub(e.last) > t.ttl
+// Size returns what one binding of session costs against Config.MaxBytes.
+func Size(session string) int64 { return int64(len(session)) + EntryOverhead }
+
+func (t *Table) expired(e *entry, now time.Time) bool {
+	return t.cfg.TTL > 0 && now.Sub(e.last) > t.cfg.TTL
+}
+
+func (t *Table) unlink(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		t.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		t.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+}
+
+func (t *Table) pushFront(e *entry) {
+	e.next = t.head
+	if t.head != nil {
+		t.head.prev = e
+	}
+	t.head = e
+	if t.tail == nil {
+		t.tail = e
+	}
+}
+
+func (t *Table) remove(e *entry) {
+	t.unlink(e)
+	delete(t.m, e.session)
+	t.bytes -= Size(e.session)
 }
 
 // Get returns the worker bound to session at now. An expired binding is
@@ -39,27 +96,53 @@ func (t *Table) Get(session string, now time.Time) (kvevents.Worker, bool) {
 		return kvevents.Worker{}, false
 	}
 	if t.expired(e, now) {
-		delete(t.m, session)
+		t.remove(e)
 		return kvevents.Worker{}, false
 	}
 	return e.w, true
 }
 
-// Bind binds (or rebinds) session to w and refreshes its idle timer.
-func (t *Table) Bind(session string, w kvevents.Worker, now time.Time) {
-	t.m[session] = entry{w: w, last: now}
+// Bind binds (or rebinds) session to w and refreshes its idle timer. A
+// new binding beyond Config's bounds evicts the least recently bound ones
+// first (Evicted counts them); one larger than MaxBytes on its own is not
+// bound, and Bind reports false.
+func (t *Table) Bind(session string, w kvevents.Worker, now time.Time) bool {
+	if e, ok := t.m[session]; ok {
+		e.w, e.last = w, now
+		t.unlink(e)
+		t.pushFront(e)
+		return true
+	}
+	size := Size(session)
+	if t.cfg.MaxBytes > 0 && size > t.cfg.MaxBytes {
+		return false
+	}
+	for t.tail != nil && (t.cfg.MaxSessions > 0 && len(t.m) >= t.cfg.MaxSessions ||
+		t.cfg.MaxBytes > 0 && t.bytes+size > t.cfg.MaxBytes) {
+		t.remove(t.tail)
+		t.evicted++
+	}
+	e := &entry{session: session, w: w, last: now}
+	t.m[session] = e
+	t.pushFront(e)
+	t.bytes += size
+	return true
 }
 
 // Drop removes session's binding (e.g. dispatch to its worker failed).
-func (t *Table) Drop(session string) { delete(t.m, session) }
+func (t *Table) Drop(session string) {
+	if e, ok := t.m[session]; ok {
+		t.remove(e)
+	}
+}
 
 // DropWorker removes every binding to any rank of worker id and returns
 // how many it removed.
 func (t *Table) DropWorker(id uint64) int {
 	n := 0
-	for s, e := range t.m {
+	for _, e := range t.m {
 		if e.w.ID == id {
-			delete(t.m, s)
+			t.remove(e)
 			n++
 		}
 	}
@@ -70,9 +153,9 @@ func (t *Table) DropWorker(id uint64) int {
 // returns how many it deleted.
 func (t *Table) Sweep(now time.Time) int {
 	n := 0
-	for s, e := range t.m {
+	for _, e := range t.m {
 		if t.expired(e, now) {
-			delete(t.m, s)
+			t.remove(e)
 			n++
 		}
 	}
@@ -81,6 +164,12 @@ func (t *Table) Sweep(now time.Time) int {
 
 // Len is the number of bindings (expired ones included until swept).
 func (t *Table) Len() int { return len(t.m) }
+
+// Bytes is what the bindings cost against Config.MaxBytes.
+func (t *Table) Bytes() int64 { return t.bytes }
+
+// Evicted counts bindings evicted to make room for new ones.
+func (t *Table) Evicted() uint64 { return t.evicted }
 
 // String lists the bindings sorted by session.
 func (t *Table) String() string {

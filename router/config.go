@@ -36,7 +36,27 @@ type AffinityConfig struct {
 	// TTL is the idle time after which a binding expires. Default 5 min;
 	// 0 = bindings never expire (they still go when the worker leaves).
 	TTL time.Duration `yaml:"ttl"`
+	// MaxSessions bounds the bindings held, this router's and those other
+	// replicas shared; a new one beyond evicts the least recently bound
+	// (package affinity). Default DefaultMaxSessions; 0 = no bound.
+	MaxSessions int `yaml:"max_sessions"`
+	// MaxBytes bounds the bytes the bindings hold (session id plus
+	// affinity.EntryOverhead each), evicting likewise. Default
+	// DefaultAffinityMaxBytes; 0 = no bound.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxIDBytes is the longest session id accepted: Route refuses a
+	// longer one (ErrBadRequest, a 400 in the frontend), ApplyRemote a
+	// bind of one. Default DefaultMaxSessionIDBytes; 0 = no bound.
+	MaxIDBytes int `yaml:"max_id_bytes"`
 }
+
+// Affinity bounds' defaults: 100000 bindings of 36-byte ids (UUIDs) take
+// about 15 MB; 32 MiB caps ids near the 1 KiB limit at about 28000.
+const (
+	DefaultMaxSessions       = 100000
+	DefaultAffinityMaxBytes  = 32 << 20
+	DefaultMaxSessionIDBytes = 1024
+)
 
 // PredictConfig configures the predicted side index (PolicyKV): every
 // decision also records the request's blocks for the chosen worker in a
@@ -129,8 +149,9 @@ func DefaultConfig() Config {
 		Selector:  selector.DefaultConfig(),
 		Loads:     loads.DefaultConfig(),
 		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
-		Affinity:  AffinityConfig{TTL: 5 * time.Minute},
-		Predict:   PredictConfig{TTL: DefaultPredictTTL, Active: true},
+		Affinity: AffinityConfig{TTL: 5 * time.Minute, MaxSessions: DefaultMaxSessions, MaxBytes: DefaultAffinityMaxBytes,
+			MaxIDBytes: DefaultMaxSessionIDBytes},
+		Predict: PredictConfig{TTL: DefaultPredictTTL, Active: true},
 
 		UtilizationWindow: 10 * time.Second,
 		Disagg:            DefaultDisaggConfig(),
@@ -199,6 +220,10 @@ func (c Config) Validate() error {
 	}
 	if c.Affinity.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: affinity TTL %v must be >= 0", c.Affinity.TTL))
+	}
+	if a := c.Affinity; a.MaxSessions < 0 || a.MaxBytes < 0 || a.MaxIDBytes < 0 {
+		errs = append(errs, fmt.Errorf("router: affinity max sessions %d, max bytes %d, max id bytes %d: negative",
+			a.MaxSessions, a.MaxBytes, a.MaxIDBytes))
 	}
 	return errors.Join(errs...)
 }

@@ -121,6 +121,9 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 			return fmt.Errorf("router: remote booking of %s: %w", origin, err)
 		}
 	case BookBind:
+		if err := r.checkSession(b.Session); err != nil {
+			return fmt.Errorf("%w: remote bind of %s: %w", ErrBadRequest, origin, err)
+		}
 		if r.cfg.Affinity.Enabled && b.Session != "" {
 			r.aff.Bind(b.Session, b.Worker, now)
 		}

@@ -180,13 +180,14 @@ func New(cfg Config, opts Options) (*Router, error) {
 		opts.Approx = indexer.NewApprox(cfg.Index.Approx)
 	}
 	r := &Router{
-		cfg:      cfg,
-		sel:      selector.New(cfg.Selector),
-		events:   opts.Events,
-		rng:      opts.Rand,
-		approx:   opts.Approx,
-		loads:    loads.New(cfg.Loads),
-		aff:      affinity.New(cfg.Affinity.TTL),
+		cfg:    cfg,
+		sel:    selector.New(cfg.Selector),
+		events: opts.Events,
+		rng:    opts.Rand,
+		approx: opts.Approx,
+		loads:  loads.New(cfg.Loads),
+		aff: affinity.New(affinity.Config{TTL: cfg.Affinity.TTL, MaxSessions: cfg.Affinity.MaxSessions,
+			MaxBytes: cfg.Affinity.MaxBytes}),
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
 		history:  newHistory(cfg),
@@ -435,6 +436,13 @@ func (r *Router) Stats() Stats {
 	return s
 }
 
+// AffinityStats returns the session table's size.
+func (r *Router) AffinityStats() AffinityStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return AffinityStats{Sessions: r.aff.Len(), Bytes: r.aff.Bytes(), Evicted: r.aff.Evicted()}
+}
+
 // PrefillDone records the first output token of request id at now: its
 // prefill tokens leave the prefill load.
 func (r *Router) PrefillDone(id string, now time.Time) error {
@@ -568,6 +576,18 @@ func (r *Router) String() string {
 	return b.String()
 }
 
+// ErrSessionID is wrapped by the error of a session id longer than
+// AffinityConfig.MaxIDBytes.
+var ErrSessionID = errors.New("router: session id too long")
+
+// checkSession refuses a session id beyond AffinityConfig.MaxIDBytes.
+func (r *Router) checkSession(s string) error {
+	if m := r.cfg.Affinity.MaxIDBytes; m > 0 && len(s) > m {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrSessionID, len(s), m)
+	}
+	return nil
+}
+
 // prepare validates req and computes its hashes.
 func (r *Router) prepare(req *Request) (*pending, error) {
 	if req.ID == "" {
@@ -577,6 +597,9 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 		return nil, fmt.Errorf("%w: request %q has negative isl or output tokens", ErrBadRequest, req.ID)
 	}
 	if err := req.Overrides.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: request %q: %w", ErrBadRequest, req.ID, err)
+	}
+	if err := r.checkSession(req.Session); err != nil {
 		return nil, fmt.Errorf("%w: request %q: %w", ErrBadRequest, req.ID, err)
 	}
 	B := r.cfg.BlockSize

@@ -210,6 +210,16 @@ type Events struct {
 	OnBooking func(b Booking)
 }
 
+// AffinityStats is the session table's size against its bounds
+// (AffinityConfig).
+type AffinityStats struct {
+	Sessions int
+	// Bytes is what the bindings cost against AffinityConfig.MaxBytes.
+	Bytes int64
+	// Evicted counts bindings evicted for new ones beyond the bounds.
+	Evicted uint64
+}
+
 // Stats is a snapshot of the router's counters.
 type Stats struct {
 	Workers        int // workers (not ranks)

@@ -11,6 +11,11 @@ import (
 // --nats-user/--nats-password, --nats-token or --nats-nkey).
 func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	bindHardeningFlags(f, &c.Frontend.Hardening)
+	aff := &c.Frontend.Router.Affinity
+	f.IntVar(&aff.MaxIDBytes, "session-id-max-bytes", aff.MaxIDBytes, "longest x-session-id / session_id accepted; longer is a 400 (0 = no bound)")
+	f.IntVar(&aff.MaxSessions, "affinity-max-sessions", aff.MaxSessions, "session bindings held (own and other replicas'); beyond, the least recently bound are evicted (0 = no bound)")
+	f.Int64Var(&aff.MaxBytes, "affinity-max-bytes", aff.MaxBytes, "bytes the session bindings may hold (id + 112 each); beyond, the least recently bound are evicted (0 = no bound)")
+	f.Int64Var(&c.Replica.SnapshotMaxBytes, "snapshot-max-bytes", c.Replica.SnapshotMaxBytes, "largest snapshot object a starting replica reads; a larger one is skipped for an older one or a stream replay")
 	f.StringVar(&c.NATS.Host, "embedded-nats-host", c.NATS.Host, "embedded NATS listen host; beyond loopback it requires credentials (--nats-user and --nats-password, --nats-token or --nats-nkey)")
 	f.StringVar(&c.NATS.EmbeddedTLSCert, "embedded-nats-tls-cert", c.NATS.EmbeddedTLSCert, "embedded NATS server certificate (PEM): clients must use TLS")
 	f.StringVar(&c.NATS.EmbeddedTLSKey, "embedded-nats-tls-key", c.NATS.EmbeddedTLSKey, "embedded NATS server key (PEM)")

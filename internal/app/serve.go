@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/replica"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -135,7 +137,8 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		}
 	}
 	fc.Readiness = s.readiness
-	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads)}
+	fc.AdminHandlers = map[string]http.Handler{"GET /debug/loads": http.HandlerFunc(s.handleLoads),
+		"GET /debug/workers": http.HandlerFunc(s.handleWorkers)}
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
@@ -224,6 +227,22 @@ func (s *Serve) readinessRegistry() (bool, string) {
 // and remote parts, and the replicas heard through load sync.
 func (s *Serve) handleLoads(w http.ResponseWriter, r *http.Request) {
 	replica.LoadsHandler(s.fe.Router(), s.LoadSync()).ServeHTTP(w, r)
+}
+
+// WorkersView is the GET /debug/workers body: the members (static and
+// registered) and the second live instances refused for their ids.
+type WorkersView struct {
+	Workers    []discovery.Worker    `json:"workers"`
+	Duplicates []discovery.Duplicate `json:"duplicates"`
+	Refused    uint64                `json:"refused"`
+}
+
+// handleWorkers serves GET /debug/workers.
+func (s *Serve) handleWorkers(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(WorkersView{Workers: s.members.Workers(), Duplicates: s.members.Duplicates(), Refused: s.members.Refused()})
 }
 
 // NATSURL is the NATS server's client URL ("" without NATS or before Run
@@ -363,6 +382,13 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 		// The frontend is the target: a remote free lets queued requests
 		// try again.
 		g.Go(func() error { return ls.Run(ctx, s.fe) })
+	}
+	// kvrouter_replica_*: lease, snapshots written and skipped.
+	if err := s.fe.Registry().Register(replica.NewCollector(rep)); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, fmt.Errorf("serve: replica metrics: %w", err)
+		}
 	}
 	s.mu.Lock()
 	s.conn, s.rep = conn, rep

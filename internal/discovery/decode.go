@@ -84,6 +84,8 @@ func Reason(err error) string {
 		return ReasonBlockSize
 	case errors.Is(err, errPanic):
 		return ReasonPanic
+	case errors.Is(err, ErrDuplicate):
+		return ReasonDuplicate
 	}
 	return ReasonRouter
 }

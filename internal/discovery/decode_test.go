@@ -67,6 +67,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 	f.Add("w.x", []byte(`nope`))
 	f.Add("w.9", []byte(`{"id":9,"url":"http://h:1","max_num_batched_tokens":8192,"max_num_seqs":256}`))
 	f.Add("w.9", []byte(`{"id":9,"url":"http://h:1","max_num_seqs":1048577}`))
+	f.Add("w.3", []byte(`{"id":3,"url":"http://h:1","epoch":"0123456789abcdef"}`))
+	f.Add("w.3", []byte(`{"id":3,"url":"http://h:1","epoch":{"x":1}}`))
 	f.Fuzz(func(t *testing.T, key string, val []byte) {
 		w, err := discovery.DecodeRegistration(key, val)
 		if err != nil {

@@ -9,6 +9,21 @@
 //   - Static: a YAML file (LoadStatic, unknown keys rejected) or repeatable
 //     --worker flags (ParseWorkerFlag) for fleets without registration.
 //
+// A registration is one instance's (Worker.Epoch, fresh at each process
+// start). A new epoch at the registered URL supersedes the old one at once
+// (a restart: two live processes cannot listen on one address); a new
+// epoch at another URL while the holder is live is a second instance.
+// Keepalive creates the key, or takes over an entry it supersedes; it
+// never writes over a second live instance's entry (ErrDuplicate: it
+// waits, and takes the id once the holder leaves or its entry expires)
+// and, leaving, deletes its entry only if it still holds it
+// (compare-and-delete on the revision). Watch keeps the member it has:
+// a second instance's registration for a member heard from within the TTL
+// is refused (reason "duplicate", Fleet.Duplicates) instead of flipping
+// the member, whose index entries every flip cleared; once the member is
+// silent for the TTL the newcomer joins. A registration without an epoch
+// (older workers) matches any: it registers and leaves as before.
+//
 // A registration may describe its engine (optional fields, left out when
 // unknown): total_kv_blocks, max_num_batched_tokens and max_num_seqs feed
 // the router's cost model; a router that predates a field ignores it.

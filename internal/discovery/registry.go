@@ -1,11 +1,14 @@
 package discovery
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +50,8 @@ type Registry struct {
 
 	mu sync.Mutex
 	kv jetstream.KeyValue
+
+	duplicates atomic.Uint64
 }
 
 // NewRegistry returns a Registry on conn; it does no I/O.
@@ -110,7 +115,8 @@ func (r *Registry) bucketIdentity(ctx context.Context) (string, error) {
 	return st.CachedInfo().Created.UTC().Format(time.RFC3339Nano), nil
 }
 
-// Register writes w once (Keepalive keeps it alive).
+// Register writes w once, unconditionally (for tools and tests: an
+// instance's lifecycle is Keepalive, which checks who holds the id).
 func (r *Registry) Register(ctx context.Context, w Worker) error {
 	if err := w.Validate(); err != nil {
 		return err
@@ -145,9 +151,68 @@ func (r *Registry) Deregister(ctx context.Context, id uint64) error {
 }
 
 // Keepalive registers w and refreshes it every Heartbeat until ctx is
-// done, then deregisters it. Failed refreshes are logged and retried.
+// done, then deletes its registration, unless another instance wrote it
+// since (compare-and-delete on the revision). Failed refreshes are logged
+// and retried.
+//
+// The registration is this instance's (w.Epoch) alone: while another live
+// instance holds the id, w is not written (ErrDuplicate, logged, counted
+// in Duplicates) and Keepalive tries again every Heartbeat, so it takes
+// the id over once the holder deregisters or its entry expires (the
+// bucket's TTL). A refresh that finds the entry moved (another writer, a
+// recreated bucket) claims it again the same way. The first write's
+// error other than ErrDuplicate is returned.
 func (r *Registry) Keepalive(ctx context.Context, w Worker) error {
-	if err := r.Register(ctx, w); err != nil {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	var rev uint64 // of our entry while we hold it; 0 when we do not
+	refused := false
+	beat := func() error {
+		kv, err := r.bucket(ctx)
+		if err != nil {
+			return err
+		}
+		if rev != 0 {
+			n, err := kv.Update(ctx, key(w.ID), b, rev)
+			if err == nil {
+				rev = n
+				return nil
+			}
+			if !lostRevision(err) {
+				r.forget(kv)
+				return fmt.Errorf("discovery: refresh worker %d: %w", w.ID, err)
+			}
+		}
+		n, err := r.claim(ctx, kv, w, b, rev != 0)
+		var dup *DuplicateError
+		switch {
+		case errors.As(err, &dup):
+			rev = 0
+			r.duplicates.Add(1)
+			if !refused {
+				r.cfg.Logger.Warn("worker id registered by another live instance; not registering until it leaves",
+					"worker", w.ID, "epoch", w.Epoch, "holder_epoch", dup.Holder)
+			}
+			refused = true
+			return err
+		case err != nil:
+			// rev stays: held, the next beat's Update fails and claims
+			// again as the holder.
+			r.forget(kv)
+			return fmt.Errorf("discovery: register worker %d: %w", w.ID, err)
+		}
+		if refused {
+			r.cfg.Logger.Info("worker id free again: registered", "worker", w.ID, "epoch", w.Epoch)
+		}
+		rev, refused = n, false
+		return nil
+	}
+	if err := beat(); err != nil && !errors.Is(err, ErrDuplicate) {
 		return err
 	}
 	t := time.NewTicker(r.cfg.Heartbeat)
@@ -155,16 +220,31 @@ func (r *Registry) Keepalive(ctx context.Context, w Worker) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if rev == 0 {
+				return nil // nothing of ours to delete
+			}
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			return r.Deregister(dctx, w.ID)
+			kv, err := r.bucket(dctx)
+			if err != nil {
+				return err
+			}
+			err = kv.Delete(dctx, key(w.ID), jetstream.LastRevision(rev))
+			if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && !lostRevision(err) {
+				return fmt.Errorf("discovery: deregister worker %d: %w", w.ID, err)
+			}
+			return nil
 		case <-t.C:
-			if err := r.Register(ctx, w); err != nil && ctx.Err() == nil {
+			if err := beat(); err != nil && ctx.Err() == nil && !errors.Is(err, ErrDuplicate) {
 				r.cfg.Logger.Warn("worker heartbeat failed", "worker", w.ID, "err", err)
 			}
 		}
 	}
 }
+
+// Duplicates counts Keepalive's writes refused because another live
+// instance held the id.
+func (r *Registry) Duplicates() uint64 { return r.duplicates.Load() }
 
 // List returns the registered workers.
 func (r *Registry) List(ctx context.Context) ([]Worker, error) {
@@ -185,8 +265,8 @@ func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 		if err != nil {
 			continue
 		}
-		var w Worker
-		if json.Unmarshal(e.Value(), &w) == nil {
+		// The entries are input: the same bounds and checks as Watch's.
+		if w, err := DecodeRegistration(k, e.Value()); err == nil {
 			ws = append(ws, w)
 		}
 	}
@@ -205,11 +285,18 @@ func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 // cannot be read (no JetStream leader yet) keeps the worker until a later
 // sweep can tell. Only a missing or stale entry is a Leave.
 func (r *Registry) Watch(ctx context.Context, m Membership) error {
+	// seen is the live holder of an id: its last put, as the local
+	// clock saw it, its value and its instance.
 	type seen struct {
 		at  time.Time
 		raw string
+		in  instance
 	}
 	live := map[uint64]seen{}
+	// refusedEpoch remembers the duplicates refused per id, so that each
+	// is reported once, not at every heartbeat (at most maxRefusedEpochs
+	// per id; forgotten when the id's holder changes).
+	refusedEpoch := map[uint64]map[string]bool{}
 	sweep := time.NewTicker(max(r.cfg.TTL/4, 10*time.Millisecond))
 	defer sweep.Stop()
 	// NB: a NATS server restarted with a fresh store (or a deleted
@@ -254,9 +341,10 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 							continue
 						}
 						e, err := kv.Get(ctx, key(id))
-						switch expiry(e, err, now, r.cfg.TTL) {
+						switch expiry(e, err, now, r.cfg.TTL, s.in.Epoch) {
 						case expiryGone:
 							delete(live, id)
+							delete(refusedEpoch, id)
 							r.cfg.Logger.Info("worker expired (no heartbeat)", "worker", id)
 							m.Leave(id)
 						case expiryWatchStalled:
@@ -290,6 +378,7 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 					}
 					switch e.Operation() {
 					case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
+						delete(refusedEpoch, id)
 						if _, ok := live[id]; ok {
 							delete(live, id)
 							m.Leave(id)
@@ -302,11 +391,33 @@ func (r *Registry) Watch(ctx context.Context, m Membership) error {
 							continue // stale
 						}
 						prev, had := live[id]
-						live[id] = seen{at: at, raw: string(e.Value())}
 						if had && prev.raw == string(e.Value()) {
+							prev.at = at
+							live[id] = prev
 							continue // heartbeat
 						}
 						w, err := DecodeRegistration(e.Key(), e.Value())
+						in := instance{Epoch: w.Epoch, URL: w.URL}
+						if err == nil && had && at.Sub(prev.at) <= r.cfg.TTL && !supersedes(prev.in, in) {
+							// Another instance claims a live holder's id (a
+							// writer without Keepalive's check): refused, the
+							// holder kept; it wins once the holder is silent.
+							err = &DuplicateError{ID: id, Epoch: w.Epoch, Holder: prev.in.Epoch}
+							if !refusedEpoch[id][w.Epoch] {
+								if refusedEpoch[id] == nil {
+									refusedEpoch[id] = map[string]bool{}
+								}
+								if len(refusedEpoch[id]) < maxRefusedEpochs {
+									refusedEpoch[id][w.Epoch] = true
+								}
+								r.cfg.Logger.Warn("worker id claimed by a second live instance; refused", "worker", id,
+									"epoch", w.Epoch, "url", w.URL, "holder_epoch", prev.in.Epoch, "holder_url", prev.in.URL)
+								refuse(m, id, err)
+							}
+							continue
+						}
+						live[id] = seen{at: at, raw: string(e.Value()), in: in}
+						delete(refusedEpoch, id)
 						if err != nil {
 							r.cfg.Logger.Warn("bad registry entry", "key", e.Key(), "err", err)
 							refuse(m, id, err)
@@ -334,8 +445,10 @@ const (
 	expiryUnknown                           // bucket unreadable: ask again later
 )
 
-// expiry judges a silent worker from a Get of its entry at now.
-func expiry(e jetstream.KeyValueEntry, err error, now time.Time, ttl time.Duration) expiryVerdict {
+// expiry judges a silent worker (instance epoch) from a Get of its entry
+// at now. A fresh entry of another instance means the silent one is gone
+// (another took the id over), not that the watch stalled.
+func expiry(e jetstream.KeyValueEntry, err error, now time.Time, ttl time.Duration, epoch string) expiryVerdict {
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		return expiryGone
@@ -344,8 +457,15 @@ func expiry(e jetstream.KeyValueEntry, err error, now time.Time, ttl time.Durati
 	case e.Operation() != jetstream.KeyValuePut || now.Sub(e.Created()) > ttl:
 		return expiryGone
 	}
+	if other := instanceOf(e.Value()).Epoch; epoch != "" && other != "" && other != epoch {
+		return expiryGone
+	}
 	return expiryWatchStalled
 }
+
+// maxRefusedEpochs bounds the duplicate instances Watch remembers per id
+// (beyond, each further one is reported at every put).
+const maxRefusedEpochs = 16
 
 // Fleet merges static and registered workers, refuses block-size
 // mismatches and forwards to a Membership. It is itself a Membership, so
@@ -363,8 +483,11 @@ type Fleet struct {
 	// left: the event plane forgets it (its new life numbers events anew).
 	OnRestart func(prev Worker)
 
-	mu       sync.Mutex
-	workers  map[uint64]Worker
+	mu      sync.Mutex
+	workers map[uint64]Worker
+	// dups are the duplicate instances refused per id, while the id's
+	// holder is a member (for /debug).
+	dups     map[uint64]Duplicate
 	refused  atomic.Uint64
 	restarts atomic.Uint64
 }
@@ -374,7 +497,7 @@ func NewFleet(blockSize int, next Membership, log *slog.Logger) *Fleet {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Fleet{blockSize: blockSize, next: next, log: log, workers: map[uint64]Worker{}}
+	return &Fleet{blockSize: blockSize, next: next, log: log, workers: map[uint64]Worker{}, dups: map[uint64]Duplicate{}}
 }
 
 // Join checks and forwards a worker. A known worker announcing a new
@@ -420,6 +543,16 @@ func (f *Fleet) Join(w Worker) error {
 // OnRefused (Refuser).
 func (f *Fleet) Refuse(id uint64, reason string, err error) {
 	f.refused.Add(1)
+	var dup *DuplicateError
+	if errors.As(err, &dup) {
+		f.mu.Lock()
+		if _, ok := f.workers[id]; ok {
+			d := f.dups[id]
+			d.ID, d.Epoch, d.Holder, d.Refused = id, dup.Epoch, dup.Holder, d.Refused+1
+			f.dups[id] = d
+		}
+		f.mu.Unlock()
+	}
 	f.log.Error("worker refused", "worker", id, "reason", reason, "err", err)
 	if f.OnRefused != nil {
 		f.OnRefused(reason)
@@ -449,6 +582,7 @@ func (f *Fleet) Leave(id uint64) {
 	f.mu.Lock()
 	_, ok := f.workers[id]
 	delete(f.workers, id)
+	delete(f.dups, id)
 	f.mu.Unlock()
 	if ok {
 		f.next.Leave(id)
@@ -474,6 +608,23 @@ func (f *Fleet) Workers() []Worker {
 	f.mu.Unlock()
 	out, _ := NumberWorkers(ws)
 	return out
+}
+
+// Duplicate is a second live instance refused for a member's id.
+type Duplicate struct {
+	ID uint64 `json:"id"`
+	// Epoch is the last refused instance's, Holder the member's.
+	Epoch   string `json:"epoch"`
+	Holder  string `json:"holder_epoch"`
+	Refused uint64 `json:"refused"`
+}
+
+// Duplicates returns the duplicate instances refused for current members,
+// sorted by id.
+func (f *Fleet) Duplicates() []Duplicate {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.SortedFunc(maps.Values(f.dups), func(a, b Duplicate) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // Refused counts workers refused (invalid, undecodable, block-size

@@ -98,6 +98,10 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, oai.BadRequest("", "invalid request body: "+err.Error()))
 		return
 	}
+	if e := s.checkSession(rr.Session, "session_id"); e != nil {
+		s.fail(w, ep, e)
+		return
+	}
 	var err error
 	switch {
 	case rr.Tokens != nil:

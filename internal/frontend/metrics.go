@@ -118,6 +118,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_workers", Help: "Workers in routing."},
 			func() float64 { return float64(s.rt.Stats().Workers) }),
 		newIndexCollector(s),
+		newSessionGauge(s),
 	)
 	registerRuntime(reg)
 	m.eng = newEngineMetrics(reg)

@@ -116,6 +116,9 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 		}
 		j.priority = v
 	}
+	if e := s.checkSession(j.session, HeaderSession); e != nil {
+		return nil, e
+	}
 	var e *oai.Error
 	if j.hint, e = parseExpectedOutput(r.Header.Get(HeaderExpectedOutput)); e != nil {
 		return nil, e

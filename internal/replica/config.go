@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/kvrouter/kvrouter/internal/snapshot"
 )
 
 // Config configures a Replica (prefix state: snapshots, lease, catch-up)
@@ -32,6 +34,11 @@ type Config struct {
 	// SnapshotBucket is the object store of the snapshots. Default
 	// "kvrouter_snapshots"; "" means the default.
 	SnapshotBucket string `yaml:"snapshot_bucket"`
+	// SnapshotMaxBytes is the largest snapshot object a restore reads; a
+	// larger one is skipped (counted) for an older one or a replay of the
+	// stream. Default snapshot.DefaultMaxBytes (1 GiB); 0 means the
+	// default.
+	SnapshotMaxBytes int64 `yaml:"snapshot_max_bytes"`
 	// LeaseBucket is the KV bucket of the snapshot writer's lease.
 	// Default "kvrouter_replicas"; "" means the default.
 	LeaseBucket string `yaml:"lease_bucket"`
@@ -89,6 +96,7 @@ func DefaultConfig() Config {
 		SnapshotInterval: time.Minute,
 		SnapshotKeep:     3,
 		SnapshotBucket:   "kvrouter_snapshots",
+		SnapshotMaxBytes: snapshot.DefaultMaxBytes,
 		LeaseBucket:      "kvrouter_replicas",
 		LeaseTTL:         10 * time.Second,
 		StatusInterval:   time.Second,
@@ -112,6 +120,9 @@ func (c Config) Validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("replica: %s %v is negative", d.name, d.v))
 		}
+	}
+	if c.SnapshotMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("replica: snapshot max bytes %d is negative", c.SnapshotMaxBytes))
 	}
 	if c.SnapshotKeep < 0 {
 		errs = append(errs, fmt.Errorf("replica: snapshot keep %d is negative", c.SnapshotKeep))
@@ -147,6 +158,7 @@ func (c *Config) setDefaults() {
 	}
 	c.SnapshotKeep = cmp.Or(c.SnapshotKeep, d.SnapshotKeep)
 	c.SnapshotBucket = cmp.Or(c.SnapshotBucket, d.SnapshotBucket)
+	c.SnapshotMaxBytes = cmp.Or(c.SnapshotMaxBytes, d.SnapshotMaxBytes)
 	c.LeaseBucket = cmp.Or(c.LeaseBucket, d.LeaseBucket)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, d.LeaseTTL)
 	c.LeaseRenew = cmp.Or(c.LeaseRenew, c.LeaseTTL/3)

@@ -17,7 +17,14 @@
 // Lease in a NATS KV bucket and, while it does, writes a snapshot every
 // Config.SnapshotInterval (when the stream moved) and keeps the newest
 // Config.SnapshotKeep; when it dies, another takes the lease within about
-// the lease TTL. Stream retention can then be short: a snapshot covers
+// the lease TTL. When NATS loses the lease or snapshot bucket (a server
+// restarted with a fresh store), the next operation that fails drops the
+// cached handle and the one after creates the bucket again, so the lease
+// is taken again within a few renewals; Collector exports the lease
+// (kvrouter_replica_lease_held, summing to 1 across replicas), its
+// failures and the time of the last snapshot written. A snapshot object
+// beyond Config.SnapshotMaxBytes, or one that does not decode, is skipped
+// (counted) for the next older one. Stream retention can then be short: a snapshot covers
 // what retention dropped. Messages dropped before any snapshot covers them
 // are reported (Status.Detail, a warning): the index misses what they
 // held. A stream that restarts (recreated, or its last sequence below the

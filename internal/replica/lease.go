@@ -65,6 +65,11 @@ func (c LeaseConfig) Validate() error {
 // LeaseStats counts what a Lease did.
 type LeaseStats struct {
 	Acquired, Lost, Released uint64
+	// Errors counts bucket operations that got no definitive answer (the
+	// bucket or its stream gone, NATS unreachable, timeouts); each one
+	// drops the cached bucket handle, so the next tick creates the bucket
+	// again when it is gone.
+	Errors uint64
 }
 
 // Lease is one replica's candidacy for a lease held by one replica at a
@@ -87,10 +92,10 @@ type Lease struct {
 	conn *eventplane.Conn
 	cfg  LeaseConfig
 
-	held                     atomic.Bool
-	acquired, lost, released atomic.Uint64
-	kvMu                     sync.Mutex
-	kv                       jetstream.KeyValue
+	held                               atomic.Bool
+	acquired, lost, released, errCount atomic.Uint64
+	kvMu                               sync.Mutex
+	kv                                 jetstream.KeyValue
 }
 
 // NewLease returns a contender for the lease on conn.
@@ -107,7 +112,30 @@ func (l *Lease) Held() bool { return l.held.Load() }
 
 // Stats returns the counters.
 func (l *Lease) Stats() LeaseStats {
-	return LeaseStats{Acquired: l.acquired.Load(), Lost: l.lost.Load(), Released: l.released.Load()}
+	return LeaseStats{Acquired: l.acquired.Load(), Lost: l.lost.Load(), Released: l.released.Load(), Errors: l.errCount.Load()}
+}
+
+// failed counts an operation on kv that got no definitive answer and
+// drops the cached handle: after NATS lost its state (a server restarted
+// with a fresh store, the bucket deleted) the handle names a bucket that
+// no longer exists, and only bucket() creates it again. A definitive
+// answer (key absent, revision moved) is the campaign's business.
+func (l *Lease) failed(kv jetstream.KeyValue, err error) {
+	if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyExists) ||
+		errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return
+	}
+	n := l.errCount.Add(1)
+	l.kvMu.Lock()
+	if l.kv == kv {
+		l.kv = nil
+	}
+	l.kvMu.Unlock()
+	// Every error counts; the log says when trouble starts and then
+	// every 100th time, not every Renew.
+	if n == 1 || n%100 == 0 {
+		l.cfg.Logger.Warn("replica lease bucket failed; recreating it", "lease", l.cfg.Key, "bucket", l.cfg.Bucket, "errors", n, "err", err)
+	}
 }
 
 func (l *Lease) bucket(ctx context.Context) (jetstream.KeyValue, error) {
@@ -204,22 +232,34 @@ func (l *Lease) Run(ctx context.Context, lead func(ctx context.Context)) error {
 		kv, err := l.bucket(ctx)
 		switch {
 		case err != nil:
+			if ctx.Err() == nil {
+				l.failed(nil, err)
+			}
 		case l.held.Load():
 			r, err := kv.Update(ctx, l.cfg.Key, []byte(l.cfg.Holder), rev)
 			switch {
 			case err == nil:
 				renewed(r, now)
-			case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound):
+			case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyNotFound) ||
+				errors.Is(err, jetstream.ErrKeyExists):
+				// ErrKeyExists: our revision is gone (the bucket was
+				// recreated empty, or someone else wrote the key).
 				drop("taken over", err)
+			default:
+				l.failed(kv, err)
 			}
 		default:
 			e, err := kv.Get(ctx, l.cfg.Key)
 			switch {
 			case errors.Is(err, jetstream.ErrKeyNotFound):
-				if r, err := kv.Create(ctx, l.cfg.Key, []byte(l.cfg.Holder)); err == nil {
+				r, err := kv.Create(ctx, l.cfg.Key, []byte(l.cfg.Holder))
+				if err == nil {
 					start(r, now)
+				} else {
+					l.failed(kv, err)
 				}
 			case err != nil:
+				l.failed(kv, err)
 			case e.Revision() != seenRev:
 				seenRev, seenAt = e.Revision(), now
 			case now.Sub(seenAt) >= l.cfg.TTL:

@@ -58,6 +58,13 @@ type Status struct {
 	// many it wrote.
 	LeaseHeld bool
 	Snapshots uint64
+	// LeaseErrors counts lease bucket operations that got no definitive
+	// answer (LeaseStats.Errors); LastSnapshot is when this replica last
+	// wrote a snapshot (zero: never); SnapshotsSkipped counts unreadable
+	// snapshot objects passed over by restores (snapshot.Stats.Skipped).
+	LeaseErrors      uint64
+	LastSnapshot     time.Time
+	SnapshotsSkipped uint64
 	// Resets counts stream restarts seen (each one cleared the index and
 	// rebuilt it).
 	Resets uint64
@@ -99,6 +106,8 @@ type Replica struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	snapshots atomic.Uint64
+	// lastSnapshot is when the last snapshot was written (unix ns; 0 never).
+	lastSnapshot atomic.Int64
 
 	mu       sync.Mutex
 	sub      *eventplane.Subscriber
@@ -141,7 +150,8 @@ func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
 		}
 	}
 	r := &Replica{conn: conn, cfg: cfg, opts: opts, ready: make(chan struct{}),
-		snaps: snapshot.NewManager(conn, snapshot.Config{Bucket: cfg.SnapshotBucket, Keep: cfg.SnapshotKeep, Logger: cfg.Logger})}
+		snaps: snapshot.NewManager(conn, snapshot.Config{Bucket: cfg.SnapshotBucket, Keep: cfg.SnapshotKeep,
+			MaxBytes: cfg.SnapshotMaxBytes, Logger: cfg.Logger})}
 	r.st.Detail = "starting"
 	if cfg.SnapshotInterval > 0 {
 		l, err := NewLease(conn, LeaseConfig{Bucket: cfg.LeaseBucket, Key: "snapshot-writer." + eventplane.SubjectToken(cfg.Model),
@@ -177,7 +187,14 @@ func (r *Replica) Status() Status {
 		s.Lag = s.StreamLast - s.Applied
 	}
 	s.Snapshots = r.snapshots.Load()
-	s.LeaseHeld = r.lease != nil && r.lease.Held()
+	if at := r.lastSnapshot.Load(); at != 0 {
+		s.LastSnapshot = time.Unix(0, at)
+	}
+	s.SnapshotsSkipped = r.snaps.Stats().Skipped
+	if r.lease != nil {
+		s.LeaseHeld = r.lease.Held()
+		s.LeaseErrors = r.lease.Stats().Errors
+	}
 	return s
 }
 
@@ -506,6 +523,7 @@ func (r *Replica) snapshot(ctx context.Context) error {
 	r.saved = s.Position.StreamSeq
 	r.mu.Unlock()
 	r.snapshots.Add(1)
+	r.lastSnapshot.Store(time.Now().UnixNano())
 	r.cfg.Logger.Debug("snapshot saved", "stream_seq", s.Position.StreamSeq, "events", len(s.Events))
 	return nil
 }

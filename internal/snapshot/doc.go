@@ -15,5 +15,10 @@
 // when the subscriber's Ready closes.
 //
 // Object format: a JSON header line, '\n', then the events as one
-// eventplane envelope (msgpack batch). Manager is safe for concurrent use.
+// eventplane envelope (msgpack batch). Objects are input from whoever can
+// write the bucket: a read refuses an object beyond Config.MaxBytes
+// before allocating for it, and a header whose event count does not fit
+// the body (MinEventBytes each) before allocating for the events; Latest
+// skips such an object (logged, Stats.Skipped) for the next older one.
+// Manager is safe for concurrent use.
 package snapshot

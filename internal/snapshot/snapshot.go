@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/eventplane"
@@ -40,6 +42,10 @@ type Config struct {
 	Interval time.Duration
 	// Keep is how many snapshots to keep; default 3.
 	Keep int
+	// MaxBytes is the largest snapshot object read back; a larger one is
+	// skipped as unreadable before anything is allocated for it. Default
+	// DefaultMaxBytes; 0 means the default.
+	MaxBytes int64
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -63,6 +69,28 @@ type header struct {
 	Stream    string      `json:"stream,omitempty"`
 }
 
+// DefaultMaxBytes is Config.MaxBytes's default: 1 GiB, some 20 times a
+// 1M-block index's snapshot (tens of MB).
+const DefaultMaxBytes = 1 << 30
+
+// MinEventBytes is the least an event takes in a snapshot's body (a
+// msgpack map holding at least the worker id and event kind keys): a
+// header claiming more events than the body has room for is refused
+// before any allocation.
+const MinEventBytes = 16
+
+// ErrTooLarge is wrapped by the errors of an object or header beyond the
+// bounds (Config.MaxBytes, MinEventBytes per event).
+var ErrTooLarge = errors.New("snapshot: beyond bounds")
+
+// Stats counts what a Manager did.
+type Stats struct {
+	// Skipped is how many snapshot objects reads found unusable (corrupt,
+	// undecodable, too large) and passed over for an older one or a
+	// stream replay.
+	Skipped uint64
+}
+
 // Manager writes and reads snapshots.
 type Manager struct {
 	conn *eventplane.Conn
@@ -70,6 +98,8 @@ type Manager struct {
 
 	mu  sync.Mutex
 	obs jetstream.ObjectStore
+
+	skipped atomic.Uint64
 }
 
 // NewManager returns a Manager on conn; it does no I/O.
@@ -86,11 +116,17 @@ func NewManager(conn *eventplane.Conn, cfg Config) *Manager {
 	if cfg.Keep <= 0 {
 		cfg.Keep = 3
 	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	return &Manager{conn: conn, cfg: cfg}
 }
+
+// Stats returns the counters.
+func (m *Manager) Stats() Stats { return Stats{Skipped: m.skipped.Load()} }
 
 func (m *Manager) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	m.mu.Lock()
@@ -109,6 +145,17 @@ func (m *Manager) store(ctx context.Context) (jetstream.ObjectStore, error) {
 	}
 	m.obs = obs
 	return obs, nil
+}
+
+// forget drops the cached handle obs after an operation on it failed: the
+// bucket may be gone (NATS lost its state), and only store creates it
+// again.
+func (m *Manager) forget(obs jetstream.ObjectStore) {
+	m.mu.Lock()
+	if m.obs == obs {
+		m.obs = nil
+	}
+	m.mu.Unlock()
 }
 
 func name(seq uint64) string { return fmt.Sprintf("index-%020d", seq) }
@@ -134,7 +181,9 @@ func Encode(s *Snapshot) ([]byte, error) {
 	return buf, err
 }
 
-// Decode parses a snapshot written by Encode.
+// Decode parses a snapshot written by Encode. It never panics and
+// allocates in proportion to len(b), whatever the bytes: the header's
+// event count must fit in the body at MinEventBytes each (ErrTooLarge).
 func Decode(b []byte) (*Snapshot, error) {
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
@@ -143,6 +192,9 @@ func Decode(b []byte) (*Snapshot, error) {
 	var h header
 	if err := json.Unmarshal(b[:i], &h); err != nil {
 		return nil, fmt.Errorf("snapshot: header: %w", err)
+	}
+	if body := len(b) - i - 1; h.Events < 0 || h.Events > body/MinEventBytes {
+		return nil, fmt.Errorf("%w: header says %d events, the body's %d bytes hold at most %d", ErrTooLarge, h.Events, body, body/MinEventBytes)
 	}
 	s := &Snapshot{Position: eventplane.Position{StreamSeq: h.StreamSeq, LastIDs: map[kvevents.Worker]uint64{}}, Created: h.Created, Stream: h.Stream}
 	for _, l := range h.LastIDs {
@@ -172,6 +224,7 @@ func (m *Manager) Save(ctx context.Context, s *Snapshot) error {
 		return err
 	}
 	if _, err := obs.PutBytes(ctx, name(s.Position.StreamSeq), b); err != nil {
+		m.forget(obs)
 		return fmt.Errorf("snapshot: put: %w", err)
 	}
 	names, err := m.names(ctx)
@@ -208,6 +261,7 @@ func (m *Manager) names(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
+		m.forget(obs)
 		return nil, fmt.Errorf("snapshot: list: %w", err)
 	}
 	var ns []string
@@ -251,6 +305,8 @@ func (m *Manager) Latest(ctx context.Context) (*Snapshot, error) {
 		if !errors.Is(err, errUnreadable) || ctx.Err() != nil {
 			return nil, err
 		}
+		m.skipped.Add(1)
+		m.cfg.Logger.Warn("snapshot unreadable; skipped", "snapshot", ns[i], "err", err)
 		if newest == nil {
 			newest = err
 		}
@@ -276,13 +332,22 @@ func (m *Manager) get(ctx context.Context, n string) (*Snapshot, error) {
 	// Read into a buffer of the object's size: growing one by doubling
 	// copied and cleared a large snapshot several times (a third of a
 	// 1M-block restore's snapshot time in BenchmarkColdStart's profile).
+	// The size is the object's metadata, written by whoever wrote the
+	// object: checked against MaxBytes first, and the read itself is
+	// bounded too.
 	size := uint64(0)
 	if info, err := r.Info(); err == nil {
 		size = info.Size
 	}
+	if size > uint64(m.cfg.MaxBytes) {
+		return nil, fmt.Errorf("snapshot: %s: %w: %w: %d bytes, at most %d", n, errUnreadable, ErrTooLarge, size, m.cfg.MaxBytes)
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
-	if _, err := buf.ReadFrom(r); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(r, m.cfg.MaxBytes+1)); err != nil {
 		return nil, fmt.Errorf("snapshot: get %s: %w", n, unreadable(err))
+	}
+	if int64(buf.Len()) > m.cfg.MaxBytes {
+		return nil, fmt.Errorf("snapshot: %s: %w: %w: more than %d bytes", n, errUnreadable, ErrTooLarge, m.cfg.MaxBytes)
 	}
 	s, err := Decode(buf.Bytes())
 	if err != nil {
