@@ -1,0 +1,59 @@
+// Package zmtptest writes raw ZMTP 3.0 bytes (NULL mechanism) for tests
+// that play a hostile or minimal peer over a plain TCP socket.
+package zmtptest
+
+import "encoding/binary"
+
+// Greeting is a ZMTP 3.0 greeting with the NULL mechanism, as a client.
+func Greeting() []byte {
+	g := make([]byte, 64)
+	g[0], g[9], g[10], g[11] = 0xFF, 0x7F, 3, 0
+	copy(g[12:32], "NULL")
+	return g
+}
+
+// Header is a frame header: flags (1 more, 4 command; the long bit is set
+// from size) and size.
+func Header(flags byte, size uint64) []byte {
+	if size > 255 {
+		h := make([]byte, 9)
+		h[0] = flags | 0x2
+		binary.BigEndian.PutUint64(h[1:], size)
+		return h
+	}
+	return []byte{flags, byte(size)}
+}
+
+// Command is a command frame.
+func Command(name string, body []byte) []byte {
+	b := append([]byte{byte(len(name))}, name...)
+	b = append(b, body...)
+	return append(Header(0x4, uint64(len(b))), b...)
+}
+
+// Property is one metadata property of a READY command.
+func Property(name, value string) []byte {
+	b := append([]byte{byte(len(name))}, name...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(value)))
+	return append(b, value...)
+}
+
+// Hello is the greeting and READY of a peer of socket type sockType
+// (e.g. "PUB"): what a peer sends before its first message.
+func Hello(sockType string) []byte {
+	return append(Greeting(), Command("READY", Property("Socket-Type", sockType))...)
+}
+
+// Message is a message of the given frames.
+func Message(frames ...[]byte) []byte {
+	var b []byte
+	for i, f := range frames {
+		var more byte
+		if i < len(frames)-1 {
+			more = 0x1
+		}
+		b = append(b, Header(more, uint64(len(f)))...)
+		b = append(b, f...)
+	}
+	return b
+}
