@@ -113,9 +113,9 @@ type Parser struct {
 	msgFrame int
 
 	withhold     bool
-	withholdFrom int64 // offset of the first withheld byte
-	readyEnd     int64 // offset just past the first command frame; 0 = not yet
-	err          error // sticky
+	withholdFrom int64  // offset of the first withheld byte
+	readyEnd     int64  // offset just past the first command frame; 0 = not yet
+	err          error  // sticky
 	cmd          []byte // the first command's body, checked when complete
 }
 
