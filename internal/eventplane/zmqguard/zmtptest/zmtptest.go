@@ -2,7 +2,11 @@
 // that play a hostile or minimal peer over a plain TCP socket.
 package zmtptest
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
 
 // Greeting is a ZMTP 3.0 greeting with the NULL mechanism, as a client.
 func Greeting() []byte {
@@ -56,4 +60,39 @@ func Message(frames ...[]byte) []byte {
 		b = append(b, f...)
 	}
 	return b
+}
+
+// ReadHandshake reads the other side's greeting, its READY and then msgs
+// whole messages (e.g. a SUB's subscription, sent once it accepted the
+// peer), discarding them.
+func ReadHandshake(r io.Reader, msgs int) error {
+	if _, err := io.ReadFull(r, make([]byte, 64)); err != nil {
+		return fmt.Errorf("greeting: %w", err)
+	}
+	for cmd := true; cmd || msgs > 0; {
+		var h [9]byte
+		if _, err := io.ReadFull(r, h[:2]); err != nil {
+			return err
+		}
+		size := uint64(h[1])
+		if h[0]&0x2 != 0 {
+			if _, err := io.ReadFull(r, h[2:]); err != nil {
+				return err
+			}
+			size = binary.BigEndian.Uint64(h[1:])
+		}
+		if size > 1<<20 {
+			return fmt.Errorf("frame of %d bytes", size)
+		}
+		if _, err := io.ReadFull(r, make([]byte, size)); err != nil {
+			return err
+		}
+		switch {
+		case cmd:
+			cmd = false
+		case h[0]&0x1 == 0:
+			msgs--
+		}
+	}
+	return nil
 }
