@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
 	"github.com/kvrouter/kvrouter/ordering"
 )
 
@@ -51,9 +52,9 @@ func (s *Subscriber) listen(ctx context.Context) ([]zmq4.Socket, error) {
 		// NB: no automatic reconnect on a bound socket: zmq4 (v0.17)
 		// would redial the socket's own endpoint when a peer leaves (and
 		// races doing it, seen with -race when an engine disconnects).
-		sub := zmq4.NewSub(ctx)
+		sub := zmq4.NewSub(s.guarded(ctx))
 		_ = sub.SetOption(zmq4.OptionSubscribe, "")
-		if err := sub.Listen(ep); err != nil {
+		if err := sub.Listen(zmqguard.Endpoint(ep)); err != nil {
 			for _, o := range socks {
 				_ = o.Close()
 			}
@@ -98,6 +99,7 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 		}()
 	}
 	defer close(done)
+	defer s.hold.Set(0, 0) // the hold goes with the loop
 	tick := time.NewTicker(max(s.cfg.HoldFor/8, 50*time.Millisecond))
 	defer tick.Stop()
 	var hold []held
@@ -152,16 +154,35 @@ func (s *Subscriber) isHeld(hold []held, topic string) bool {
 	return false
 }
 
-// holdMsg appends h, dropping the oldest past HoldMax.
+// heldOverhead is what a held message costs beyond its topic and payload
+// (the held struct and slice headers), so empty payloads count too.
+const heldOverhead = 96
+
+func heldBytes(h *held) int64 { return int64(len(h.topic)+len(h.payload)) + heldOverhead }
+
+// holdMsg appends h, dropping the oldest past HoldMax or HoldMaxBytes (a
+// message larger than HoldMaxBytes alone is dropped, not held).
 func (s *Subscriber) holdMsg(hold []held, h held) []held {
-	h.payload = append([]byte(nil), h.payload...)
-	hold = append(hold, h)
-	if over := len(hold) - s.cfg.HoldMax; over > 0 {
+	size := heldBytes(&h)
+	if _, maxBytes := s.hold.Limits(); size > maxBytes {
+		s.st.holdDropped.Add(1)
+		s.count(0, ordering.RejectUnknownPodExpired, 1)
+		return hold
+	}
+	over := 0
+	for over < len(hold) && !s.hold.Fits(1, size) {
+		s.hold.Add(-1, -heldBytes(&hold[over]))
+		over++
+	}
+	if over > 0 {
 		s.st.holdDropped.Add(uint64(over))
 		s.count(0, ordering.RejectUnknownPodExpired, uint64(over))
+		clear(hold[:over])
 		hold = append(hold[:0], hold[over:]...)
 	}
-	return hold
+	h.payload = append([]byte(nil), h.payload...)
+	s.hold.Add(1, size)
+	return append(hold, h)
 }
 
 // retryHeld delivers the held messages whose pod now resolves, in arrival
@@ -173,12 +194,14 @@ func (s *Subscriber) retryHeld(ctx context.Context, hold []held, now time.Time) 
 		if !stuck[h.topic] {
 			err := s.deliver(ctx, h.sock, h.topic, h.seq, h.payload)
 			if !errors.Is(err, ErrUnknownPod) {
+				s.hold.Add(-1, -heldBytes(&h))
 				continue // applied, or dropped for another reason (counted)
 			}
 		}
 		if now.Sub(h.at) >= s.cfg.HoldFor {
 			s.st.holdDropped.Add(1)
 			s.count(0, ordering.RejectUnknownPodExpired, 1)
+			s.hold.Add(-1, -heldBytes(&h))
 			continue
 		}
 		stuck[h.topic] = true
