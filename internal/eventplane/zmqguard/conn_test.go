@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,31 +57,11 @@ func bindSub(t *testing.T, g *Guard) (zmq4.Socket, string) {
 	return sub, sub.Addr().String()
 }
 
-// attack connects and sends hello; when then is set, it waits for the
-// socket's handshake and its first message (a SUB's subscription: zmq4
-// has accepted the peer) and sends then. It fails unless the socket
-// closes the connection (EOF or reset) afterwards.
+// attack plays a peer (zmtptest.Attack) and fails unless it is closed.
 func attack(t *testing.T, addr string, hello, then []byte) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
+	if err := zmtptest.Attack(addr, hello, then, 10*time.Second); err != nil {
 		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.Write(hello); err != nil {
-		t.Fatal(err)
-	}
-	if then != nil {
-		if err := zmtptest.ReadHandshake(c, 1); err != nil {
-			t.Fatalf("handshake: %v", err)
-		}
-		if _, err := c.Write(then); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := io.Copy(io.Discard, c); err != nil && !strings.Contains(err.Error(), "reset") {
-		t.Fatalf("the socket did not close the peer: %v", err)
 	}
 }
 

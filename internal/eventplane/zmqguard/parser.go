@@ -35,6 +35,11 @@ const (
 	ReasonHandshake = "handshake_timeout"
 )
 
+// Reasons lists every Reason* value.
+func Reasons() []string {
+	return []string{ReasonFrame, ReasonMessage, ReasonFrames, ReasonCommand, ReasonMalformed, ReasonHandshake}
+}
+
 // Limits bound what one peer may send.
 type Limits struct {
 	// MaxMessageBytes bounds a message: each frame and the sum of the

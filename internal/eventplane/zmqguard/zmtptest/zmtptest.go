@@ -1,11 +1,13 @@
-// Package zmtptest writes raw ZMTP 3.0 bytes (NULL mechanism) for tests
-// that play a hostile or minimal peer over a plain TCP socket.
 package zmtptest
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"syscall"
+	"time"
 )
 
 // Greeting is a ZMTP 3.0 greeting with the NULL mechanism, as a client.
@@ -93,6 +95,35 @@ func ReadHandshake(r io.Reader, msgs int) error {
 		case h[0]&0x1 == 0:
 			msgs--
 		}
+	}
+	return nil
+}
+
+// Attack connects to addr and sends hello; when then is not nil, it
+// waits for the socket's handshake and first message (a SUB's
+// subscription: zmq4 accepted the peer) and sends then. It returns nil
+// once the socket closed the connection (EOF or reset), an error if it
+// did not within timeout.
+func Attack(addr string, hello, then []byte, timeout time.Duration) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write(hello); err != nil {
+		return err
+	}
+	if then != nil {
+		if err := ReadHandshake(c, 1); err != nil {
+			return fmt.Errorf("handshake: %w", err)
+		}
+		if _, err := c.Write(then); err != nil {
+			return err
+		}
+	}
+	if _, err := io.Copy(io.Discard, c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		return fmt.Errorf("the socket did not close the peer: %w", err)
 	}
 	return nil
 }
