@@ -22,9 +22,9 @@ func zmqDrops() *prometheus.CounterVec {
 }
 
 // registerZMQ registers the ZMQ ingress's bounds: the drop counter and
-// the subscriber's hold store ("zmq_hold").
+// the subscriber's stores ("zmq_hold", "zmq_inflight").
 func registerZMQ(reg prometheus.Registerer, drops *prometheus.CounterVec, zs *zmqsub.Subscriber) error {
-	for _, c := range []prometheus.Collector{drops, zs.HoldStore()} {
+	for _, c := range []prometheus.Collector{drops, zs.HoldStore(), zs.InflightStore()} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("serve: zmq metrics: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
 	"github.com/kvrouter/kvrouter/ordering"
+	"golang.org/x/sync/semaphore"
 )
 
 var (
@@ -24,6 +25,7 @@ var (
 type bindMsg struct {
 	sock int
 	msg  zmq4.Msg
+	n    int64 // its frames' bytes, counted in flight
 }
 
 // held is a message of an unknown pod waiting for its worker.
@@ -70,9 +72,14 @@ func (s *Subscriber) listen(ctx context.Context) ([]zmq4.Socket, error) {
 
 // bindLoop receives on the bound sockets (one reader goroutine each) and
 // handles every message on this goroutine, so the messages of one
-// publisher keep their order through the hold.
+// publisher keep their order through the hold. Messages received and not
+// yet handled are bounded by count (the queue) and bytes (inflightBytes,
+// the store "zmq_inflight"): a reader waits for room, and the publishers
+// wait in TCP.
 func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
-	in := make(chan bindMsg, 256)
+	in := make(chan bindMsg, bindQueue)
+	_, budget := s.inflight.Limits()
+	room := semaphore.NewWeighted(budget)
 	done := make(chan struct{})
 	var readers sync.WaitGroup
 	defer readers.Wait()
@@ -90,9 +97,16 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 					s.log.Debug("zmq recv", "err", err)
 					continue
 				}
+				n := min(msgBytes(msg), budget) // the guard keeps it within MaxMessageBytes
+				if room.Acquire(ctx, n) != nil {
+					return
+				}
+				s.inflight.Add(1, n)
 				select {
-				case in <- bindMsg{sock: i, msg: msg}:
+				case in <- bindMsg{sock: i, msg: msg, n: n}:
 				case <-done:
+					s.inflight.Add(-1, -n)
+					room.Release(n)
 					return
 				}
 			}
@@ -113,36 +127,54 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 		case now := <-tick.C:
 			hold = s.retryHeld(ctx, hold, now)
 		case m := <-in:
-			topic, seq, payload, ok := s.frames(m.msg, 0)
-			if !ok {
-				continue
-			}
-			// A topic with messages held stays behind them (its pod's
-			// registration kicks them, in order); others go straight on.
-			if len(hold) > 0 && s.isHeld(hold, topic) {
-				s.st.unknownPod.Add(1)
-				s.count(0, ordering.RejectUnknownPod, 1)
-				hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
-				continue
-			}
-			switch err := s.deliver(ctx, m.sock, topic, seq, payload); {
-			case errors.Is(err, ErrUnknownPod):
-				s.st.unknownPod.Add(1)
-				s.count(0, ordering.RejectUnknownPod, 1)
-				if !warned[topic] && len(warned) < 1024 {
-					warned[topic] = true
-					s.log.Warn("KV events of an unknown pod held until a worker with that pod registers", "topic", topic,
-						"hold_for", s.cfg.HoldFor, "err", err)
-				}
-				hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
-			case err != nil:
-				if !warned[topic] && len(warned) < 1024 {
-					warned[topic] = true
-					s.log.Warn("KV events dropped", "topic", topic, "err", err)
-				}
-			}
+			hold = s.bindMsg(ctx, m, hold, warned)
+			s.inflight.Add(-1, -m.n)
+			room.Release(m.n)
 		}
 	}
+}
+
+// bindQueue is how many received messages wait for the bind loop.
+const bindQueue = 256
+
+func msgBytes(m zmq4.Msg) int64 {
+	var n int64
+	for _, f := range m.Frames {
+		n += int64(len(f))
+	}
+	return n
+}
+
+// bindMsg handles one message received on a bound socket.
+func (s *Subscriber) bindMsg(ctx context.Context, m bindMsg, hold []held, warned map[string]bool) []held {
+	topic, seq, payload, ok := s.frames(m.msg, 0)
+	if !ok {
+		return hold
+	}
+	// A topic with messages held stays behind them (its pod's
+	// registration kicks them, in order); others go straight on.
+	if len(hold) > 0 && s.isHeld(hold, topic) {
+		s.st.unknownPod.Add(1)
+		s.count(0, ordering.RejectUnknownPod, 1)
+		return s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
+	}
+	switch err := s.deliver(ctx, m.sock, topic, seq, payload); {
+	case errors.Is(err, ErrUnknownPod):
+		s.st.unknownPod.Add(1)
+		s.count(0, ordering.RejectUnknownPod, 1)
+		if !warned[topic] && len(warned) < 1024 {
+			warned[topic] = true
+			s.log.Warn("KV events of an unknown pod held until a worker with that pod registers", "topic", topic,
+				"hold_for", s.cfg.HoldFor, "err", err)
+		}
+		hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
+	case err != nil:
+		if !warned[topic] && len(warned) < 1024 {
+			warned[topic] = true
+			s.log.Warn("KV events dropped", "topic", topic, "err", err)
+		}
+	}
+	return hold
 }
 
 func (s *Subscriber) isHeld(hold []held, topic string) bool {

@@ -16,7 +16,10 @@
 //     HoldMaxBytes (all pods together; exported as the bounds store
 //     "zmq_hold", HoldStore), and applied when Kick finds it resolvable; a
 //     model mismatch (ErrModelMismatch) drops the message. Every refusal
-//     is counted (Stats, Config.OnIngest).
+//     is counted (Stats, Config.OnIngest). Messages received and not yet
+//     handled wait bounded in count (256) and bytes (4 × MaxMessageBytes;
+//     the store "zmq_inflight", InflightStore); beyond, the publishers
+//     wait in TCP.
 //
 // Trust boundary: ZMQ here has no authentication. Any publisher that
 // reaches a bound endpoint can add or clear the blocks of any pod (it

@@ -3,6 +3,7 @@ package zmqsub_test
 import (
 	"context"
 	"encoding/binary"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,4 +60,75 @@ func TestBindHoldBoundedInBytes(t *testing.T) {
 	if n != int64(held) || b > zmqsub.DefaultHoldMaxBytes || b < n<<20 {
 		t.Fatalf("zmq_hold store: %d entries, %d bytes; want %d entries within %d bytes", n, b, held, zmqsub.DefaultHoldMaxBytes)
 	}
+}
+
+// TestBindInflightBoundedInBytes: while the bind loop is busy, received
+// messages wait for it bounded in bytes (4 of the largest messages), not
+// only in count (256 messages of up to MaxMessageBytes each): with 6 MiB
+// messages and an 8 MiB bound, 5 wait (32 MiB) and the rest stay in TCP
+// until the loop catches up; none is lost.
+func TestBindInflightBoundedInBytes(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	r := newBindRig(t, zmqsub.Config{MaxMessageBytes: 8 << 20, HoldFor: time.Hour})
+	t.Cleanup(unblock) // before the rig's cleanup (LIFO), which waits for the loop
+	blocked := make(chan struct{}, 1)
+	block := func() {
+		select {
+		case blocked <- struct{}{}:
+			<-release
+		default:
+		}
+	}
+	r.onResolve.Store(&block)
+	pub := zmq4.NewPub(context.Background())
+	defer pub.Close()
+	if err := pub.Dial(r.ep); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 6<<20) // its pod is unknown: held, never decoded
+	seq := uint64(0)
+	send := func() {
+		var sb [8]byte
+		binary.BigEndian.PutUint64(sb[:], seq)
+		seq++
+		_ = pub.Send(zmq4.NewMsgFrom([]byte("kv@10.0.0.7@test-model"), sb[:], payload))
+	}
+	// The first message that arrives blocks the loop in the sink.
+	eventplanetest.WaitFor(t, 10*time.Second, "the loop blocked", func() bool {
+		send()
+		select {
+		case <-blocked:
+			return true
+		default:
+			return false
+		}
+	})
+	for range 10 {
+		send()
+	}
+	_, limit := r.sub.InflightStore().Limits()
+	var most int64
+	deadline := time.After(2 * time.Second)
+	for waiting := true; waiting; {
+		select {
+		case <-deadline:
+			waiting = false
+		default:
+			n, b := r.sub.InflightStore().Size()
+			most = max(most, n)
+			if b > limit {
+				t.Fatalf("%d messages, %d bytes waiting; the bound is %d bytes", n, b, limit)
+			}
+		}
+	}
+	if most != 5 {
+		t.Fatalf("at most %d messages waited, want 5 (32 MiB of 6 MiB messages)", most)
+	}
+	unblock()
+	eventplanetest.WaitFor(t, 30*time.Second, "the rest handled", func() bool {
+		n, _ := r.sub.InflightStore().Size()
+		return n == 0 && r.sub.Stats().Messages >= 11
+	})
 }

@@ -139,11 +139,12 @@ type Stats struct {
 
 // Subscriber ingests ZMQ KV events into a Sink.
 type Subscriber struct {
-	cfg   Config
-	sink  Sink
-	log   *slog.Logger
-	guard *zmqguard.Guard
-	hold  *bounds.Store // bind mode's held messages
+	cfg      Config
+	sink     Sink
+	log      *slog.Logger
+	guard    *zmqguard.Guard
+	hold     *bounds.Store // bind mode's held messages
+	inflight *bounds.Store // bind mode's messages received, not yet handled
 
 	bound atomic.Value // net.Addr
 
@@ -194,7 +195,12 @@ func New(cfg Config, sink Sink) *Subscriber {
 	}
 	s := &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState),
 		kick: make(chan struct{}, 1), hold: bounds.New("zmq_hold", int64(cfg.HoldMax), cfg.HoldMaxBytes)}
-	s.guard = &zmqguard.Guard{Limits: zmqguard.Limits{MaxMessageBytes: cfg.MaxMessageBytes},
+	maxMsg := cfg.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = zmqguard.DefaultMaxMessageBytes
+	}
+	s.inflight = bounds.New("zmq_inflight", bindQueue, inflightMessages*maxMsg)
+	s.guard = &zmqguard.Guard{Limits: zmqguard.Limits{MaxMessageBytes: maxMsg},
 		OnDrop: func(reason string, remote net.Addr, err error) {
 			s.log.Warn("ZMQ peer dropped", "remote", remote.String(), "reason", reason, "err", err)
 			if cfg.OnPeerDropped != nil {
@@ -208,6 +214,15 @@ func New(cfg Config, sink Sink) *Subscriber {
 // largest messages (zmqguard.DefaultMaxMessageBytes), or some thousands
 // of ordinary batches (kilobytes each).
 const DefaultHoldMaxBytes = 64 << 20
+
+// inflightMessages is how many of the largest messages may wait for the
+// bind loop (in bytes: 64 MiB by default); ordinary batches of kilobytes
+// meet the count bound first.
+const inflightMessages = 4
+
+// InflightStore is the bind mode's messages received and not yet handled,
+// as a bounds.Store ("zmq_inflight").
+func (s *Subscriber) InflightStore() *bounds.Store { return s.inflight }
 
 // HoldStore is the bind mode's hold of unknown pods' messages, as a
 // bounds.Store ("zmq_hold") to register on a Prometheus registry.
