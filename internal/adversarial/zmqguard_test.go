@@ -76,4 +76,7 @@ func TestZMQHugeFrame(t *testing.T) {
 	if got := metric(t, r, `kvrouter_store_limit_bytes{store="zmq_hold"}`); got != 64<<20 {
 		t.Errorf("zmq_hold byte limit %v, want %d", got, 64<<20)
 	}
+	if got := metric(t, r, `kvrouter_store_limit_bytes{store="zmq_inflight"}`); got != 4<<20 {
+		t.Errorf("zmq_inflight byte limit %v, want 4 messages of --zmq-max-message-bytes", got)
+	}
 }
