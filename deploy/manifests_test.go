@@ -15,6 +15,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/k8s"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,6 +33,7 @@ type objects struct {
 	bindings    []*rbacv1.RoleBinding
 	pools       []*inferencev1.InferencePool
 	routes      []*gwv1.HTTPRoute
+	policies    []*networkingv1.NetworkPolicy
 }
 
 // decode splits a multi-document YAML stream and decodes each document
@@ -71,6 +73,9 @@ func decode(t *testing.T, name string, data []byte, into *objects) {
 		case "gateway.networking.k8s.io/v1 HTTPRoute":
 			o := &gwv1.HTTPRoute{}
 			into.routes, obj = append(into.routes, o), o
+		case "networking.k8s.io/v1 NetworkPolicy":
+			o := &networkingv1.NetworkPolicy{}
+			into.policies, obj = append(into.policies, o), o
 		default:
 			t.Fatalf("%s doc %d: unexpected %s %s", name, i, tm.APIVersion, tm.Kind)
 		}
@@ -143,17 +148,29 @@ func TestHelmChart(t *testing.T) {
 		name      string
 		overrides map[string]any
 		release   string
+		engines   string // the pods the NetworkPolicy admits to the KV-event port
 	}{
-		{"defaults", nil, "kvr"},
+		{"defaults", nil, "kvr", "app=vllm-llama3-8b"},
 		{"two-labels", map[string]any{"inferencePool": map[string]any{"matchLabels": map[string]any{"app": "vllm", "model": "llama3"}},
-			"epp": map[string]any{"extraArgs": []any{"--busy-kv-usage=0.9"}}}, "gw"},
+			"epp": map[string]any{"extraArgs": []any{"--busy-kv-usage=0.9"}}}, "gw", "app=vllm,model=llama3"},
+		{"engine-labels", map[string]any{"networkPolicy": map[string]any{"engineLabels": map[string]any{"app": "vllm-llama3-8b", "role": "engine"}}},
+			"kvr", "app=vllm-llama3-8b,role=engine"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := renderChart(t, "helm/kvrouter-epp", tc.release, tc.overrides)
 			var o objects
 			decode(t, "chart", out, &o)
 			checkWiring(t, o, tc.release+"-epp")
+			if got := engineSelector(t, o, tc.release+"-epp"); got.String() != tc.engines {
+				t.Fatalf("KV-event peers %q, want %q", got, tc.engines)
+			}
 		})
+	}
+	out := renderChart(t, "helm/kvrouter-epp", "kvr", map[string]any{"networkPolicy": map[string]any{"create": false}})
+	var o objects
+	decode(t, "chart", out, &o)
+	if len(o.policies) != 0 {
+		t.Fatalf("networkPolicy.create false rendered %d policies", len(o.policies))
 	}
 }
 
@@ -224,12 +241,68 @@ func checkWiring(t *testing.T, o objects, epp string) {
 		b.Group == nil || *b.Group != gwv1.Group(inferencev1.GroupVersion.Group) || string(b.Name) != pool.Name {
 		t.Fatalf("the HTTPRoute does not send to InferencePool %s", pool.Name)
 	}
+	engines := engineSelector(t, o, epp)
 	for _, d := range o.deployments {
 		if d.Name == epp {
 			continue
 		}
 		checkEngine(t, d, sel, args, epp, port("kv-events"))
+		if !engines.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Fatalf("engine %s pods %v may not reach the KV-event port (%q)", d.Name, d.Spec.Template.Labels, engines)
+		}
 	}
+}
+
+// engineSelector checks the picker's NetworkPolicy and returns the pods
+// it admits to the KV-event port: the policy selects the picker's pods
+// for ingress, keeps the gRPC and metrics ports open, and admits the
+// kv-events port only from pods of one label selector (no other peer: no
+// IP block, namespace or empty selector, no rule open to all).
+func engineSelector(t *testing.T, o objects, epp string) labels.Selector {
+	t.Helper()
+	dep := findDeployment(t, o, epp)
+	var np *networkingv1.NetworkPolicy
+	for _, p := range o.policies {
+		if p.Name == epp {
+			np = p
+		}
+	}
+	if np == nil {
+		t.Fatalf("no NetworkPolicy %s guarding the KV-event port (ZMQ has no authentication)", epp)
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector); err != nil || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) ||
+		!slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Fatalf("NetworkPolicy %s does not restrict ingress to the picker's pods (%v, %v)", epp, np.Spec.PodSelector, np.Spec.PolicyTypes)
+	}
+	// A rule admits a port when it lists it, or lists no port.
+	admits := func(r networkingv1.NetworkPolicyIngressRule, port string) bool {
+		return len(r.Ports) == 0 || slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool {
+			return p.Port != nil && p.Port.String() == port
+		})
+	}
+	for _, port := range []string{"grpc", "metrics"} {
+		if !slices.ContainsFunc(np.Spec.Ingress, func(r networkingv1.NetworkPolicyIngressRule) bool { return admits(r, port) }) {
+			t.Fatalf("NetworkPolicy %s shuts the %s port", epp, port)
+		}
+	}
+	var engines labels.Selector
+	for _, r := range np.Spec.Ingress {
+		if !admits(r, "kv-events") {
+			continue
+		}
+		if len(r.From) != 1 || r.From[0].IPBlock != nil || r.From[0].NamespaceSelector != nil || r.From[0].PodSelector == nil ||
+			len(r.From[0].PodSelector.MatchLabels)+len(r.From[0].PodSelector.MatchExpressions) == 0 || engines != nil {
+			t.Fatalf("NetworkPolicy %s admits the KV-event port from %+v, want the engine pods only", epp, r.From)
+		}
+		var err error
+		if engines, err = metav1.LabelSelectorAsSelector(r.From[0].PodSelector); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if engines == nil {
+		t.Fatalf("NetworkPolicy %s admits no engine to the KV-event port", epp)
+	}
+	return engines
 }
 
 // checkEngine checks a vLLM deployment of the pool: its pods match the

@@ -30,7 +30,8 @@ envoy.service.ext_proc.v3.ExternalProcessor.
 
 Workers: --pool-selector watches the InferencePool's ready pods (in-cluster, or
 --kubeconfig), else the static list (--worker) and the NATS registry as in serve. KV events:
-a bound ZMQ SUB the vLLM pods publish to (--zmq-bind, topic kv@<pod-ip>@<model>), each
+a bound ZMQ SUB the vLLM pods publish to (--zmq-bind, topic kv@<pod-ip>@<model>;
+unauthenticated: admit only the engine pods to its port, as the Helm chart's NetworkPolicy does), each
 static worker's ZMQ PUB (zmq=...), each ready pod's ZMQ PUB dialled at
 tcp://<pod-ip>:--pool-zmq-port (or its kvrouter.io/zmq-endpoint annotation), or NATS. The HTTP side (--addr) serves /metrics,
 /readyz, /debug/* and the OpenAI API as serve does.

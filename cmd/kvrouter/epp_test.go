@@ -31,7 +31,7 @@ func TestEPPHelp(t *testing.T) {
 			t.Errorf("--%s is not documented in --help", f.Name)
 		}
 	})
-	for _, name := range []string{"grpc-addr", "worker", "zmq-bind", "nats", "pool-selector", "pool-target-port", "body-mode"} {
+	for _, name := range []string{"grpc-addr", "worker", "zmq-bind", "zmq-max-message-bytes", "zmq-hold-max-bytes", "nats", "pool-selector", "pool-target-port", "body-mode"} {
 		if c.Flags().Lookup(name) == nil {
 			t.Errorf("epp has no --%s", name)
 		}

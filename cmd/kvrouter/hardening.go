@@ -19,6 +19,8 @@ func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.StringVar(&c.NATS.Host, "embedded-nats-host", c.NATS.Host, "embedded NATS listen host; beyond loopback it requires credentials (--nats-user and --nats-password, --nats-token or --nats-nkey)")
 	f.StringVar(&c.NATS.EmbeddedTLSCert, "embedded-nats-tls-cert", c.NATS.EmbeddedTLSCert, "embedded NATS server certificate (PEM): clients must use TLS")
 	f.StringVar(&c.NATS.EmbeddedTLSKey, "embedded-nats-tls-key", c.NATS.EmbeddedTLSKey, "embedded NATS server key (PEM)")
+	f.Int64Var(&c.ZMQMaxMessageBytes, "zmq-max-message-bytes", c.ZMQMaxMessageBytes, "largest ZMQ message (frame, and frames of one message together) read from an engine; a peer announcing more is dropped before it is allocated (kvrouter_zmq_peers_dropped_total)")
+	f.Int64Var(&c.ZMQHoldMaxBytes, "zmq-hold-max-bytes", c.ZMQHoldMaxBytes, "--zmq-bind: bytes of messages held for pods no worker has yet (also 1024 messages, 30s); oldest dropped beyond")
 }
 
 // bindHardeningFlags binds the frontend's client bounds (frontend.Hardening).

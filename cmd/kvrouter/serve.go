@@ -30,12 +30,14 @@ or any engine that registers) and/or a static list (--worker, --workers-file). K
 come from the JetStream stream, or over ZMQ from vLLM/SGLang engines in one of two topologies:
   connect: the engine binds its PUB (vLLM "endpoint":"tcp://*:5557"); the router dials
            each one, named per worker (--worker URL,zmq=tcp://HOST:5557[,replay=...]).
-  bind:    the router binds one SUB (--zmq-bind tcp://0.0.0.0:5557) and every engine
-           connects its PUB to it (vLLM "endpoint":"tcp://ROUTER:5557" with
+  bind:    the router binds one SUB on the engines' network (--zmq-bind
+           tcp://10.0.0.1:5557) and every engine connects its PUB to it (vLLM "endpoint":"tcp://ROUTER:5557" with
            "topic":"kv@<pod>@<model>"); <pod> names the worker: its pod= option, else
            its URL's host:port, else its URL's host. Events of a pod no worker has are
            held for 30s in case it registers, then dropped (counted); a topic model
-           other than the worker's is dropped (counted).
+           other than the worker's is dropped (counted). ZMQ is unauthenticated: any
+           publisher that reaches the bound port can add or clear any pod's blocks, so
+           only the engines may reach it (bind an address of their network, firewall it).
 With neither --nats nor --worker an embedded NATS server is started.
 
 Every flag is also read from the environment, KVROUTER_ and the flag name upper-cased
@@ -45,7 +47,7 @@ errors). Precedence: flag > environment > file > default. --print-config prints 
 effective config in the file's shape.`,
 		Example: `  kvrouter serve --nats nats://127.0.0.1:4222 --tokenizer ./Qwen3-8B/
   kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16
-  kvrouter serve --zmq-bind tcp://0.0.0.0:5557 --worker http://10.0.0.5:8000 --worker http://10.0.0.6:8000
+  kvrouter serve --zmq-bind tcp://10.0.0.1:5557 --worker http://10.0.0.5:8000 --worker http://10.0.0.6:8000
   kvrouter serve --print-config > kvrouter.yaml; kvrouter serve --config kvrouter.yaml`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// The preset replaces the default cost knobs; a file, the
@@ -136,7 +138,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,role=prefill|decode|both,zmq=tcp://...,replay=tcp://...,pod=P,bs=N,max-num-seqs=N] (repeatable)")
 	f.IntVar(&fc.WorkerMaxNumSeqs, "worker-max-num-seqs", fc.WorkerMaxNumSeqs, "time cost: running-request cap per rank (the engines' --max-num-seqs) of workers that do not announce theirs; at it a request waits for a slot (0 = unknown: no cap rule)")
 	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")
-	f.StringArrayVar(&c.ZMQBind, "zmq-bind", c.ZMQBind, "bind a ZMQ SUB here for engines that connect their KV event PUB to the router, topic kv@<pod>@<model> (tcp://HOST:PORT, repeatable)")
+	f.StringArrayVar(&c.ZMQBind, "zmq-bind", c.ZMQBind, "bind a ZMQ SUB here for engines that connect their KV event PUB to the router, topic kv@<pod>@<model> (tcp://HOST:PORT, repeatable); unauthenticated: an address only the engines reach")
 	f.StringArrayVar(&fc.APIKeys, "api-key", fc.APIKeys, "accepted client API key (repeatable; none = open; secret)")
 	f.StringArrayVar(&fc.AdminKeys, "admin-key", fc.AdminKeys, "admin API key for /debug/* (repeatable; none = client keys; secret)")
 	f.Int64Var(&fc.MaxBodyBytes, "max-body-bytes", fc.MaxBodyBytes, "largest request body accepted (413 beyond)")

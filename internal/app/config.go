@@ -9,6 +9,8 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
 	"github.com/kvrouter/kvrouter/internal/replica"
@@ -76,6 +78,18 @@ type ServeConfig struct {
 	// mode, llm-d-inference-sim). The topic kv@<pod>@<model> names the
 	// worker (its pod= option, URL host:port or host). Default none.
 	ZMQBind []string `yaml:"zmq_bind"`
+	// ZMQMaxMessageBytes bounds a ZMQ message (each frame and their sum)
+	// on every ZMQ socket serve reads (bound, dialed, replay): a peer
+	// that announces a larger one is dropped before anything is
+	// allocated for it, counted in kvrouter_zmq_peers_dropped_total.
+	// Default zmqguard.DefaultMaxMessageBytes (16 MiB: a vLLM batch of
+	// some three million stored tokens); 0 = the default.
+	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
+	// ZMQHoldMaxBytes bounds, in bytes, the bind's held messages of pods
+	// no worker has yet (also at most 1024 messages, 30 s); past it the
+	// oldest are dropped. Default zmqsub.DefaultHoldMaxBytes (64 MiB);
+	// 0 = the default.
+	ZMQHoldMaxBytes int64 `yaml:"zmq_hold_max_bytes"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `yaml:"log_level"`
 
@@ -119,6 +133,9 @@ func DefaultServeConfig() ServeConfig {
 		NATS:      nc,
 		Replica:   replica.DefaultConfig(),
 		LogLevel:  "info",
+
+		ZMQMaxMessageBytes: zmqguard.DefaultMaxMessageBytes,
+		ZMQHoldMaxBytes:    zmqsub.DefaultHoldMaxBytes,
 	}
 }
 
@@ -146,6 +163,10 @@ func (c ServeConfig) Validate() error {
 	}
 	for _, ep := range c.ZMQBind {
 		errs = append(errs, validBind(ep))
+	}
+	if c.ZMQMaxMessageBytes < 0 || c.ZMQHoldMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("serve: zmq max message bytes %d and hold max bytes %d must be >= 0",
+			c.ZMQMaxMessageBytes, c.ZMQHoldMaxBytes))
 	}
 	return errors.Join(errs...)
 }

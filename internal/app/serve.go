@@ -322,14 +322,23 @@ func (s *Serve) Run(ctx context.Context) error {
 	}
 	if len(sources) > 0 || len(s.cfg.ZMQBind) > 0 || s.cfg.ZMQDynamic {
 		model := s.cfg.Frontend.Model
+		drops := zmqDrops()
 		zs := zmqsub.New(zmqsub.Config{BlockSize: s.cfg.Frontend.Router.BlockSize, Sources: sources, Logger: log,
 			Dynamic: s.cfg.ZMQDynamic,
 			OnBatch: fe.ObservePublished, Binds: s.cfg.ZMQBind, OnIngest: fe.CountIngest,
+			MaxMessageBytes: s.cfg.ZMQMaxMessageBytes, HoldMaxBytes: s.cfg.ZMQHoldMaxBytes,
+			OnPeerDropped: func(reason string) { drops.WithLabelValues(reason).Inc() },
 			Resolve: func(pod, topicModel string) (uint64, error) {
 				return s.pods.resolve(pod, topicModel, func() (uint64, error) {
 					return resolvePod(s.members.Workers(), pod, topicModel, model)
 				})
 			}}, fe)
+		if err := registerZMQ(fe.Registry(), drops, zs); err != nil {
+			stopBG()
+			_ = g.Wait()
+			_ = s.ln.Close()
+			return err
+		}
 		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -54,8 +56,14 @@ const maxReplay = 10000
 // BlockStored events.
 func NewZMQPublisher(ctx context.Context, pubEP, replayEP string, blockSize int, log *slog.Logger) (*ZMQPublisher, error) {
 	zctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// Peers send the PUB subscriptions and the ROUTER 8-byte replay
+	// requests: small messages only, bounded before zmq4 allocates them.
+	zctx = zmqguard.WithGuard(zctx, &zmqguard.Guard{Limits: zmqguard.Limits{MaxMessageBytes: 64 << 10},
+		OnDrop: func(reason string, remote net.Addr, err error) {
+			log.Warn("ZMQ peer dropped", "remote", remote.String(), "reason", reason, "err", err)
+		}})
 	z := &ZMQPublisher{log: log, pub: zmq4.NewPub(zctx), bs: blockSize, cancel: cancel, done: make(chan struct{})}
-	if err := z.pub.Listen(pubEP); err != nil {
+	if err := z.pub.Listen(zmqguard.Endpoint(pubEP)); err != nil {
 		cancel()
 		return nil, fmt.Errorf("mockerd: zmq pub listen %s: %w", pubEP, err)
 	}
@@ -64,7 +72,7 @@ func NewZMQPublisher(ctx context.Context, pubEP, replayEP string, blockSize int,
 		return z, nil
 	}
 	z.router = zmq4.NewRouter(zctx)
-	if err := z.router.Listen(replayEP); err != nil {
+	if err := z.router.Listen(zmqguard.Endpoint(replayEP)); err != nil {
 		_ = z.pub.Close()
 		cancel()
 		return nil, fmt.Errorf("mockerd: zmq replay listen %s: %w", replayEP, err)

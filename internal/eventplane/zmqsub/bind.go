@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
 	"github.com/kvrouter/kvrouter/ordering"
+	"golang.org/x/sync/semaphore"
 )
 
 var (
@@ -23,6 +25,7 @@ var (
 type bindMsg struct {
 	sock int
 	msg  zmq4.Msg
+	n    int64 // its frames' bytes, counted in flight
 }
 
 // held is a message of an unknown pod waiting for its worker.
@@ -51,9 +54,9 @@ func (s *Subscriber) listen(ctx context.Context) ([]zmq4.Socket, error) {
 		// NB: no automatic reconnect on a bound socket: zmq4 (v0.17)
 		// would redial the socket's own endpoint when a peer leaves (and
 		// races doing it, seen with -race when an engine disconnects).
-		sub := zmq4.NewSub(ctx)
+		sub := zmq4.NewSub(s.guarded(ctx))
 		_ = sub.SetOption(zmq4.OptionSubscribe, "")
-		if err := sub.Listen(ep); err != nil {
+		if err := sub.Listen(zmqguard.Endpoint(ep)); err != nil {
 			for _, o := range socks {
 				_ = o.Close()
 			}
@@ -69,9 +72,14 @@ func (s *Subscriber) listen(ctx context.Context) ([]zmq4.Socket, error) {
 
 // bindLoop receives on the bound sockets (one reader goroutine each) and
 // handles every message on this goroutine, so the messages of one
-// publisher keep their order through the hold.
+// publisher keep their order through the hold. Messages received and not
+// yet handled are bounded by count (the queue) and bytes (inflightBytes,
+// the store "zmq_inflight"): a reader waits for room, and the publishers
+// wait in TCP.
 func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
-	in := make(chan bindMsg, 256)
+	in := make(chan bindMsg, bindQueue)
+	_, budget := s.inflight.Limits()
+	room := semaphore.NewWeighted(budget)
 	done := make(chan struct{})
 	var readers sync.WaitGroup
 	defer readers.Wait()
@@ -89,15 +97,23 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 					s.log.Debug("zmq recv", "err", err)
 					continue
 				}
+				n := min(msgBytes(msg), budget) // the guard keeps it within MaxMessageBytes
+				if room.Acquire(ctx, n) != nil {
+					return
+				}
+				s.inflight.Add(1, n)
 				select {
-				case in <- bindMsg{sock: i, msg: msg}:
+				case in <- bindMsg{sock: i, msg: msg, n: n}:
 				case <-done:
+					s.inflight.Add(-1, -n)
+					room.Release(n)
 					return
 				}
 			}
 		}()
 	}
 	defer close(done)
+	defer s.hold.Set(0, 0) // the hold goes with the loop
 	tick := time.NewTicker(max(s.cfg.HoldFor/8, 50*time.Millisecond))
 	defer tick.Stop()
 	var hold []held
@@ -111,36 +127,54 @@ func (s *Subscriber) bindLoop(ctx context.Context, socks []zmq4.Socket) {
 		case now := <-tick.C:
 			hold = s.retryHeld(ctx, hold, now)
 		case m := <-in:
-			topic, seq, payload, ok := s.frames(m.msg, 0)
-			if !ok {
-				continue
-			}
-			// A topic with messages held stays behind them (its pod's
-			// registration kicks them, in order); others go straight on.
-			if len(hold) > 0 && s.isHeld(hold, topic) {
-				s.st.unknownPod.Add(1)
-				s.count(0, ordering.RejectUnknownPod, 1)
-				hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
-				continue
-			}
-			switch err := s.deliver(ctx, m.sock, topic, seq, payload); {
-			case errors.Is(err, ErrUnknownPod):
-				s.st.unknownPod.Add(1)
-				s.count(0, ordering.RejectUnknownPod, 1)
-				if !warned[topic] && len(warned) < 1024 {
-					warned[topic] = true
-					s.log.Warn("KV events of an unknown pod held until a worker with that pod registers", "topic", topic,
-						"hold_for", s.cfg.HoldFor, "err", err)
-				}
-				hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
-			case err != nil:
-				if !warned[topic] && len(warned) < 1024 {
-					warned[topic] = true
-					s.log.Warn("KV events dropped", "topic", topic, "err", err)
-				}
-			}
+			hold = s.bindMsg(ctx, m, hold, warned)
+			s.inflight.Add(-1, -m.n)
+			room.Release(m.n)
 		}
 	}
+}
+
+// bindQueue is how many received messages wait for the bind loop.
+const bindQueue = 256
+
+func msgBytes(m zmq4.Msg) int64 {
+	var n int64
+	for _, f := range m.Frames {
+		n += int64(len(f))
+	}
+	return n
+}
+
+// bindMsg handles one message received on a bound socket.
+func (s *Subscriber) bindMsg(ctx context.Context, m bindMsg, hold []held, warned map[string]bool) []held {
+	topic, seq, payload, ok := s.frames(m.msg, 0)
+	if !ok {
+		return hold
+	}
+	// A topic with messages held stays behind them (its pod's
+	// registration kicks them, in order); others go straight on.
+	if len(hold) > 0 && s.isHeld(hold, topic) {
+		s.st.unknownPod.Add(1)
+		s.count(0, ordering.RejectUnknownPod, 1)
+		return s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
+	}
+	switch err := s.deliver(ctx, m.sock, topic, seq, payload); {
+	case errors.Is(err, ErrUnknownPod):
+		s.st.unknownPod.Add(1)
+		s.count(0, ordering.RejectUnknownPod, 1)
+		if !warned[topic] && len(warned) < 1024 {
+			warned[topic] = true
+			s.log.Warn("KV events of an unknown pod held until a worker with that pod registers", "topic", topic,
+				"hold_for", s.cfg.HoldFor, "err", err)
+		}
+		hold = s.holdMsg(hold, held{sock: m.sock, topic: topic, seq: seq, payload: payload, at: time.Now()})
+	case err != nil:
+		if !warned[topic] && len(warned) < 1024 {
+			warned[topic] = true
+			s.log.Warn("KV events dropped", "topic", topic, "err", err)
+		}
+	}
+	return hold
 }
 
 func (s *Subscriber) isHeld(hold []held, topic string) bool {
@@ -152,16 +186,35 @@ func (s *Subscriber) isHeld(hold []held, topic string) bool {
 	return false
 }
 
-// holdMsg appends h, dropping the oldest past HoldMax.
+// heldOverhead is what a held message costs beyond its topic and payload
+// (the held struct and slice headers), so empty payloads count too.
+const heldOverhead = 96
+
+func heldBytes(h *held) int64 { return int64(len(h.topic)+len(h.payload)) + heldOverhead }
+
+// holdMsg appends h, dropping the oldest past HoldMax or HoldMaxBytes (a
+// message larger than HoldMaxBytes alone is dropped, not held).
 func (s *Subscriber) holdMsg(hold []held, h held) []held {
-	h.payload = append([]byte(nil), h.payload...)
-	hold = append(hold, h)
-	if over := len(hold) - s.cfg.HoldMax; over > 0 {
+	size := heldBytes(&h)
+	if _, maxBytes := s.hold.Limits(); size > maxBytes {
+		s.st.holdDropped.Add(1)
+		s.count(0, ordering.RejectUnknownPodExpired, 1)
+		return hold
+	}
+	over := 0
+	for over < len(hold) && !s.hold.Fits(1, size) {
+		s.hold.Add(-1, -heldBytes(&hold[over]))
+		over++
+	}
+	if over > 0 {
 		s.st.holdDropped.Add(uint64(over))
 		s.count(0, ordering.RejectUnknownPodExpired, uint64(over))
+		clear(hold[:over])
 		hold = append(hold[:0], hold[over:]...)
 	}
-	return hold
+	h.payload = append([]byte(nil), h.payload...)
+	s.hold.Add(1, size)
+	return append(hold, h)
 }
 
 // retryHeld delivers the held messages whose pod now resolves, in arrival
@@ -173,12 +226,14 @@ func (s *Subscriber) retryHeld(ctx context.Context, hold []held, now time.Time) 
 		if !stuck[h.topic] {
 			err := s.deliver(ctx, h.sock, h.topic, h.seq, h.payload)
 			if !errors.Is(err, ErrUnknownPod) {
+				s.hold.Add(-1, -heldBytes(&h))
 				continue // applied, or dropped for another reason (counted)
 			}
 		}
 		if now.Sub(h.at) >= s.cfg.HoldFor {
 			s.st.holdDropped.Add(1)
 			s.count(0, ordering.RejectUnknownPodExpired, 1)
+			s.hold.Add(-1, -heldBytes(&h))
 			continue
 		}
 		stuck[h.topic] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,11 +21,12 @@ type bindRig struct {
 	sub *zmqsub.Subscriber
 	ep  string
 
-	mu      sync.Mutex
-	idx     indexer.Index
-	pods    map[string]uint64
-	model   string
-	ingests map[string]uint64
+	mu        sync.Mutex
+	idx       indexer.Index
+	pods      map[string]uint64
+	model     string
+	ingests   map[string]uint64
+	onResolve atomic.Pointer[func()] // called as each message is resolved, on the bind loop
 }
 
 func newBindRig(t *testing.T, cfg zmqsub.Config) *bindRig {
@@ -33,6 +35,9 @@ func newBindRig(t *testing.T, cfg zmqsub.Config) *bindRig {
 		ingests: map[string]uint64{}}
 	cfg.BlockSize, cfg.Logger, cfg.Binds = 4, eventplanetest.Quiet, []string{"tcp://127.0.0.1:0"}
 	cfg.Resolve = func(pod, model string) (uint64, error) {
+		if f := r.onResolve.Load(); f != nil {
+			(*f)()
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		id, ok := r.pods[pod]

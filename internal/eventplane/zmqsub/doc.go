@@ -12,9 +12,25 @@
 //     PUBs connect to it; the topic "kv@<pod>@<model>" tells workers apart
 //     (Config.Resolve maps pod and model to a worker id, default a stable
 //     hash of the pod). A pod no worker has yet (ErrUnknownPod) has its
-//     messages held, in order, up to HoldFor and HoldMax, and applied when
-//     Kick finds it resolvable; a model mismatch (ErrModelMismatch) drops
-//     the message. Every refusal is counted (Stats, Config.OnIngest).
+//     messages held, in order, up to HoldFor, HoldMax messages and
+//     HoldMaxBytes (all pods together; exported as the bounds store
+//     "zmq_hold", HoldStore), and applied when Kick finds it resolvable; a
+//     model mismatch (ErrModelMismatch) drops the message. Every refusal
+//     is counted (Stats, Config.OnIngest). Messages received and not yet
+//     handled wait bounded in count (256) and bytes (4 × MaxMessageBytes;
+//     the store "zmq_inflight", InflightStore); beyond, the publishers
+//     wait in TCP.
+//
+// Trust boundary: ZMQ here has no authentication. Any publisher that
+// reaches a bound endpoint can add or clear the blocks of any pod (it
+// names the pod in its topic), so a bind endpoint must be reachable by
+// the engines only: bind it on the engines' network, not a public
+// interface, and restrict it (the Helm chart's NetworkPolicy admits the
+// engine pods only). Whoever reaches it can still not exhaust memory:
+// every socket, bound or dialed (SUB, replay DEALER), reads through
+// zmqguard, which drops a peer announcing a message over
+// Config.MaxMessageBytes before zmq4 allocates it (Config.OnPeerDropped
+// counts them).
 //
 // Frames are [topic, seq (8 bytes big-endian), payload]. seq is tracked per
 // publisher (worker+rank; bind mode: topic and socket) by ordering.Seq;

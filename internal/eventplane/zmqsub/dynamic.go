@@ -139,9 +139,8 @@ func (s *Subscriber) dial(ds *dynSource) {
 		go func() {
 			defer s.dyn.wg.Done()
 			defer ds.wg.Done()
-			sub := newSub(ctx)
-			if err := sub.Dial(ep); err != nil {
-				_ = sub.Close()
+			sub, err := s.dialSub(ctx, ep)
+			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Warn("zmq dial", "worker", src.WorkerID, "endpoint", ep, "err", fmt.Errorf("zmqsub: %w", err))
 				}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"github.com/kvrouter/kvrouter/internal/bounds"
+	"github.com/kvrouter/kvrouter/internal/eventplane/zmqguard"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/ordering"
 	"github.com/zeebo/xxh3"
@@ -80,6 +82,19 @@ type Config struct {
 	// HoldMax bounds the held messages (all pods together); past it the
 	// oldest is dropped. Default 1024; zero means the default.
 	HoldMax int
+	// HoldMaxBytes bounds the held messages' bytes (topic and payload
+	// plus a fixed overhead each); past it the oldest are dropped, and a
+	// message larger than it alone is not held. Default
+	// DefaultHoldMaxBytes; zero means the default.
+	HoldMaxBytes int64
+	// MaxMessageBytes bounds a ZMQ message (each frame and their sum) on
+	// every socket, bound or dialed: a peer that announces a larger one
+	// is dropped before anything is allocated for it (zmqguard). Default
+	// zmqguard.DefaultMaxMessageBytes (16 MiB); zero means the default.
+	MaxMessageBytes int64
+	// OnPeerDropped, when set, counts ZMQ peers dropped by the guard, by
+	// reason (a zmqguard.Reason* value). Called from zmq4's goroutines.
+	OnPeerDropped func(reason string)
 	// MaxJump: a seq more than this above the last is a publisher restart,
 	// not a gap (ordering.Seq). Default 0: ordering's default.
 	MaxJump uint64
@@ -124,9 +139,12 @@ type Stats struct {
 
 // Subscriber ingests ZMQ KV events into a Sink.
 type Subscriber struct {
-	cfg  Config
-	sink Sink
-	log  *slog.Logger
+	cfg      Config
+	sink     Sink
+	log      *slog.Logger
+	guard    *zmqguard.Guard
+	hold     *bounds.Store // bind mode's held messages
+	inflight *bounds.Store // bind mode's messages received, not yet handled
 
 	bound atomic.Value // net.Addr
 
@@ -172,8 +190,48 @@ func New(cfg Config, sink Sink) *Subscriber {
 	if cfg.HoldMax <= 0 {
 		cfg.HoldMax = 1024
 	}
-	return &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState),
-		kick: make(chan struct{}, 1)}
+	if cfg.HoldMaxBytes <= 0 {
+		cfg.HoldMaxBytes = DefaultHoldMaxBytes
+	}
+	s := &Subscriber{cfg: cfg, sink: sink, log: cfg.Logger, pubs: make(map[pubKey]*pubState),
+		kick: make(chan struct{}, 1), hold: bounds.New("zmq_hold", int64(cfg.HoldMax), cfg.HoldMaxBytes)}
+	maxMsg := cfg.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = zmqguard.DefaultMaxMessageBytes
+	}
+	s.inflight = bounds.New("zmq_inflight", bindQueue, inflightMessages*maxMsg)
+	s.guard = &zmqguard.Guard{Limits: zmqguard.Limits{MaxMessageBytes: maxMsg},
+		OnDrop: func(reason string, remote net.Addr, err error) {
+			s.log.Warn("ZMQ peer dropped", "remote", remote.String(), "reason", reason, "err", err)
+			if cfg.OnPeerDropped != nil {
+				cfg.OnPeerDropped(reason)
+			}
+		}}
+	return s
+}
+
+// DefaultHoldMaxBytes is Config.HoldMaxBytes' default: four of the
+// largest messages (zmqguard.DefaultMaxMessageBytes), or some thousands
+// of ordinary batches (kilobytes each).
+const DefaultHoldMaxBytes = 64 << 20
+
+// inflightMessages is how many of the largest messages may wait for the
+// bind loop (in bytes: 64 MiB by default); ordinary batches of kilobytes
+// meet the count bound first.
+const inflightMessages = 4
+
+// InflightStore is the bind mode's messages received and not yet handled,
+// as a bounds.Store ("zmq_inflight").
+func (s *Subscriber) InflightStore() *bounds.Store { return s.inflight }
+
+// HoldStore is the bind mode's hold of unknown pods' messages, as a
+// bounds.Store ("zmq_hold") to register on a Prometheus registry.
+func (s *Subscriber) HoldStore() *bounds.Store { return s.hold }
+
+// guarded returns ctx carrying the Subscriber's frame guard: sockets
+// created with it and given a zmqguard.Endpoint are bounded.
+func (s *Subscriber) guarded(ctx context.Context) context.Context {
+	return zmqguard.WithGuard(ctx, s.guard)
 }
 
 // Validate reports every problem of the configuration.
@@ -181,6 +239,12 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.BlockSize <= 0 {
 		errs = append(errs, errors.New("zmqsub: block size required"))
+	}
+	if c.MaxMessageBytes < 0 {
+		errs = append(errs, fmt.Errorf("zmqsub: max message bytes %d < 0", c.MaxMessageBytes))
+	}
+	if c.HoldMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("zmqsub: hold max bytes %d < 0", c.HoldMaxBytes))
 	}
 	if len(c.Sources) == 0 && len(c.Binds) == 0 && !c.Dynamic {
 		errs = append(errs, errors.New("zmqsub: no source endpoint and no bind endpoint"))
@@ -238,8 +302,8 @@ func (s *Subscriber) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sub := newSub(ctx)
-				if err := sub.Dial(ep); err != nil {
+				sub, err := s.dialSub(ctx, ep)
+				if err != nil {
 					if ctx.Err() == nil {
 						errc <- fmt.Errorf("zmqsub: dial %s: %w", ep, err)
 					}
@@ -269,11 +333,17 @@ func (s *Subscriber) BindAddrs() []net.Addr {
 	return nil
 }
 
-func newSub(ctx context.Context) zmq4.Socket {
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithDialerMaxRetries(-1),
+// dialSub dials a guarded SUB to ep (it retries until ctx is done and
+// reconnects after a drop).
+func (s *Subscriber) dialSub(ctx context.Context, ep string) (zmq4.Socket, error) {
+	sub := zmq4.NewSub(s.guarded(ctx), zmq4.WithDialerRetry(100*time.Millisecond), zmq4.WithDialerMaxRetries(-1),
 		zmq4.WithAutomaticReconnect(true))
 	_ = sub.SetOption(zmq4.OptionSubscribe, "")
-	return sub
+	if err := sub.Dial(zmqguard.Endpoint(ep)); err != nil {
+		_ = sub.Close()
+		return nil, err
+	}
+	return sub, nil
 }
 
 // loop receives on one dialed SUB socket (connect topology).
@@ -483,9 +553,9 @@ func (s *Subscriber) replay(ctx context.Context, ps *pubState, key pubKey, from,
 	}
 	rctx, cancel := context.WithTimeout(ctx, s.cfg.ReplayTimeout)
 	defer cancel()
-	d := zmq4.NewDealer(rctx, zmq4.WithDialerMaxRetries(3), zmq4.WithDialerRetry(50*time.Millisecond))
+	d := zmq4.NewDealer(s.guarded(rctx), zmq4.WithDialerMaxRetries(3), zmq4.WithDialerRetry(50*time.Millisecond))
 	defer d.Close()
-	if err := d.Dial(ps.replay); err != nil {
+	if err := d.Dial(zmqguard.Endpoint(ps.replay)); err != nil {
 		s.log.Warn("replay dial failed", "endpoint", ps.replay, "err", err)
 		return false
 	}
