@@ -31,37 +31,24 @@ func placementOf(md *corev3.Metadata) (*frontend.Placement, *oai.Error) {
 		return nil, nil
 	}
 	f := st.GetFields()
-	var p frontend.Placement
-	if v := f[KeyPinWorker].GetStringValue(); v != "" {
-		w, rk, err := frontend.ParsePin(v)
-		if err != nil {
-			return nil, oai.BadRequest(NamespacePlacement+"."+KeyPinWorker, err.Error())
-		}
-		p.PinWorker, p.PinRank = &w, rk
-	}
-	if v := f[KeyDPRanks].GetStringValue(); v != "" {
-		r, err := frontend.ParseRanks(v)
-		if err != nil {
-			return nil, oai.BadRequest(NamespacePlacement+"."+KeyDPRanks, err.Error())
-		}
-		p.Ranks = r
-	}
+	var labels map[string]string
 	if lv, ok := f[KeyLabels]; ok {
 		if s := lv.GetStructValue(); s != nil {
-			p.Labels = make(map[string]string, len(s.GetFields()))
+			labels = make(map[string]string, len(s.GetFields()))
 			for k, v := range s.GetFields() {
-				p.Labels[k] = v.GetStringValue()
+				labels[k] = v.GetStringValue()
 			}
 		} else if v := lv.GetStringValue(); v != "" {
 			l, err := frontend.ParseLabels(v)
 			if err != nil {
 				return nil, oai.BadRequest(NamespacePlacement+"."+KeyLabels, err.Error())
 			}
-			p.Labels = l
+			labels = l
 		}
 	}
-	if p.IsZero() {
-		return nil, nil
+	p, which, err := frontend.PlacementOf(f[KeyPinWorker].GetStringValue(), f[KeyDPRanks].GetStringValue(), labels)
+	if err != nil {
+		return nil, oai.BadRequest(NamespacePlacement+"."+which, err.Error())
 	}
-	return &p, nil
+	return p, nil
 }

@@ -52,26 +52,11 @@ type RouteRequest struct {
 
 // placement returns rr's placement fields (nil none).
 func (rr *RouteRequest) placement() (*Placement, *oai.Error) {
-	var p Placement
-	if rr.PinWorker != "" {
-		w, rk, err := ParsePin(rr.PinWorker)
-		if err != nil {
-			return nil, oai.BadRequest("pin_worker", err.Error())
-		}
-		p.PinWorker, p.PinRank = &w, rk
+	p, which, err := PlacementOf(rr.PinWorker, rr.DPRanks, rr.Labels)
+	if err != nil {
+		return nil, oai.BadRequest(which, err.Error())
 	}
-	if rr.DPRanks != "" {
-		r, err := ParseRanks(rr.DPRanks)
-		if err != nil {
-			return nil, oai.BadRequest("dp_ranks", err.Error())
-		}
-		p.Ranks = r
-	}
-	if len(rr.Labels) > maxRequiredLabels {
-		return nil, oai.BadRequest("labels", fmt.Sprintf("%d labels, at most %d", len(rr.Labels), maxRequiredLabels))
-	}
-	p.Labels = rr.Labels
-	return &p, nil
+	return p, nil
 }
 
 // Candidate is one worker's cost breakdown in a RouteResponse.

@@ -125,34 +125,58 @@ func ParseLabels(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// placementHeaders reads the placement headers of r (nil when none).
-func placementHeaders(h http.Header) (*Placement, *oai.Error) {
+// Placement field names in errors (PlacementOf's which).
+const (
+	FieldPin    = "pin_worker"
+	FieldRanks  = "dp_ranks"
+	FieldLabels = "labels"
+)
+
+// PlacementOf builds a placement from its textual fields: pin ("ID" or
+// "ID:RANK"), ranks ("LO-HI" or "N") and labels, each "" or nil when
+// absent. It returns nil for no rule, or the field (FieldPin, ...) that
+// failed and why.
+func PlacementOf(pin, ranks string, labels map[string]string) (*Placement, string, error) {
 	var p Placement
-	if v := h.Get(HeaderPinWorker); v != "" {
-		w, rk, err := ParsePin(v)
+	if pin != "" {
+		w, rk, err := ParsePin(pin)
 		if err != nil {
-			return nil, oai.BadRequest(HeaderPinWorker, err.Error())
+			return nil, FieldPin, err
 		}
 		p.PinWorker, p.PinRank = &w, rk
 	}
-	if v := h.Get(HeaderDPRanks); v != "" {
-		r, err := ParseRanks(v)
+	if ranks != "" {
+		r, err := ParseRanks(ranks)
 		if err != nil {
-			return nil, oai.BadRequest(HeaderDPRanks, err.Error())
+			return nil, FieldRanks, err
 		}
 		p.Ranks = r
 	}
+	if len(labels) > maxRequiredLabels {
+		return nil, FieldLabels, fmt.Errorf("labels: %d pairs, at most %d", len(labels), maxRequiredLabels)
+	}
+	p.Labels = labels
+	if p.IsZero() {
+		return nil, "", nil
+	}
+	return &p, "", nil
+}
+
+// placementHeaders reads the placement headers of r (nil when none).
+func placementHeaders(h http.Header) (*Placement, *oai.Error) {
+	var labels map[string]string
 	if v := h.Get(HeaderRequireLabels); v != "" {
 		l, err := ParseLabels(v)
 		if err != nil {
 			return nil, oai.BadRequest(HeaderRequireLabels, err.Error())
 		}
-		p.Labels = l
+		labels = l
 	}
-	if p.IsZero() {
-		return nil, nil
+	p, which, err := PlacementOf(h.Get(HeaderPinWorker), h.Get(HeaderDPRanks), labels)
+	if err != nil {
+		return nil, oai.BadRequest(map[string]string{FieldPin: HeaderPinWorker, FieldRanks: HeaderDPRanks}[which], err.Error())
 	}
-	return &p, nil
+	return p, nil
 }
 
 // admin reports whether r carries an admin key: the admin keys, else the
