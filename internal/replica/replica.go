@@ -144,8 +144,7 @@ func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
 		snaps: snapshot.NewManager(conn, snapshot.Config{Bucket: cfg.SnapshotBucket, Keep: cfg.SnapshotKeep, Logger: cfg.Logger})}
 	r.st.Detail = "starting"
 	if cfg.SnapshotInterval > 0 {
-		l, err := NewLease(conn, LeaseConfig{Bucket: cfg.LeaseBucket, Key: "snapshot-writer." + eventplane.SubjectToken(cfg.Model),
-			Holder: cfg.ID, TTL: cfg.LeaseTTL, Renew: cfg.LeaseRenew, Logger: cfg.Logger})
+		l, err := NewLease(conn, r.leaseConfig())
 		if err != nil {
 			return nil, err
 		}
