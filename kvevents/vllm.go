@@ -59,8 +59,11 @@ import (
 //     kvhash.Seed(lora_name, ""). lora_id (deprecated in vLLM) is ignored. If
 //     extra_keys carries vLLM multimodal identifiers (64-hex-digit strings,
 //     alone or as [identifier, offset]) for a block, their first 16 hex
-//     digits become its mm hashes (kvhash.LocalMM), Dynamo's mapping; other
-//     extra keys (LoRA name, cache_salt, ...) are ignored.
+//     digits become its mm hashes (kvhash.LocalMM), Dynamo's mapping. The
+//     first block of a store with no parent (the block at token 0) may
+//     carry cache_salt as a string after the LoRA name: it is folded in
+//     with kvhash.SaltFirst, as the router folds a request's salt (see
+//     extraKeys). Other extra keys (prompt-embeds digests) are ignored.
 //   - medium → Tier, case-insensitive: missing, GPU, DEVICE → device;
 //     CPU_TIER2, DISK*, NVME*, STORAGE → disk; other CPU* → host_pinned;
 //     EXTERNAL, NETWORK, REMOTE, SHARED → external; anything else → device
@@ -432,6 +435,7 @@ func (d *VLLMDecoder) stored(dst []Event, e *rawEvent, ev Event, hr *mpReader, n
 		eagle = true
 	}
 	seed := kvhash.DefaultSeed
+	var loraName []byte
 	if e.lora != nil {
 		lr := mpReader{b: e.lora}
 		if !lr.isNil() {
@@ -440,6 +444,7 @@ func (d *VLLMDecoder) stored(dst []Event, e *rawEvent, ev Event, hr *mpReader, n
 				return dst, false, fmt.Errorf("%w: lora_name: want a string", ErrMalformed)
 			}
 			seed = kvhash.Seed(string(name), "")
+			loraName = name
 		}
 	}
 	var xr mpReader
@@ -473,8 +478,11 @@ func (d *VLLMDecoder) stored(dst []Event, e *rawEvent, ev Event, hr *mpReader, n
 			}
 		}
 		mm = mm[:0]
+		var salt []byte
 		if i < extra {
-			if mm, err = mmHashes(&xr, mm); err != nil {
+			// Only the block at token 0 can carry cache_salt: the first
+			// block of a store with no parent.
+			if mm, salt, err = extraKeys(&xr, mm, loraName, i == 0 && !ev.HasParent); err != nil {
 				return dst, false, err
 			}
 		}
@@ -482,6 +490,9 @@ func (d *VLLMDecoder) stored(dst []Event, e *rawEvent, ev Event, hr *mpReader, n
 			ev.Blocks[i].Local = kvhash.LocalMM(buf, mm, seed)
 		} else {
 			ev.Blocks[i].Local = kvhash.Local(buf, seed)
+		}
+		if len(salt) > 0 {
+			ev.Blocks[i].Local = kvhash.SaltFirst(ev.Blocks[i].Local, string(salt))
 		}
 	}
 	return append(dst, ev), true, nil
@@ -555,36 +566,59 @@ func bytesHash(b []byte) uint64 {
 	return v
 }
 
-// mmHashes reads one block's extra_keys entry (nil or a list of keys) and
-// appends the multimodal hashes found in it.
-func mmHashes(r *mpReader, dst []uint64) ([]uint64, error) {
+// extraKeys reads one block's extra_keys entry (nil or a list of keys),
+// appends the multimodal hashes found in it to dst and, when first (the
+// block at token 0), returns its cache salt.
+//
+// vLLM builds the entry as LoRA name (when lora_name is set) + mm keys +
+// cache_salt (block 0 only) + prompt-embeds digests (bytes). mm keys are
+// [identifier, offset] pairs; older vLLM sent the bare identifier string.
+// So in block 0 the last bare string after the LoRA slot is the salt, and
+// any bare string before it an old-style mm identifier. NB: old-style vLLM
+// with an image in block 0 and no salt is read as salted by the image's
+// identifier: that prompt then matches nothing (never another prompt).
+func extraKeys(r *mpReader, dst []uint64, lora []byte, first bool) ([]uint64, []byte, error) {
 	if r.isNil() {
-		return dst, nil
+		return dst, nil, nil
 	}
 	n, ok, err := r.arrayLen()
 	if err != nil {
-		return dst, err
+		return dst, nil, err
 	}
 	if !ok {
-		return dst, r.skip() // unexpected shape: ignore, extra keys are advisory
+		return dst, nil, r.skip() // unexpected shape: ignore, extra keys are advisory
 	}
+	var salt []byte
 	for i := 0; i < n; i++ {
 		v, err := r.value()
 		if err != nil {
-			return dst, err
+			return dst, nil, err
 		}
 		vr := mpReader{b: v}
+		tuple := false
 		if m, ok, _ := vr.arrayLen(); ok && m >= 1 { // [identifier, offset]
 			v = vr.b[vr.off:]
 			vr = mpReader{b: v}
+			tuple = true
 		}
-		if s, ok, _ := vr.str(); ok {
-			if h, ok := mmIdentifier(s); ok {
-				dst = append(dst, h)
+		s, ok, _ := vr.str()
+		if !ok || (i == 0 && !tuple && lora != nil && string(s) == string(lora)) {
+			continue
+		}
+		if first && !tuple {
+			if salt != nil {
+				if h, ok := mmIdentifier(salt); ok {
+					dst = append(dst, h)
+				}
 			}
+			salt = s
+			continue
+		}
+		if h, ok := mmIdentifier(s); ok {
+			dst = append(dst, h)
 		}
 	}
-	return dst, nil
+	return dst, salt, nil
 }
 
 // mmIdentifier maps vLLM's canonical multimodal identifier (a 64-digit hex

@@ -170,7 +170,7 @@ func (e *Engine) Add(req Request) error {
 	s := &seq{req: req, numTokens: len(req.Tokens), prefillLeft: len(req.Tokens)}
 	s.res = Result{ID: req.ID, Arrival: req.Arrival, PromptTokens: len(req.Tokens)}
 	if e.cfg.EnablePrefixCaching {
-		s.locals = kvhash.AppendLocal(make([]uint64, 0, len(req.Tokens)/B+1), req.Tokens, B, e.seed)
+		s.locals = kvhash.SaltLocals(kvhash.AppendLocal(make([]uint64, 0, len(req.Tokens)/B+1), req.Tokens, B, e.seed), req.CacheSalt)
 		s.hashes = kvhash.AppendSeq(make([]uint64, 0, cap(s.locals)), s.locals)
 	}
 	e.byID[req.ID] = s
@@ -598,6 +598,9 @@ func (e *Engine) ensureHashes(s *seq, n int) {
 			}
 		}
 		l := kvhash.Local(e.tok, e.seed)
+		if j == 0 {
+			l = kvhash.SaltFirst(l, s.req.CacheSalt)
+		}
 		h := l
 		if j > 0 {
 			h = kvhash.SeqNext(s.hashes[j-1], l)

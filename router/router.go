@@ -623,6 +623,17 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	seed := kvhash.Seed(req.LoRA, req.Namespace)
 	needSeq := r.cfg.Policy == PolicyApprox
 	switch {
+	case req.Tokens != nil && req.CacheSalt != "":
+		// The salt changes block 0, and with it every chained name, so
+		// the chains are computed after it (off the fused paths; a prompt
+		// without a salt hashes exactly as before).
+		p.locBuf = kvhash.SaltLocals(kvhash.AppendLocal(p.locBuf[:0], req.Tokens, B, seed), req.CacheSalt)
+		p.locals = p.locBuf
+		p.idBuf = kvhash.AppendPrefixIDs(p.idBuf[:0], p.locals)
+		if needSeq {
+			p.seqBuf = kvhash.AppendSeq(p.seqBuf[:0], p.locals)
+			p.seq = p.seqBuf
+		}
 	case req.Tokens != nil && needSeq:
 		p.locBuf, p.seqBuf, p.idBuf = kvhash.AppendLocalSeqID(p.locBuf[:0], p.seqBuf[:0], p.idBuf[:0], req.Tokens, B, seed)
 		p.locals, p.seq = p.locBuf, p.seqBuf

@@ -40,6 +40,11 @@ type Request struct {
 	LoRA string
 	// Namespace is the cache namespace ("" = shared); salts the hashes.
 	Namespace string
+	// CacheSalt is vLLM's per-request cache_salt ("" = none): it salts the
+	// first block's local hash (kvhash.SaltFirst), as vLLM salts only the
+	// block at token 0, so prompts with different salts share no block.
+	// Ignored when only Locals are given (the caller salts those).
+	CacheSalt string
 	// Priority orders the wait queue (queue package); higher is sooner.
 	Priority float64
 	// Session binds the request to a worker when affinity is on ("" = none).

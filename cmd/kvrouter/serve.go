@@ -121,6 +121,8 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.DurationVar(&rc.Loads.StaleAfter, "stale-limit", rc.Loads.StaleAfter, "release a request without progress for this long (0 = never)")
 	bindNATSFlags(f, &c.NATS, "embedded-nats-port")
 	f.BoolVar(&c.NoNATS, "no-nats", c.NoNATS, "use neither NATS nor the embedded server (static workers with ZMQ events)")
+	f.BoolVar(&c.ResetStates, "reset-states", c.ResetStates, "with NATS: start clean: purge this model's KV events from the stream, its snapshots and its worker registrations before subscribing (refused while another replica holds the snapshot lease)")
+	f.BoolVar(&c.ResetForce, "reset-states-force", c.ResetForce, "with --reset-states: purge even while another replica holds the snapshot lease")
 	rp := &c.Replica
 	f.StringVar(&rp.ID, "replica-id", rp.ID, "this replica's id: snapshot lease holder, load-sync origin, logs (default <hostname>-<pid>)")
 	f.DurationVar(&rp.SnapshotInterval, "snapshot-interval", rp.SnapshotInterval, "with NATS: how often the lease holder snapshots the index (0 = never write snapshots nor take the lease)")

@@ -92,6 +92,16 @@ type ServeConfig struct {
 	ZMQHoldMaxBytes int64 `yaml:"zmq_hold_max_bytes"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `yaml:"log_level"`
+	// ResetStates starts from clean state (Dynamo's --router-reset-states):
+	// with NATS, before subscribing, this model's KV events are purged from
+	// the stream, its snapshots deleted and its worker registrations
+	// removed (live workers register again at their next heartbeat); one
+	// log line says what went. Refused while another replica holds the
+	// model's snapshot lease unless ResetForce. Default false.
+	ResetStates bool `yaml:"reset_states"`
+	// ResetForce resets even while another replica holds the lease (it
+	// keeps serving from its own index). Default false.
+	ResetForce bool `yaml:"reset_states_force"`
 
 	// Programmatic use (internal/fleet, tests); not configuration.
 

@@ -383,6 +383,11 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	if s.cfg.ResetStates {
+		if err := s.resetStates(ctx, conn, rep, rc.Model); err != nil {
+			return nil, err
+		}
+	}
 	var ls *replica.LoadSync
 	if rc.Sync.Enabled {
 		if ls, err = replica.NewLoadSync(conn.NC, rc.Sync, rep.ID()); err != nil {

@@ -246,6 +246,40 @@ func (r *Registry) Keepalive(ctx context.Context, w Worker) error {
 // instance held the id.
 func (r *Registry) Duplicates() uint64 { return r.duplicates.Load() }
 
+// Purge deletes the registrations of model's workers, and of workers that
+// name no model (a router serves those too), and returns how many (a start
+// from clean state: serve --reset-states). Live workers register again at
+// their next heartbeat.
+func (r *Registry) Purge(ctx context.Context, model string) (int, error) {
+	kv, err := r.bucket(ctx)
+	if err != nil {
+		return 0, err
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("discovery: purge: %w", err)
+	}
+	n := 0
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		var w Worker
+		if json.Unmarshal(e.Value(), &w) == nil && w.Model != "" && w.Model != model {
+			continue
+		}
+		if err := kv.Delete(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return n, fmt.Errorf("discovery: purge %s: %w", k, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // List returns the registered workers.
 func (r *Registry) List(ctx context.Context) ([]Worker, error) {
 	kv, err := r.bucket(ctx)

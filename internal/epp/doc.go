@@ -14,6 +14,11 @@
 //     no known worker, is an ImmediateResponse 503. Nothing eligible is a
 //     503 too; every worker over its busy thresholds is a 429 (the
 //     protocol's "request should be dropped").
+//   - Placement in the request's filter metadata (kvrouter.placement:
+//     pin_worker "ID" or "ID:RANK", dp_ranks "LO-HI", labels "k=v,..."
+//     or a struct) is the gateway's own and needs no key; the client
+//     headers X-Kvrouter-Pin-Worker, ... need the admin key. A rule no
+//     worker satisfies is an ImmediateResponse 503; a malformed one 400.
 //   - Body modes: FULL_DUPLEX_STREAMED (the extension's gateways): Envoy
 //     streams the body without waiting; the picker holds the answer to
 //     the request headers until the body is complete (Envoy picks the

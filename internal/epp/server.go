@@ -78,6 +78,8 @@ type exchange struct {
 	header    http.Header
 	subset    []string
 	hasSubset bool
+	place     *frontend.Placement // placement.go
+	placeErr  *oai.Error
 	body      []byte
 	start     time.Time
 	picked    *frontend.Picked
@@ -178,6 +180,7 @@ func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3
 		}
 	}
 	x.subset, x.hasSubset = subsetHint(req.GetMetadataContext(), x.s.cfg.SubsetNamespace)
+	x.place, x.placeErr = placementOf(req.GetMetadataContext())
 	switch {
 	case h.GetEndOfStream():
 		// No body (GET /v1/models, ...): picked now, by load alone.
@@ -229,7 +232,11 @@ func (x *exchange) pickAndAnswer(eos bool) error {
 	if x.hasSubset {
 		in.Allow = s.fe.WorkersAt(x.subset)
 	}
-	p, e := s.fe.Pick(x.stream.Context(), in)
+	in.Placement = x.place
+	p, e := (*frontend.Picked)(nil), x.placeErr
+	if e == nil {
+		p, e = s.fe.Pick(x.stream.Context(), in)
+	}
 	s.m.pick.Observe(time.Since(t0).Seconds())
 	if e != nil {
 		s.m.picks.WithLabelValues(strconv.Itoa(e.Status)).Inc()

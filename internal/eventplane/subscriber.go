@@ -250,12 +250,12 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 	}
 	from := s.position()
 	if *target == 0 {
-		info, err := st.Info(ctx)
+		last, err := s.lastSeq(ctx, st, filter)
 		if err != nil {
 			return fmt.Errorf("eventplane: subscribe: %w", err)
 		}
-		*target = max(info.State.LastSeq, 1)
-		if info.State.LastSeq <= from {
+		*target = max(last, 1)
+		if last <= from {
 			s.markReady()
 		}
 	}
@@ -298,9 +298,9 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 				continue
 			}
 			ictx, cancel := context.WithTimeout(wctx, time.Second)
-			info, err := st.Info(ictx)
+			last, err := s.lastSeq(ictx, st, filter)
 			cancel()
-			if err == nil && info.State.LastSeq > s.position() {
+			if err == nil && last > s.position() {
 				stalled.Store(true)
 				it.Stop()
 				return
@@ -367,6 +367,29 @@ func (s *Subscriber) session(ctx context.Context, target *uint64) error {
 			s.markReady()
 		}
 	}
+}
+
+// lastSeq is the stream sequence of the last message the consumer's
+// filter matches (0 when none). NB: not the stream's last sequence: other
+// models' messages after this model's last one (or a stream holding only
+// theirs, as after serve --reset-states) would never arrive, and the
+// consumer would neither become ready nor stop looking stalled.
+func (s *Subscriber) lastSeq(ctx context.Context, st jetstream.Stream, filter string) (uint64, error) {
+	if s.cfg.Model == "" {
+		info, err := st.Info(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return info.State.LastSeq, nil
+	}
+	m, err := st.GetLastMsgForSubject(ctx, filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 func (s *Subscriber) count(worker uint64, reason string, n uint64) {

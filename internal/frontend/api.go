@@ -39,6 +39,24 @@ type RouteRequest struct {
 	// "prefill" (the prefill pool), "decode" (the decode pool, blocks it
 	// lacks priced as a transfer) or "" / "aggregated" (the default).
 	Hop string `json:"hop,omitempty"`
+	// CacheSalt is vLLM's cache_salt (HeaderCacheSalt wins over it): it
+	// salts the prompt's first block, as the engine does.
+	CacheSalt string `json:"cache_salt,omitempty"`
+	// PinWorker ("ID" or "ID:RANK"), DPRanks ("LO-HI" or "N") and Labels
+	// are placement constraints as the headers of placement.go give them
+	// (admin key; unsatisfiable: 503).
+	PinWorker string            `json:"pin_worker,omitempty"`
+	DPRanks   string            `json:"dp_ranks,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// placement returns rr's placement fields (nil none).
+func (rr *RouteRequest) placement() (*Placement, *oai.Error) {
+	p, which, err := PlacementOf(rr.PinWorker, rr.DPRanks, rr.Labels)
+	if err != nil {
+		return nil, oai.BadRequest(which, err.Error())
+	}
+	return p, nil
 }
 
 // Candidate is one worker's cost breakdown in a RouteResponse.
@@ -140,6 +158,15 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, ep, oai.BadRequest("hop", err.Error()))
 		return
 	}
+	j.salt = cmpOr(j.saltHeader, rr.CacheSalt)
+	p, e := rr.placement()
+	if e == nil {
+		e = s.setPlacement(r, j, p, false)
+	}
+	if e != nil {
+		s.fail(w, ep, e)
+		return
+	}
 	who, size := s.owner(r), int64(0)
 	if rr.Track {
 		var e *oai.Error
@@ -203,7 +230,10 @@ func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop route
 	if lora == "" && ns == "" {
 		return s.routeHop(r.Context(), j, j.id, hop, nil)
 	}
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, Priority: j.priority, Session: j.session, Hop: hop}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, CacheSalt: j.salt, Priority: j.priority, Session: j.session, Hop: hop}
+	if !j.constrain(&req.Constraints) {
+		return router.Decision{}, fmt.Errorf("frontend: pinned worker outside the allowed workers: %w", selector.ErrNoneEligible)
+	}
 	d, err := s.rt.Route(r.Context(), req, time.Now())
 	if err == nil && d.Queued {
 		_ = s.rt.Free(j.id, time.Now())

@@ -113,7 +113,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 		return false
 	}
 	ctx := r.Context()
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: j.lora, CacheSalt: j.salt}
 	pl, err := s.rt.Disaggregate(&req, time.Now())
 	if err != nil {
 		return false // the aggregated path reports the bad request

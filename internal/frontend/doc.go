@@ -69,6 +69,15 @@
 // per caller (its API key when keys are checked, else its address) and
 // in total.
 //
+// Per request (placement.go): vLLM's cache_salt (the body field, or the
+// X-Kvrouter-Cache-Salt header, which wins and is written into the
+// forwarded body) salts the prompt's first block as the engine does, so
+// tenants never share predicted blocks. X-Kvrouter-Pin-Worker (ID or
+// ID:RANK), X-Kvrouter-DP-Ranks (LO-HI) and X-Kvrouter-Require-Labels
+// (k=v,...), or /route's pin_worker, dp_ranks and labels, are hard
+// placement rules that need the admin key (403 without); one that no
+// worker satisfies is a 503, never another worker.
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and
 // RunIndex the index writers; internal/app's serve runtime runs both.

@@ -98,6 +98,9 @@ type PickRequest struct {
 	// Fallbacks is how many other workers to list after the pick
 	// (Picked.Fallbacks); 0 none.
 	Fallbacks int
+	// Placement is placement the shell itself asks for (trusted: no admin
+	// key needed, unlike the placement headers); merged over the headers'.
+	Placement *Placement
 }
 
 // maxAnswer bounds the non-streamed answer Picked keeps to read its
@@ -152,6 +155,9 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		r.Header = http.Header{}
 	}
 	j, e := s.newJob(r, ep)
+	if e == nil {
+		e = s.setPlacement(r, j, in.Placement, true)
+	}
 	if e != nil {
 		return fail(e)
 	}

@@ -58,6 +58,11 @@ type job struct {
 	// allow, when non-nil, restricts the request to these workers
 	// (Pick's endpoint subset).
 	allow []uint64
+	// salt is the request's cache_salt (HeaderCacheSalt, else the body's);
+	// saltHeader is HeaderCacheSalt's value ("" absent).
+	salt, saltHeader string
+	// place is the request's placement (placement.go); nil none.
+	place *Placement
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -121,6 +126,14 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 	}
 	var e *oai.Error
 	if j.hint, e = parseExpectedOutput(r.Header.Get(HeaderExpectedOutput)); e != nil {
+		return nil, e
+	}
+	j.saltHeader = r.Header.Get(HeaderCacheSalt)
+	p, e := placementHeaders(r.Header)
+	if e != nil {
+		return nil, e
+	}
+	if e := s.setPlacement(r, j, p, false); e != nil {
 		return nil, e
 	}
 	return j, nil
@@ -222,7 +235,29 @@ func (s *Server) prepare(ctx context.Context, j *job, body []byte) *oai.Error {
 		}
 		j.textPrompt = true
 	}
+	if e := j.setSalt(); e != nil {
+		return e
+	}
 	return s.checkLimits(len(j.tokens), j.maxTokens)
+}
+
+// setSalt sets j.salt from HeaderCacheSalt or the body's cache_salt; a
+// header salt the body does not carry is written into the forwarded body,
+// so the engine salts its blocks as the router predicts.
+func (j *job) setSalt() *oai.Error {
+	salt, err := oai.ParseCacheSalt(j.body)
+	if err != nil {
+		return asOAI(err)
+	}
+	j.salt = salt
+	if j.saltHeader == "" || j.saltHeader == salt {
+		return nil
+	}
+	if j.body, err = oai.SetFields(j.body, map[string]any{"cache_salt": j.saltHeader}); err != nil {
+		return oai.BadRequest("", err.Error())
+	}
+	j.salt = j.saltHeader
+	return nil
 }
 
 func toMessages(in []oai.ChatMessageInput) []tokenizer.Message {
@@ -332,7 +367,7 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 // routerRequest is the router's view of one hop of j under request id id
 // (no constraints yet).
 func (s *Server) routerRequest(j *job, id string, hop router.Hop) router.Request {
-	return router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, Priority: j.priority, Session: j.session,
+	return router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, CacheSalt: j.salt, Priority: j.priority, Session: j.session,
 		OutputTokens: s.expectedOutput(j), Hop: hop}
 }
 
@@ -344,10 +379,13 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		req.Session = "" // a session binds to the worker that decodes (and caches) it
 	}
 	req.Constraints.Allow = j.allow
+	if !j.constrain(&req.Constraints) {
+		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
+	}
 	if len(tried) > 0 {
 		ids := s.candidateIDs(tried)
-		if j.allow != nil {
-			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(j.allow, id) })
+		if allow := req.Constraints.Allow; allow != nil {
+			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(allow, id) })
 		}
 		if len(ids) == 0 {
 			return router.Decision{}, fmt.Errorf("frontend: every worker failed: %w", selector.ErrNoneEligible)

@@ -23,13 +23,21 @@ type blockTokens struct {
 	bs     int
 	seed   uint64
 	m      map[uint64]*blockRef
-	recent map[uint64][]uint32
+	recent map[uint64]blockData
 	ring   []uint64 // recent's keys, oldest first at ringAt
 	ringAt int
 }
 
-type blockRef struct {
+// blockData is what a vLLM-style Stored event needs of a block: its
+// tokens and, for the block at token 0 of a salted request, the request's
+// cache_salt (vLLM's extra key of that block).
+type blockData struct {
 	toks []uint32
+	salt string
+}
+
+type blockRef struct {
+	blockData
 	refs int
 	held uint8 // tiers holding the block (bit per kvevents.Tier), one ref each
 }
@@ -40,6 +48,7 @@ const recentBlocks = 8192
 // reqBlocks is one live request's token history, owned by the loop.
 type reqBlocks struct {
 	toks   []uint32
+	salt   string   // cache_salt: salts block 0 (kvhash.SaltFirst)
 	hashes []uint64 // sequence hashes of its full blocks, registered in m
 }
 
@@ -47,7 +56,7 @@ func newBlockTokens(bs int, seed uint64) *blockTokens {
 	if seed == 0 {
 		seed = kvhash.DefaultSeed
 	}
-	return &blockTokens{bs: bs, seed: seed, m: make(map[uint64]*blockRef), recent: make(map[uint64][]uint32)}
+	return &blockTokens{bs: bs, seed: seed, m: make(map[uint64]*blockRef), recent: make(map[uint64]blockData)}
 }
 
 // unref drops one reference of h; the last one moves it to recent.
@@ -61,7 +70,7 @@ func (b *blockTokens) unref(h uint64) {
 	}
 	delete(b.m, h)
 	if _, ok := b.recent[h]; ok {
-		b.recent[h] = r.toks
+		b.recent[h] = r.blockData
 		return
 	}
 	if len(b.ring) < recentBlocks {
@@ -71,7 +80,7 @@ func (b *blockTokens) unref(h uint64) {
 		b.ring[b.ringAt] = h
 		b.ringAt = (b.ringAt + 1) % recentBlocks
 	}
-	b.recent[h] = r.toks
+	b.recent[h] = r.blockData
 }
 
 // track follows which device, host and disk tiers hold each block, from
@@ -86,11 +95,11 @@ func (b *blockTokens) track(ev *kvevents.Event) {
 		for _, blk := range ev.Blocks {
 			r := b.m[blk.Hash]
 			if r == nil {
-				toks, ok := b.recent[blk.Hash]
+				bd, ok := b.recent[blk.Hash]
 				if !ok {
 					continue
 				}
-				r = &blockRef{toks: toks}
+				r = &blockRef{blockData: bd}
 				b.m[blk.Hash] = r
 			}
 			if r.held&bit == 0 {
@@ -122,17 +131,17 @@ func (b *blockTokens) release(h uint64, bit uint8) {
 	}
 }
 
-func (b *blockTokens) ref(h uint64, toks []uint32) {
+func (b *blockTokens) ref(h uint64, bd blockData) {
 	if r := b.m[h]; r != nil {
 		r.refs++
 		return
 	}
-	b.m[h] = &blockRef{toks: toks, refs: 1}
+	b.m[h] = &blockRef{blockData: bd, refs: 1}
 }
 
-// add registers a new request's prompt blocks.
-func (b *blockTokens) add(prompt []uint32) *reqBlocks {
-	rb := &reqBlocks{toks: append([]uint32(nil), prompt...)}
+// add registers a new request's prompt blocks; salt is its cache_salt.
+func (b *blockTokens) add(prompt []uint32, salt string) *reqBlocks {
+	rb := &reqBlocks{toks: append([]uint32(nil), prompt...), salt: salt}
 	b.extend(rb)
 	return rb
 }
@@ -142,12 +151,17 @@ func (b *blockTokens) extend(rb *reqBlocks) {
 	for n := len(rb.hashes); (n+1)*b.bs <= len(rb.toks); n++ {
 		blk := rb.toks[n*b.bs : (n+1)*b.bs : (n+1)*b.bs]
 		local := kvhash.Local(blk, b.seed)
+		bd := blockData{toks: blk}
+		if n == 0 {
+			local = kvhash.SaltFirst(local, rb.salt)
+			bd.salt = rb.salt
+		}
 		h := local
 		if n > 0 {
 			h = kvhash.SeqNext(rb.hashes[n-1], local)
 		}
 		rb.hashes = append(rb.hashes, h)
-		b.ref(h, blk)
+		b.ref(h, bd)
 	}
 }
 
@@ -166,15 +180,21 @@ func (b *blockTokens) drop(rb *reqBlocks) {
 }
 
 // tokens returns the tokens of each block of a Stored event (nil entries
-// for blocks it does not know).
-func (b *blockTokens) tokens(ev *kvevents.Event) [][]uint32 {
+// for blocks it does not know) and the cache salt of its first block.
+func (b *blockTokens) tokens(ev *kvevents.Event) ([][]uint32, string) {
 	out := make([][]uint32, len(ev.Blocks))
+	var salt string
 	for i, blk := range ev.Blocks {
+		var bd blockData
 		if r := b.m[blk.Hash]; r != nil {
-			out[i] = r.toks
-		} else if toks, ok := b.recent[blk.Hash]; ok {
-			out[i] = toks
+			bd = r.blockData
+		} else {
+			bd = b.recent[blk.Hash]
+		}
+		out[i] = bd.toks
+		if i == 0 {
+			salt = bd.salt
 		}
 	}
-	return out
+	return out, salt
 }

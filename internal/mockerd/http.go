@@ -74,6 +74,7 @@ type genRequest struct {
 	stream       bool
 	includeUsage bool
 	kv           *oai.KVTransferParams // disaggregation (disagg.go)
+	salt         string                // cache_salt (vLLM's): salts block 0
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -94,6 +95,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	g := genRequest{model: req.Model, maxTokens: req.Limit(), stream: req.Stream, includeUsage: req.IncludeUsage()}
 	if g.kv, err = oai.ParseKVTransferParams(body); err != nil {
 		oai.BadRequest("kv_transfer_params", err.Error()).Write(w)
+		return
+	}
+	if g.salt, err = oai.ParseCacheSalt(body); err != nil {
+		writeErr(w, err)
 		return
 	}
 	if req.Prompt.IsTokens {
@@ -133,8 +138,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		oai.BadRequest("kv_transfer_params", err.Error()).Write(w)
 		return
 	}
+	salt, err := oai.ParseCacheSalt(body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	s.generate(w, r, genRequest{chat: true, model: req.Model, tokens: toks, maxTokens: req.Limit(),
-		stream: req.Stream, includeUsage: req.IncludeUsage(), kv: kv})
+		stream: req.Stream, includeUsage: req.IncludeUsage(), kv: kv, salt: salt})
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -166,7 +176,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 		g.model = s.cfg.Model
 	}
 	st := &stream{
-		req:    mocker.Request{ID: s.nextID.Add(1), Tokens: g.tokens, MaxOutputTokens: g.maxTokens},
+		req:    mocker.Request{ID: s.nextID.Add(1), Tokens: g.tokens, MaxOutputTokens: g.maxTokens, CacheSalt: g.salt},
 		notify: make(chan struct{}, 1),
 	}
 	applyKV(st, g.kv)

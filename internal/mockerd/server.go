@@ -228,7 +228,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err == nil {
 			live[o.add.req.ID] = o.add
 			if bt != nil {
-				o.add.rb = bt.add(o.add.req.Tokens)
+				o.add.rb = bt.add(o.add.req.Tokens, o.add.req.CacheSalt)
 			}
 		}
 		o.reply <- err
@@ -346,11 +346,12 @@ func (s *Server) publishZMQ(ev *kvevents.Event, bt *blockTokens) {
 		return
 	}
 	var toks [][]uint32
+	var salt string
 	if ev.Kind == kvevents.KindStored {
-		toks = bt.tokens(ev)
+		toks, salt = bt.tokens(ev)
 	}
 	bt.track(ev)
-	if err := s.cfg.ZMQ.Publish(ev, toks); err != nil {
+	if err := s.cfg.ZMQ.PublishSalted(ev, toks, salt); err != nil {
 		s.pubErr.Add(1)
 		s.log.Warn("publish KV event on ZMQ", "event_id", ev.EventID, "err", err)
 	}

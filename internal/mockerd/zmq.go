@@ -98,7 +98,14 @@ func (z *ZMQPublisher) Close() error {
 // Publish sends one event whose Stored blocks' tokens are given by toks
 // (toks[i] for ev.Blocks[i]; nil for other kinds).
 func (z *ZMQPublisher) Publish(ev *kvevents.Event, toks [][]uint32) error {
-	payload, err := z.encode(ev, toks)
+	return z.PublishSalted(ev, toks, "")
+}
+
+// PublishSalted is Publish for a Stored event whose first block carries a
+// request's cache_salt: with no parent (the block at token 0) the salt goes
+// into that block's extra_keys, as vLLM sends it.
+func (z *ZMQPublisher) PublishSalted(ev *kvevents.Event, toks [][]uint32, salt string) error {
+	payload, err := z.encode(ev, toks, salt)
 	if err != nil {
 		return err
 	}
@@ -116,7 +123,7 @@ func (z *ZMQPublisher) Publish(ev *kvevents.Event, toks [][]uint32) error {
 	return err
 }
 
-func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32) ([]byte, error) {
+func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32, salt string) ([]byte, error) {
 	var e []any
 	medium := Medium(ev.Tier)
 	switch ev.Kind {
@@ -135,6 +142,13 @@ func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32) ([]byte, erro
 			parent = ev.Parent
 		}
 		e = []any{"BlockStored", hashes, parent, flat, z.bs, nil, medium}
+		if salt != "" && !ev.HasParent && len(ev.Blocks) > 0 {
+			// lora_name, then extra_keys: one entry per block, the salt
+			// in block 0's (vLLM's generate_block_hash_extra_keys).
+			extra := make([]any, len(ev.Blocks))
+			extra[0] = []any{salt}
+			e = append(e, nil, extra)
+		}
 	case kvevents.KindRemoved:
 		e = []any{"BlockRemoved", ev.Hashes, medium}
 	case kvevents.KindCleared:

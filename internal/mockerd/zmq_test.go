@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
@@ -74,42 +75,60 @@ func TestZMQPublisherInterop(t *testing.T) {
 	for len(got) > 0 {
 		<-got
 	}
-	n := len(rec.events())
-	// A warm-up prompt's batch may still be on its way (the drain above
-	// takes only what has arrived): its blocks are the engine's events
-	// before n, and are skipped below by their first block.
-	warmed := map[uint64]bool{}
-	for _, ev := range rec.events()[:n] {
-		if ev.Kind == kvevents.KindStored && len(ev.Blocks) > 0 {
-			warmed[ev.Blocks[0].Hash] = true
-		}
-	}
-	// 40 prompt tokens + 30 generated = 70 tokens: blocks from both.
-	post(t, hs.URL+"/v1/completions", `{"prompt":[`+strings.Repeat("9,", 39)+`9],"max_tokens":30}`)
-	want := rec.events()[n:]
-	var wantBlocks, gotBlocks []kvevents.Block
-	for _, ev := range want {
-		if ev.Kind == kvevents.KindStored {
-			wantBlocks = append(wantBlocks, ev.Blocks...)
-		}
-	}
-	if len(wantBlocks) < 4 {
-		t.Fatalf("engine stored only %d blocks", len(wantBlocks))
-	}
-	timeout := time.After(10 * time.Second)
-	for len(gotBlocks) < len(wantBlocks) {
-		select {
-		case ev := <-got:
-			if ev.Kind == kvevents.KindStored && len(ev.Blocks) > 0 && !warmed[ev.Blocks[0].Hash] {
-				gotBlocks = append(gotBlocks, ev.Blocks...)
+	// 40 prompt tokens + 30 generated = 70 tokens: blocks from both; the
+	// second prompt with a cache_salt, which the ZMQ events carry in their
+	// first block's extra_keys (vLLM's layout).
+	check := func(tok int, salt string) {
+		t.Helper()
+		n := len(rec.events())
+		// A warm-up prompt's batch may still be on its way (the drain above
+		// takes only what has arrived): its blocks are the engine's events
+		// before n, and are skipped below by their first block.
+		warmed := map[uint64]bool{}
+		for _, ev := range rec.events()[:n] {
+			if ev.Kind == kvevents.KindStored && len(ev.Blocks) > 0 {
+				warmed[ev.Blocks[0].Hash] = true
 			}
-		case <-timeout:
-			t.Fatalf("got %d of %d blocks over ZMQ", len(gotBlocks), len(wantBlocks))
+		}
+		extra := ""
+		if salt != "" {
+			extra = `,"cache_salt":"` + salt + `"`
+		}
+		post(t, hs.URL+"/v1/completions", `{"prompt":[`+strings.Repeat(fmt.Sprintf("%d,", tok), 39)+fmt.Sprint(tok)+`],"max_tokens":30`+extra+`}`)
+		want := rec.events()[n:]
+		var wantBlocks, gotBlocks []kvevents.Block
+		for _, ev := range want {
+			if ev.Kind == kvevents.KindStored {
+				wantBlocks = append(wantBlocks, ev.Blocks...)
+			}
+		}
+		if len(wantBlocks) < 4 {
+			t.Fatalf("engine stored only %d blocks", len(wantBlocks))
+		}
+		first := make([]uint32, 16)
+		for i := range first {
+			first[i] = uint32(tok)
+		}
+		if w := kvhash.SaltFirst(kvhash.Local(first, kvhash.DefaultSeed), salt); wantBlocks[0].Local != w {
+			t.Fatalf("salt %q: engine's first block local %d, want %d", salt, wantBlocks[0].Local, w)
+		}
+		timeout := time.After(10 * time.Second)
+		for len(gotBlocks) < len(wantBlocks) {
+			select {
+			case ev := <-got:
+				if ev.Kind == kvevents.KindStored && len(ev.Blocks) > 0 && !warmed[ev.Blocks[0].Hash] {
+					gotBlocks = append(gotBlocks, ev.Blocks...)
+				}
+			case <-timeout:
+				t.Fatalf("got %d of %d blocks over ZMQ", len(gotBlocks), len(wantBlocks))
+			}
+		}
+		for i := range wantBlocks {
+			if gotBlocks[i] != wantBlocks[i] {
+				t.Fatalf("salt %q: block %d: zmq %+v, engine %+v", salt, i, gotBlocks[i], wantBlocks[i])
+			}
 		}
 	}
-	for i := range wantBlocks {
-		if gotBlocks[i] != wantBlocks[i] {
-			t.Fatalf("block %d: zmq %+v, engine %+v", i, gotBlocks[i], wantBlocks[i])
-		}
-	}
+	check(9, "")
+	check(8, "tenant-a")
 }

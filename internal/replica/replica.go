@@ -154,8 +154,7 @@ func New(conn *eventplane.Conn, cfg Config, opts Options) (*Replica, error) {
 			MaxBytes: cfg.SnapshotMaxBytes, Logger: cfg.Logger})}
 	r.st.Detail = "starting"
 	if cfg.SnapshotInterval > 0 {
-		l, err := NewLease(conn, LeaseConfig{Bucket: cfg.LeaseBucket, Key: "snapshot-writer." + eventplane.SubjectToken(cfg.Model),
-			Holder: cfg.ID, TTL: cfg.LeaseTTL, Renew: cfg.LeaseRenew, Logger: cfg.Logger})
+		l, err := NewLease(conn, r.leaseConfig())
 		if err != nil {
 			return nil, err
 		}

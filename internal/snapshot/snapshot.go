@@ -428,3 +428,22 @@ func (m *Manager) Run(ctx context.Context, cp Checkpointer, idx Dumper) error {
 		}
 	}
 }
+
+// Purge deletes every snapshot in the bucket and returns how many there
+// were (a start from clean state: serve --reset-states).
+func (m *Manager) Purge(ctx context.Context) (int, error) {
+	names, err := m.names(ctx)
+	if err != nil {
+		return 0, err
+	}
+	obs, err := m.store(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range names {
+		if err := obs.Delete(ctx, n); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return 0, fmt.Errorf("snapshot: purge %s: %w", n, err)
+		}
+	}
+	return len(names), nil
+}

@@ -97,3 +97,33 @@ write("deps_short", [
     1732000001.5,
     [["BlockStored", [SHA], 0xF3A1B2C3D4E5F607, [7, 8], 16, 5, None]],
 ])
+
+# cache_salt (current vLLM, map form): the salt is an extra key of the
+# block at token 0 only (generate_block_hash_extra_keys: LoRA name, mm
+# keys as [identifier, offset], then the salt), so it appears in
+# extra_keys[0] of a store without a parent. Two tenants store the same
+# tokens; a continuation (parent set) carries no salt; an array-form event
+# (older field order) carries LoRA name + salt.
+MMID = "ab" * 32
+write("vllm_salt", {
+    "ts": TS,
+    "events": [
+        {"type": "BlockStored", "block_hashes": [500, 501], "parent_block_hash": None,
+         "token_ids": [0, 1, 2, 3, 4, 5, 6, 7], "block_size": 4, "lora_id": None,
+         "medium": "GPU", "lora_name": None, "extra_keys": [["tenant-a"], None]},
+        {"type": "BlockStored", "block_hashes": [600, 601], "parent_block_hash": None,
+         "token_ids": [0, 1, 2, 3, 4, 5, 6, 7], "block_size": 4, "lora_id": None,
+         "medium": "GPU", "lora_name": None, "extra_keys": [["tenant-b"], None]},
+        {"type": "BlockStored", "block_hashes": [502], "parent_block_hash": 501,
+         "token_ids": [8, 9, 10, 11], "block_size": 4, "lora_id": None,
+         "medium": "GPU", "lora_name": None, "extra_keys": [None]},
+        {"type": "BlockStored", "block_hashes": [700], "parent_block_hash": None,
+         "token_ids": [0, 1, 2, 3], "block_size": 4, "lora_id": 1,
+         "medium": "GPU", "lora_name": "adapter-a",
+         "extra_keys": [["adapter-a", [MMID, 0], "tenant-a"]]},
+        ["BlockStored", [800], None, [0, 1, 2, 3], 4, 1, "GPU", "adapter-a", [["adapter-a", "tenant-a"]]],
+        {"type": "BlockStored", "block_hashes": [900], "parent_block_hash": None,
+         "token_ids": [0, 1, 2, 3], "block_size": 4, "lora_id": None,
+         "medium": "GPU", "lora_name": None, "extra_keys": [None]},
+    ],
+})
