@@ -55,7 +55,7 @@ func boundText(v float64, dur bool) string {
 	case dur:
 		return time.Duration(v).String()
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // String is the range as error messages give it: "[0, 1024]", "[0, 1)",
@@ -170,7 +170,7 @@ var FlagRanges = map[string]Range{
 	// Mocker workers (mocker, up) and the bridge.
 	"workers":                Ints(1, MaxUpWorkers),
 	"port":                   ports(0),
-	"worker-id":              uints(1),
+	"worker-id":              uints(0), // any id; the bridge's Validate requires one (> 0)
 	"num-blocks":             Ints(1, 1<<30),
 	"max-num-seqs":           Ints(1, discovery.MaxNumSeqs),
 	"max-num-batched-tokens": Ints(1, discovery.MaxBatchedTokens),

@@ -182,8 +182,8 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
 }
 
 func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
-	if x.responded {
-		return nil
+	if x.responded || x.picked != nil {
+		return nil // one request per stream: a repeat is not answered
 	}
 	x.start = time.Now()
 	size := 0
@@ -227,6 +227,13 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 	if x.responded {
 		return nil
 	}
+	if x.picked != nil {
+		// A body after the pick (a proxy that sends one in mode NONE, or
+		// twice): passed on as it is, never picked again (the first
+		// pick's load would stay booked).
+		return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+			RequestBody: &extprocv3.BodyResponse{}}})
+	}
 	x.sawBody = true
 	s := x.s
 	if !x.bodyHeld {
@@ -242,11 +249,11 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		}
 		x.bodyHeld = true
 	}
-	if max := s.fe.MaxBodyBytes(); int64(len(x.body))+int64(len(b.GetBody())) > max {
+	if limit := s.fe.MaxBodyBytes(); int64(len(x.body))+int64(len(b.GetBody())) > limit {
 		// The rest of the body is not read: the request ends here.
 		x.releaseBody()
 		return x.refuse(&oai.Error{Status: http.StatusRequestEntityTooLarge, Type: oai.TypeInvalidRequest,
-			Code: "request_too_large", Message: "request body exceeds the limit of " + strconv.FormatInt(max, 10) + " bytes"})
+			Code: "request_too_large", Message: "request body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"})
 	}
 	before := cap(x.body)
 	x.body = append(x.body, b.GetBody()...)
@@ -308,6 +315,9 @@ func (x *exchange) refuse(e *oai.Error) error {
 // headers response. No eligible endpoint answers an ImmediateResponse.
 func (x *exchange) pickAndAnswer(eos bool) error {
 	s := x.s
+	if x.picked != nil {
+		return nil // picked once per stream
+	}
 	if x.sawBody && clientKVTransfer(x.body) {
 		return x.refuse(oai.BadRequest("kv_transfer_params", "kv_transfer_params is set by the serving stack, not by clients"))
 	}
