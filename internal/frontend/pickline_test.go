@@ -7,13 +7,10 @@ import (
 	"time"
 )
 
-// TestPickLineBounded: an SSE answer whose line never ends (32 MiB
-// without a newline, in 64 KiB chunks) keeps the pick's carried line
-// within MaxResponseLine; its parsing is given up, so neither the
-// events after it nor the output average count, and Done releases what
-// the pick held. The line used to grow with the answer (heap +32 MiB).
-func TestPickLineBounded(t *testing.T) {
-	s := newServerWith(t, false, func(cfg *Config) { cfg.Router.TrackOutputBlocks = true })
+// pickOne adds a worker that is never dialled to s, picks a completion
+// (max_tokens 100) and records an answer of content type ct.
+func pickOne(t *testing.T, s *Server, ct string) *Picked {
+	t.Helper()
 	if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +19,18 @@ func TestPickLineBounded(t *testing.T) {
 	if e != nil {
 		t.Fatal(e.Message)
 	}
-	p.ResponseHeaders(200, "text/event-stream")
+	p.ResponseHeaders(200, ct)
+	return p
+}
+
+// TestPickLineBounded: an SSE answer whose line never ends (32 MiB
+// without a newline, in 64 KiB chunks) keeps the pick's carried line
+// within MaxResponseLine; its parsing is given up, so neither the
+// events after it nor the output average count, and Done releases what
+// the pick held. The line used to grow with the answer (heap +32 MiB).
+func TestPickLineBounded(t *testing.T) {
+	s := newServerWith(t, false, func(cfg *Config) { cfg.Router.TrackOutputBlocks = true })
+	p := pickOne(t, s, "text/event-stream")
 	now := time.Now()
 	chunk := bytes.Repeat([]byte("y"), 64<<10)
 	for range 512 {
@@ -56,20 +64,11 @@ func FuzzPickedResponseBody(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"text":"abcdefg"}],"usage":{"prompt_tokens":3,"completion_tokens":7}}`), uint16(16), false)
 	f.Add([]byte("data:\ndata: {\"usage\":{\ndata: [DONE]"), uint16(1), true)
 	f.Fuzz(func(t *testing.T, body []byte, split uint16, sse bool) {
-		s := newServerWith(t, false, nil)
-		if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
-			t.Fatal(err)
-		}
-		p, e := s.Pick(context.Background(), PickRequest{Path: "/v1/completions",
-			Body: []byte(`{"model":"m","prompt":"hi","max_tokens":4}`)})
-		if e != nil {
-			t.Fatal(e.Message)
-		}
 		ct := "application/json"
 		if sse {
 			ct = "text/event-stream"
 		}
-		p.ResponseHeaders(200, ct)
+		p := pickOne(t, newServerWith(t, false, nil), ct)
 		n := max(int(split), 1)
 		now := time.Now()
 		for i := 0; i < len(body); i += n {
