@@ -224,17 +224,25 @@ func TestFlagRangesRefused(t *testing.T) {
 	}
 }
 
-// TestSignalDuringStartup: SIGTERM sent as serve starts (before it is
-// ready) stops it: it exits on its own, not by the SIGKILL Stop falls
-// back to.
+// TestSignalDuringStartup: SIGTERM stops serve whether it comes at once
+// (before its handler is installed) or while it starts with its largest
+// index (1024 writers) and a worker it cannot reach: it exits on its own,
+// not by the SIGKILL Stop falls back to after 10 s.
 func TestSignalDuringStartup(t *testing.T) {
 	skipShort(t)
-	port := e2e.FreePorts(t, 1)[0]
-	p := e2e.Start(t, "serve", bins.Kvrouter, "serve", "--no-nats", "--addr", "127.0.0.1:"+strconv.Itoa(port),
-		"--index-writers", "1024", "--worker", "http://127.0.0.1:1,id=1")
-	start := time.Now()
-	err := p.Stop()
-	if err != nil && strings.Contains(err.Error(), "killed") {
-		t.Fatalf("serve ignored SIGTERM during start-up (killed after %v): %s", time.Since(start), p.ExitReport())
+	for _, wait := range []bool{false, true} {
+		port := e2e.FreePorts(t, 1)[0]
+		p := e2e.Start(t, "serve", bins.Kvrouter, "serve", "--no-nats", "--addr", "127.0.0.1:"+strconv.Itoa(port),
+			"--index-writers", "1024", "--worker", "http://127.0.0.1:1,id=1")
+		if wait {
+			until(t, 30*time.Second, "serve answering /healthz", func() bool {
+				code, _, _ := call(t, "GET", "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "", "")
+				return code == 200 || p.Exited()
+			})
+		}
+		start := time.Now()
+		if err := p.Stop(); err != nil && strings.Contains(err.Error(), "killed") {
+			t.Fatalf("serve ignored SIGTERM (after /healthz: %v; killed after %v): %s", wait, time.Since(start), p.ExitReport())
+		}
 	}
 }

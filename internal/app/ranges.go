@@ -212,7 +212,7 @@ func CheckFlagRanges(fs *pflag.FlagSet, cfg any) error {
 			}
 			where += ")"
 		}
-		errs = append(errs, fmt.Errorf("--%s%s = %s: out of range, want %s", f.Name, where, f.Value.String(), r))
+		errs = append(errs, fmt.Errorf("--%s %s%s: out of range, want %s", f.Name, f.Value.String(), where, r))
 	})
 	return errors.Join(errs...)
 }
