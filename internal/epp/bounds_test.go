@@ -2,6 +2,7 @@ package epp_test
 
 import (
 	"bytes"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -186,4 +187,24 @@ func TestLongAnswerLine(t *testing.T) {
 		return p.idle() && p.sample(t, "kvrouter_store_bytes", "store=epp_answer_buffers") == 0 &&
 			p.sample(t, "kvrouter_store_entries", "store=epp_answer_buffers") == 0
 	})
+}
+
+// TestLongSubsetHint: a subset hint of 200000 endpoints (the proxy's
+// metadata, bounded only by the message size), resolved in one pass over
+// the list and the workers, still restricts the pick to the one known
+// worker it names.
+func TestLongSubsetHint(t *testing.T) {
+	p := startPicker(t, 4)
+	want := p.endpoint(t, 3)
+	subset := make([]string, 0, 200001)
+	for i := range 200000 {
+		subset = append(subset, fmt.Sprintf("10.%d.%d.%d:8000", i>>16, i>>8&255, i&255))
+	}
+	subset = append(subset, want)
+	e := p.envoy(t, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, 0)
+	x := e.request("/v1/completions", nil, completion("pinned by a long hint", false), subset)
+	if x.immediate != nil || x.dest != want {
+		t.Fatalf("long subset hint: pick %q (immediate %v), want %q", x.dest, x.immediate, want)
+	}
+	x.cancel()
 }

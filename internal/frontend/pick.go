@@ -56,28 +56,26 @@ func HostPort(workerURL string) string {
 }
 
 // WorkersAt returns the ids of the known workers whose HostPort is one of
-// endpoints, in endpoints' order (unknown endpoints are skipped).
+// endpoints, in endpoints' order (unknown endpoints are skipped). Its
+// cost is linear in the endpoints plus the workers: the list comes from
+// the proxy and may be long.
 func (s *Server) WorkersAt(endpoints []string) []uint64 {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]uint64, 0, len(endpoints))
-	for _, ep := range endpoints {
-		for _, id := range s.ids {
-			if w := s.workers[id]; !w.down && HostPort(w.URL) == ep && !containsID(out, id) {
-				out = append(out, id)
-			}
+	n := len(s.ids)
+	at := make(map[string][]uint64, n)
+	for _, id := range s.ids {
+		if w := s.workers[id]; !w.down {
+			hp := HostPort(w.URL)
+			at[hp] = append(at[hp], id)
 		}
+	}
+	s.mu.RUnlock()
+	out := make([]uint64, 0, min(len(endpoints), n))
+	for _, ep := range endpoints {
+		out = append(out, at[ep]...)
+		delete(at, ep) // each worker once
 	}
 	return out
-}
-
-func containsID(ids []uint64, id uint64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // PickRequest is one HTTP request a shell forwards itself (the Envoy
