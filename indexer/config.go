@@ -41,10 +41,13 @@ type RadixConfig struct {
 // ConcurrentConfig configures Concurrent (NewConcurrent).
 type ConcurrentConfig struct {
 	// Writers is the number of writer goroutines. Default
-	// runtime.GOMAXPROCS(0) at construction; 0 = default.
+	// runtime.GOMAXPROCS(0) at construction (at most MaxWriters); 0 =
+	// default; at most MaxWriters.
 	Writers int `yaml:"writers"`
 	// QueueSize is the capacity, in events, of each writer's queue. Apply
-	// blocks while the chosen queue is full. Default 1024; 0 = default.
+	// blocks while the chosen queue is full. Default 1024; 0 = default;
+	// at most MaxQueueSize. Each queue is allocated whole at
+	// construction.
 	QueueSize int `yaml:"queue_size"`
 	// Events are optional callbacks. Default none (nil callbacks are not
 	// called).
@@ -81,6 +84,10 @@ const (
 	DefaultTTL           = 120 * time.Second
 	DefaultMaxBlocks     = 1 << 20
 	DefaultPruneFraction = 0.8
+	// MaxWriters and MaxQueueSize bound ConcurrentConfig: the writers'
+	// queues are allocated up front (about 112 bytes per queued event).
+	MaxWriters   = 1024
+	MaxQueueSize = 1 << 16
 )
 
 // DefaultFlashConfig returns Flash's defaults (DESIGN.md §3): stride 64,
@@ -93,7 +100,7 @@ func DefaultRadixConfig() RadixConfig { return RadixConfig{} }
 // DefaultConcurrentConfig returns Concurrent's defaults: Writers
 // runtime.GOMAXPROCS(0), 1024 events per writer queue, no callbacks.
 func DefaultConcurrentConfig() ConcurrentConfig {
-	return ConcurrentConfig{Writers: runtime.GOMAXPROCS(0), QueueSize: DefaultQueueSize}
+	return ConcurrentConfig{Writers: min(runtime.GOMAXPROCS(0), MaxWriters), QueueSize: DefaultQueueSize}
 }
 
 // DefaultApproxConfig returns Approx's defaults (DESIGN.md §3): TTL 120 s,
@@ -128,11 +135,11 @@ func (c RadixConfig) Validate() error {
 // valid).
 func (c ConcurrentConfig) Validate() error {
 	var errs []error
-	if c.Writers < 0 {
-		errs = append(errs, fmt.Errorf("indexer: concurrent writers %d < 0", c.Writers))
+	if c.Writers < 0 || c.Writers > MaxWriters {
+		errs = append(errs, fmt.Errorf("indexer: concurrent writers %d not in [0, %d]", c.Writers, MaxWriters))
 	}
-	if c.QueueSize < 0 {
-		errs = append(errs, fmt.Errorf("indexer: concurrent queue size %d < 0", c.QueueSize))
+	if c.QueueSize < 0 || c.QueueSize > MaxQueueSize {
+		errs = append(errs, fmt.Errorf("indexer: concurrent queue size %d not in [0, %d]", c.QueueSize, MaxQueueSize))
 	}
 	return errors.Join(errs...)
 }
@@ -161,7 +168,8 @@ func (c FlashConfig) withDefaults() FlashConfig {
 	return c
 }
 
-// withDefaults fills zero fields with defaults.
+// withDefaults fills zero fields with defaults, and clamps the sizes to
+// their bounds (a config NewConcurrent is given unvalidated).
 func (c ConcurrentConfig) withDefaults() ConcurrentConfig {
 	d := DefaultConcurrentConfig()
 	if c.Writers <= 0 {
@@ -170,6 +178,7 @@ func (c ConcurrentConfig) withDefaults() ConcurrentConfig {
 	if c.QueueSize <= 0 {
 		c.QueueSize = d.QueueSize
 	}
+	c.Writers, c.QueueSize = min(c.Writers, MaxWriters), min(c.QueueSize, MaxQueueSize)
 	return c
 }
 

@@ -15,6 +15,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal asks for a graceful stop; a second one, while a
+		// start-up or a drain does not heed it, ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "kvrouter:", err)
 		os.Exit(1)

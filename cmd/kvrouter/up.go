@@ -38,6 +38,16 @@ themselves, and the KV-aware router on --port: the same runtimes as 'kvrouter mo
 and 'kvrouter serve'. Needs nothing from the network: the default model uses a
 tokenizer compiled into the binary. Ctrl-C stops everything.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := app.CheckFlagRanges(cmd.Flags(), nil); err != nil {
+				return err // before a worker is started
+			}
+			pools, err := sim.ParseDisagg(disagg)
+			if err != nil {
+				return err
+			}
+			if n := pools.Prefill + pools.Decode; n > app.MaxUpWorkers {
+				return fmt.Errorf("--disagg %s: %d workers, want at most %d", disagg, n, app.MaxUpWorkers)
+			}
 			log, err := app.NewLogger(logLevel)
 			if err != nil {
 				return err
@@ -48,10 +58,6 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			}
 			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
 				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers}
-			pools, err := sim.ParseDisagg(disagg)
-			if err != nil {
-				return err
-			}
 			fc.Prefill, fc.Decode = pools.Prefill, pools.Decode
 			f, err := fleet.New(fc)
 			if err != nil {

@@ -34,7 +34,9 @@ func EnvName(flag string) string {
 //   - every flag bind declares is then taken from parsed when it was set
 //     on the command line, else from its environment variable (EnvName)
 //     when that is set. A list flag's variable holds the items separated
-//     by white space.
+//     by white space;
+//   - every numeric flag is then checked against FlagRanges, whichever
+//     source set it (CheckFlagRanges).
 //
 // bind must bind each flag to a field of the config it is given, with the
 // field's current value as the flag's default (so binding changes
@@ -78,6 +80,9 @@ func Resolve[T any](parsed *pflag.FlagSet, def T, bind func(*pflag.FlagSet, *T),
 			errs = append(errs, fmt.Errorf("%s: %w", EnvName(f.Name), err))
 		}
 	})
+	// Before anything is built from it: a size far out of range would
+	// allocate before any Validate ran.
+	errs = append(errs, CheckFlagRanges(fs, &cfg))
 	return cfg, errors.Join(errs...)
 }
 

@@ -44,6 +44,31 @@
 //     "readiness" and envoy.service.ext_proc.v3.ExternalProcessor SERVING
 //     once the index caught up, the pool synced and a worker is known.
 //
+// Bounds (the picker's messages are input from outside):
+//
+//   - A request body is accumulated up to serve's --max-body-bytes
+//     (default 8 MiB); one byte more is an ImmediateResponse 413 and the
+//     body read so far is dropped. At most --max-bodies (default 512)
+//     bodies are read at once; beyond, 503. Both are the bounds store
+//     epp_request_bodies (kvrouter_store_*). One gRPC message may be
+//     --max-body-bytes plus 1 MiB (a BUFFERED body comes whole), at least
+//     gRPC's 4 MiB.
+//   - Request headers beyond MaxHeaderBytes (1 MiB) are a 431.
+//   - A client's own kv_transfer_params (vLLM's disaggregation
+//     parameters: pull KV blocks from the host it names, or hold blocks
+//     for a pull) is refused with 400, whatever the body mode: only the
+//     serving stack sets it, and refusing works in every mode where a
+//     rewrite could not (in STREAMED mode the earlier chunks have gone
+//     upstream when the last arrives); a client learns at once that its
+//     parameters are not honored. A null value passes (engines read it as
+//     absent).
+//   - An answer is parsed for its token count and usage with at most
+//     frontend.MaxResponseLine (1 MiB) carried over per SSE line, or 1 MiB
+//     of a JSON answer; beyond, parsing is given up for that stream
+//     (kvrouter_epp_answers_unparsed_total) and the body still passes
+//     through unchanged. The bounds store epp_answer_buffers shows what
+//     the open streams hold.
+//
 // Routing is the frontend's (internal/frontend.Server.Pick): the same
 // parsing, tokenizer, router core, queue, session affinity
 // (X-Session-Id) and priority (X-Kvrouter-Priority) as `kvrouter serve`.

@@ -130,7 +130,7 @@ func RunWith(ctx context.Context, s *app.Serve, cfg Config, pool *k8s.Pool) erro
 			return fmt.Errorf("epp: %w", err)
 		}
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsg(s.Frontend().MaxBodyBytes())))
 	extprocv3.RegisterExternalProcessorServer(gs, srv)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
@@ -201,6 +201,15 @@ func RunWith(ctx context.Context, s *app.Serve, cfg Config, pool *k8s.Pool) erro
 		err = nil
 	}
 	return err
+}
+
+// maxRecvMsg bounds one ext_proc message the gRPC server decodes: a
+// BUFFERED body arrives whole in one message, so a body up to serve's
+// --max-body-bytes must fit (with room for headers and metadata), and
+// gRPC's default of 4 MiB stays the floor.
+func maxRecvMsg(maxBody int64) int {
+	const slack, floor = 1 << 20, 4 << 20
+	return int(max(min(maxBody, 1<<40)+slack, floor))
 }
 
 func isReady(s *app.Serve, pool *k8s.Pool) bool {

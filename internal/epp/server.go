@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -44,6 +45,11 @@ const (
 // FULL_DUPLEX_STREAMED: no more than 64 KiB per chunk).
 const maxChunk = 64 << 10
 
+// MaxHeaderBytes bounds a request's headers (names and values) the picker
+// reads; beyond, an ImmediateResponse 431. Envoy's own limit is lower by
+// default (60 KiB), so only a proxy configured far beyond it reaches this.
+const MaxHeaderBytes = 1 << 20
+
 // Server implements envoy.service.ext_proc.v3.ExternalProcessor as an
 // endpoint picker over a frontend (its router core, workers, metrics).
 // Safe for concurrent use: one goroutine per gRPC stream.
@@ -53,6 +59,10 @@ type Server struct {
 	fe  *frontend.Server
 	log *slog.Logger
 	m   *metrics
+
+	// bodiesMu makes the check and the add of a new request body in
+	// m.bodies one step, so that MaxBodies holds under concurrency.
+	bodiesMu sync.Mutex
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -63,7 +73,7 @@ func New(cfg ProtocolConfig, fe *frontend.Server) (*Server, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	return &Server{cfg: cfg, fe: fe, log: cfg.Logger, m: newMetrics(fe.Registry())}, nil
+	return &Server{cfg: cfg, fe: fe, log: cfg.Logger, m: newMetrics(fe.Registry(), fe.MaxBodies())}, nil
 }
 
 // exchange is one HTTP request's ext_proc stream.
@@ -81,6 +91,9 @@ type exchange struct {
 	place     *frontend.Placement // placement.go
 	placeErr  *oai.Error
 	body      []byte
+	bodyHeld  bool // body is counted in the server's m.bodies
+	resHeld   int  // picked.Buffered() as counted in m.answers
+	unparsed  bool // picked.Unparsed() counted
 	start     time.Time
 	picked    *frontend.Picked
 	sawBody   bool // a request body message arrived
@@ -98,7 +111,9 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	defer func() {
 		if x.picked != nil {
 			x.picked.Done(frontend.OutcomeClientGone) // no-op after a complete response
+			x.trackResponse()
 		}
+		x.releaseBody()
 	}()
 	for first := true; ; first = false {
 		req, err := stream.Recv()
@@ -151,6 +166,7 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
 			if b.GetEndOfStream() {
 				x.picked.Done("")
 			}
+			x.trackResponse()
 		}
 		if x.resMode == filterv3.ProcessingMode_FULL_DUPLEX_STREAMED {
 			return x.send(streamedBody(false, b.GetBody(), b.GetEndOfStream()))
@@ -168,7 +184,18 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
 }
 
 func (x *exchange) requestHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
+	if x.responded || x.picked != nil {
+		return nil // one request per stream: a repeat is not answered
+	}
 	x.start = time.Now()
+	size := 0
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		size += len(hv.GetKey()) + len(hv.GetValue()) + len(hv.GetRawValue())
+	}
+	if size > MaxHeaderBytes {
+		return x.refuse(&oai.Error{Status: http.StatusRequestHeaderFieldsTooLarge, Type: oai.TypeInvalidRequest,
+			Code: "headers_too_large", Message: fmt.Sprintf("request headers exceed the limit of %d bytes", MaxHeaderBytes)})
+	}
 	x.header = make(http.Header, len(h.GetHeaders().GetHeaders()))
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		k, v := hv.GetKey(), headerString(hv)
@@ -203,12 +230,37 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 	if x.responded {
 		return nil
 	}
-	x.sawBody = true
-	if int64(len(x.body)+len(b.GetBody())) > x.s.fe.MaxBodyBytes() {
-		x.body = append(x.body[:0], b.GetBody()...) // Pick answers 413 on the size
-		return x.pickAndAnswer(false)
+	if x.picked != nil {
+		// A body after the pick (a proxy that sends one in mode NONE, or
+		// twice): passed on as it is, never picked again (the first
+		// pick's load would stay booked).
+		return x.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+			RequestBody: &extprocv3.BodyResponse{}}})
 	}
+	x.sawBody = true
+	s := x.s
+	if !x.bodyHeld {
+		s.bodiesMu.Lock()
+		ok := s.m.bodies.Fits(1, 0)
+		if ok {
+			s.m.bodies.Add(1, 0)
+		}
+		s.bodiesMu.Unlock()
+		if !ok {
+			return x.refuse(&oai.Error{Status: http.StatusServiceUnavailable, Type: oai.TypeServer, Code: "too_many_bodies",
+				Message: "too many request bodies being read at once; retry later"})
+		}
+		x.bodyHeld = true
+	}
+	if limit := s.fe.MaxBodyBytes(); int64(len(x.body))+int64(len(b.GetBody())) > limit {
+		// The rest of the body is not read: the request ends here.
+		x.releaseBody()
+		return x.refuse(&oai.Error{Status: http.StatusRequestEntityTooLarge, Type: oai.TypeInvalidRequest,
+			Code: "request_too_large", Message: "request body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes"})
+	}
+	before := cap(x.body)
 	x.body = append(x.body, b.GetBody()...)
+	s.m.bodies.Add(0, int64(cap(x.body)-before))
 	if !b.GetEndOfStream() {
 		if x.reqMode == filterv3.ProcessingMode_STREAMED {
 			// Each chunk gets its answer; the pick rides on the last one.
@@ -217,7 +269,46 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		}
 		return nil
 	}
-	return x.pickAndAnswer(true)
+	err := x.pickAndAnswer(true)
+	x.releaseBody() // answered (forwarded or refused): not needed any more
+	return err
+}
+
+// releaseBody drops the request body and its count in m.bodies.
+func (x *exchange) releaseBody() {
+	if !x.bodyHeld {
+		return
+	}
+	x.s.m.bodies.Add(-1, -int64(cap(x.body)))
+	x.body, x.bodyHeld = nil, false
+}
+
+// trackResponse keeps m.answers in step with what the pick buffers to
+// parse the answer, and counts a stream whose parsing was given up.
+func (x *exchange) trackResponse() {
+	n := x.picked.Buffered()
+	x.s.m.answers.Add(int64(btoi(n > 0)-btoi(x.resHeld > 0)), int64(n-x.resHeld))
+	x.resHeld = n
+	if !x.unparsed && x.picked.Unparsed() {
+		x.unparsed = true
+		x.s.m.unparsed.Inc()
+		x.log().Debug("answer not parsed: a line or answer beyond the parse bound", "request_id", x.picked.ID)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// refuse ends the exchange with an ImmediateResponse for e, counted as a
+// pick of its status.
+func (x *exchange) refuse(e *oai.Error) error {
+	x.s.m.picks.WithLabelValues(strconv.Itoa(e.Status)).Inc()
+	x.responded = true
+	return x.send(immediate(e))
 }
 
 // pickAndAnswer picks the endpoint for the request read so far and
@@ -227,6 +318,12 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 // headers response. No eligible endpoint answers an ImmediateResponse.
 func (x *exchange) pickAndAnswer(eos bool) error {
 	s := x.s
+	if x.picked != nil {
+		return nil // picked once per stream
+	}
+	if x.sawBody && clientKVTransfer(x.body) {
+		return x.refuse(oai.BadRequest("kv_transfer_params", "kv_transfer_params is set by the serving stack, not by clients"))
+	}
 	t0 := time.Now()
 	in := frontend.PickRequest{Path: x.path, Header: x.header, Body: x.body, Fallbacks: s.cfg.Fallbacks}
 	if x.hasSubset {
@@ -239,9 +336,7 @@ func (x *exchange) pickAndAnswer(eos bool) error {
 	}
 	s.m.pick.Observe(time.Since(t0).Seconds())
 	if e != nil {
-		s.m.picks.WithLabelValues(strconv.Itoa(e.Status)).Inc()
-		x.responded = true
-		return x.send(immediate(e))
+		return x.refuse(e)
 	}
 	s.m.picks.WithLabelValues("200").Inc()
 	x.picked = p

@@ -56,28 +56,26 @@ func HostPort(workerURL string) string {
 }
 
 // WorkersAt returns the ids of the known workers whose HostPort is one of
-// endpoints, in endpoints' order (unknown endpoints are skipped).
+// endpoints, in endpoints' order (unknown endpoints are skipped). Its
+// cost is linear in the endpoints plus the workers: the list comes from
+// the proxy and may be long.
 func (s *Server) WorkersAt(endpoints []string) []uint64 {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]uint64, 0, len(endpoints))
-	for _, ep := range endpoints {
-		for _, id := range s.ids {
-			if w := s.workers[id]; !w.down && HostPort(w.URL) == ep && !containsID(out, id) {
-				out = append(out, id)
-			}
+	n := len(s.ids)
+	at := make(map[string][]uint64, n)
+	for _, id := range s.ids {
+		if w := s.workers[id]; !w.down {
+			hp := HostPort(w.URL)
+			at[hp] = append(at[hp], id)
 		}
+	}
+	s.mu.RUnlock()
+	out := make([]uint64, 0, min(len(endpoints), n))
+	for _, ep := range endpoints {
+		out = append(out, at[ep]...)
+		delete(at, ep) // each worker once
 	}
 	return out
-}
-
-func containsID(ids []uint64, id uint64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // PickRequest is one HTTP request a shell forwards itself (the Envoy
@@ -107,6 +105,13 @@ type PickRequest struct {
 // usage (an OpenAI answer is far smaller; longer ones are not parsed).
 const maxAnswer = 1 << 20
 
+// MaxResponseLine bounds the SSE line Picked carries over between
+// response chunks to read its events (serve's SSE reader has the same
+// bound). A longer line gives the stream's parsing up (Picked.Unparsed):
+// the body still goes to the client unchanged, only the router's token
+// count and usage reading stop for that stream.
+const MaxResponseLine = 1 << 20
+
 // Picked is a routed request whose load the router holds until Done.
 // Its methods are called from one goroutine (the request's stream).
 type Picked struct {
@@ -133,7 +138,8 @@ type Picked struct {
 	first    bool
 	touched  time.Time
 	tokens   int
-	line     []byte // SSE line carried over between chunks
+	line     []byte // SSE line carried over between chunks, up to MaxResponseLine
+	unparsed bool   // a line outgrew MaxResponseLine: no more parsing
 	sse      bool
 	answer   []byte // a JSON answer, kept up to maxAnswer for its usage
 	output   int    // completion_tokens the worker reported; 0 none
@@ -229,17 +235,29 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 		_ = s.rt.Touch(p.ID, now)
 		p.touched = now
 	}
+	if p.unparsed {
+		return
+	}
 	if !p.sse {
 		if len(p.answer)+len(chunk) <= maxAnswer {
 			p.answer = append(p.answer, chunk...)
 		} else {
-			p.answer = p.answer[:0:0] // too long to parse here
+			p.unparsed, p.answer = true, nil // too long to parse here
 		}
 		return
 	}
 	// Complete lines only: an SSE event may be split across chunks.
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
+		n := i
+		if i < 0 {
+			n = len(chunk)
+		}
+		if len(p.line)+n > MaxResponseLine {
+			// No event is that long: the stream is not one to count.
+			p.unparsed, p.line = true, nil
+			return
+		}
 		if i < 0 {
 			p.line = append(p.line, chunk...)
 			return
@@ -296,7 +314,7 @@ func (p *Picked) Done(outcome string) {
 	s.m.requests.WithLabelValues(p.j.endpoint, p.status).Inc()
 	s.m.outcomes.WithLabelValues(outcome).Inc()
 	s.m.duration.Observe(time.Since(p.j.start).Seconds())
-	if outcome == OutcomeOK {
+	if outcome == OutcomeOK && !p.unparsed {
 		s.fits.observe(p.obs)
 		if !p.sse && len(p.answer) > 0 {
 			if u, ok := s.m.observeUsage(p.answer); ok {
@@ -312,10 +330,26 @@ func (p *Picked) Done(outcome string) {
 	if s.cfg.Events.OnFree != nil {
 		s.cfg.Events.OnFree(p.ID, p.Worker.ID)
 	}
+	p.line, p.answer = nil, nil
 }
+
+// Unparsed reports whether the answer's parsing was given up: an SSE
+// line longer than MaxResponseLine, or a JSON answer longer than 1 MiB
+// (its token count and usage are not read; nor is the output-length
+// average or the timing fit fed from it).
+func (p *Picked) Unparsed() bool { return p.unparsed }
+
+// Buffered is the memory the pick holds to parse the answer (the SSE
+// line carried over, or the JSON answer kept for its usage), in bytes of
+// capacity; 0 after Done.
+func (p *Picked) Buffered() int { return cap(p.line) + cap(p.answer) }
 
 // MaxBodyBytes is the largest request body accepted (Config.MaxBodyBytes).
 func (s *Server) MaxBodyBytes() int64 { return s.cfg.MaxBodyBytes }
+
+// MaxBodies is how many request bodies may be read at once
+// (Hardening.MaxBodies); 0 = no bound.
+func (s *Server) MaxBodies() int { return positive(s.cfg.Hardening.MaxBodies) }
 
 // Registry is the Prometheus registry of the frontend's metrics; shells
 // around it (the endpoint picker) register theirs there too.

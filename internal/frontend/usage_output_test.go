@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -55,15 +54,7 @@ func TestOutputFromUsage(t *testing.T) {
 		})
 		t.Run("pick/"+c.name, func(t *testing.T) {
 			s := newServerWith(t, false, func(cfg *Config) { cfg.Router.TrackOutputBlocks = true })
-			if err := s.AddWorker(Worker{ID: 1, URL: "http://127.0.0.1:1"}); err != nil {
-				t.Fatal(err)
-			}
-			p, e := s.Pick(context.Background(), PickRequest{Path: "/v1/completions",
-				Body: []byte(`{"model":"m","prompt":"hi","max_tokens":100}`)})
-			if e != nil {
-				t.Fatal(e.Message)
-			}
-			p.ResponseHeaders(200, c.ct)
+			p := pickOne(t, s, c.ct)
 			now := time.Now()
 			for i := 0; i < len(c.body); i += 16 { // chunks that split lines and JSON
 				p.ResponseBody([]byte(c.body[i:min(i+16, len(c.body))]), now)
