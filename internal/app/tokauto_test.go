@@ -33,8 +33,8 @@ func qwenFixture(t *testing.T) string {
 	return dir
 }
 
-// snapshot writes the fixture's tokenizer files into dir.
-func snapshot(t *testing.T, fixture, dir string) {
+// writeHFSnapshot writes the fixture's tokenizer files into dir.
+func writeHFSnapshot(t *testing.T, fixture, dir string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestAutoTokenizerHFCache(t *testing.T) {
 	fixture := qwenFixture(t)
 	home := emptyHF(t)
 	repo := filepath.Join(home, "hub", "models--Qwen--Qwen3-8B")
-	snapshot(t, fixture, filepath.Join(repo, "snapshots", "abc123"))
+	writeHFSnapshot(t, fixture, filepath.Join(repo, "snapshots", "abc123"))
 	broken := filepath.Join(repo, "snapshots", "zzz999")
 	if err := os.MkdirAll(broken, 0o755); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestAutoTokenizerHFCache(t *testing.T) {
 	if err := os.RemoveAll(broken); err != nil {
 		t.Fatal(err)
 	}
-	snapshot(t, fixture, filepath.Join(repo, "snapshots", "def456"))
+	writeHFSnapshot(t, fixture, filepath.Join(repo, "snapshots", "def456"))
 	old := time.Now().Add(-time.Hour)
 	if err := os.Chtimes(filepath.Join(repo, "snapshots", "abc123"), old, old); err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestAutoTokenizerHFCache(t *testing.T) {
 	// HF_HUB_CACHE wins over HF_HOME.
 	hub := t.TempDir()
 	t.Setenv("HF_HUB_CACHE", hub)
-	snapshot(t, fixture, filepath.Join(hub, "models--Qwen--Qwen3-8B", "snapshots", "r1"))
+	writeHFSnapshot(t, fixture, filepath.Join(hub, "models--Qwen--Qwen3-8B", "snapshots", "r1"))
 	if got, err := ResolveTokenizer(TokenizerAuto, "Qwen/Qwen3-8B", nil); err != nil || got.Source != filepath.Join(hub, "models--Qwen--Qwen3-8B", "snapshots", "r1") {
 		t.Errorf("HF_HUB_CACHE: source %q (%v)", got.Source, err)
 	}
@@ -153,7 +153,7 @@ func TestAutoTokenizerModelDir(t *testing.T) {
 	fixture := qwenFixture(t)
 	emptyHF(t)
 	dir := filepath.Join(t.TempDir(), "Qwen3-8B")
-	snapshot(t, fixture, dir)
+	writeHFSnapshot(t, fixture, dir)
 	got, err := ResolveTokenizer(TokenizerAuto, dir, []string{"http://127.0.0.1:1"})
 	if err != nil || got.Source != dir || !got.Own {
 		t.Fatalf("model dir: source %q own %v (%v), want %s, own", got.Source, got.Own, err, dir)
