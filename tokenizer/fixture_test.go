@@ -52,6 +52,9 @@ type goldenFile struct {
 		AddSpecialTokens bool     `json:"add_special_tokens"`
 		Text             string   `json:"text"`
 		IDs              []uint32 `json:"ids"`
+		// Decoded is the reference's decode of IDs (SentencePiece-style
+		// models, whose ids do not decode back to the text).
+		Decoded *string `json:"decoded"`
 	} `json:"encode"`
 	Chat []struct {
 		Name                string    `json:"name"`
@@ -59,6 +62,7 @@ type goldenFile struct {
 		Messages            []Message `json:"messages"`
 		Text                string    `json:"text"`
 		IDs                 []uint32  `json:"ids"`
+		Error               string    `json:"error"` // the template raised this
 	} `json:"chat"`
 }
 

@@ -21,7 +21,8 @@ type addedToken struct {
 type matcher struct {
 	toks      []addedToken
 	byFirst   [256][]int // token indexes by first byte, longest first
-	firsts    string     // distinct first bytes, for IndexAny-style scans
+	firsts    string     // distinct first bytes
+	isFirst   [256]bool  // byte b starts some token
 	byID      map[uint32]string
 	byContent map[string]uint32
 }
@@ -49,6 +50,9 @@ func newMatcher(toks []addedToken) *matcher {
 		sort.SliceStable(idx, func(i, j int) bool { return len(m.toks[idx[i]].content) > len(m.toks[idx[j]].content) })
 	}
 	m.firsts = string(firsts)
+	for _, b := range firsts {
+		m.isFirst[b] = true
+	}
 	return m
 }
 
@@ -65,16 +69,22 @@ func (m *matcher) find(text string, from int) (match, bool) {
 		return match{}, false
 	}
 	for i := from; i < len(text); {
-		var j int
 		if len(m.firsts) == 1 {
-			j = strings.IndexByte(text[i:], m.firsts[0])
+			j := strings.IndexByte(text[i:], m.firsts[0])
+			if j < 0 {
+				return match{}, false
+			}
+			i += j
 		} else {
-			j = strings.IndexAny(text[i:], m.firsts)
+			// NB: not strings.IndexAny, which reads firsts as UTF-8 and so
+			// never finds a token that starts with a non-ASCII character.
+			for i < len(text) && !m.isFirst[text[i]] {
+				i++
+			}
+			if i == len(text) {
+				return match{}, false
+			}
 		}
-		if j < 0 {
-			return match{}, false
-		}
-		i += j
 		for _, k := range m.byFirst[text[i]] {
 			t := &m.toks[k]
 			if !strings.HasPrefix(text[i:], t.content) {

@@ -33,6 +33,9 @@ for (const model of spec.models) {
   const tj = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
   const tc = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
   const tok = new Tokenizer(tj, tc);
+  // SentencePiece-style models do not decode back to the text (the "▁"
+  // marker, a prepended space): record the reference's decode for them.
+  const sentencePiece = tj.model.byte_fallback === true || tj.model.type === "Unigram";
   const out = { model, source: fs.readFileSync(path.join(dir, "SOURCE"), "utf8").trim(),
     reference: "@huggingface/tokenizers@0.2.0, @huggingface/jinja@0.5.11", encode: [], chat: [] };
   const texts = [...spec.prompts];
@@ -40,19 +43,28 @@ for (const model of spec.models) {
   for (const p of texts) {
     for (const add of (p.long ? [false] : [false, true])) {
       const ids = tok.encode(p.text, { add_special_tokens: add }).ids;
-      out.encode.push({ name: p.name, add_special_tokens: add, text: p.text, ids });
+      const e = { name: p.name, add_special_tokens: add, text: p.text, ids };
+      if (!add && sentencePiece) e.decoded = ids.length ? tok.decode(ids, { skip_special_tokens: false }) : "";
+      out.encode.push(e);
     }
   }
   const tpl = typeof tc.chat_template === "string" ? new Template(tc.chat_template) : null;
   if (tpl) {
     for (const c of spec.chats) {
       for (const gen of [true, false]) {
-        const text = tpl.render({
-          messages: c.messages,
-          add_generation_prompt: gen,
-          bos_token: tokenString(tc.bos_token),
-          eos_token: tokenString(tc.eos_token),
-        });
+        let text;
+        try {
+          text = tpl.render({
+            messages: c.messages,
+            add_generation_prompt: gen,
+            bos_token: tokenString(tc.bos_token),
+            eos_token: tokenString(tc.eos_token),
+          });
+        } catch (e) {
+          // The template refuses the conversation (e.g. Gemma: no system role).
+          out.chat.push({ name: c.name, add_generation_prompt: gen, messages: c.messages, error: String(e.message ?? e) });
+          continue;
+        }
         const ids = tok.encode(text, { add_special_tokens: false }).ids;
         out.chat.push({ name: c.name, add_generation_prompt: gen, messages: c.messages, text, ids });
       }
