@@ -1,0 +1,277 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// naiveBPE is the obviously-correct reference for spmCore's BPE: the whole
+// text is one word (no cutting at "▁"), each character is its vocab token,
+// else its <0xXX> bytes, else unk (fused), and then, while any adjacent
+// pair has a merge, the lowest-ranked, leftmost one is applied.
+func naiveBPE(c *spmCore, text string) []uint32 {
+	var syms []uint32
+	unk := false
+	for _, r := range text {
+		ch := string(r)
+		if id, ok := c.vocab[ch]; ok {
+			if unk {
+				syms, unk = append(syms, uint32(c.unk)), false
+			}
+			syms = append(syms, id)
+			continue
+		}
+		var bytes []uint32
+		for i := 0; i < len(ch); i++ {
+			if id, ok := c.vocab[fmt.Sprintf("<0x%02X>", ch[i])]; ok {
+				bytes = append(bytes, id)
+			}
+		}
+		if c.byteFallback && len(bytes) == len(ch) {
+			syms = append(syms, bytes...)
+			continue
+		}
+		if c.unk >= 0 {
+			if unk && !c.fuseUnk {
+				syms = append(syms, uint32(c.unk))
+			}
+			unk = true
+		}
+	}
+	if unk {
+		syms = append(syms, uint32(c.unk))
+	}
+	for {
+		best, at := uint32(math.MaxUint32), -1
+		for i := 0; i+1 < len(syms); i++ {
+			if m, ok := c.merges[pairKey(syms[i], syms[i+1])]; ok && m.rank < best {
+				best, at = m.rank, i
+			}
+		}
+		if at < 0 {
+			return syms
+		}
+		m := c.merges[pairKey(syms[at], syms[at+1])]
+		syms = slices.Replace(syms, at, at+2, m.id)
+	}
+}
+
+var spmFuzzSeeds = []string{
+	"Hello world", " leading", "  two  spaces  ", "a▁b ▁▁c ▁ d▁", "x" + strings.Repeat(" ", 200) + "y",
+	"你好，世界！" + strings.Repeat("人工智能", 40), "𠮷野家 🫠🪿 ꙮ \x00\x7f", "func main() {\n\tfmt.Println(\"hi\")\n}\n",
+	"<table><tr><td>x</td></tr></table>", "\n\n\n\t\t  \n", strings.Repeat("ab", 150), "\xff\xfe invalid",
+}
+
+// FuzzSPMDifferential: the real Mistral ("llama2") and Gemma vocabularies
+// encode any text exactly as naiveBPE does, which checks the word cutting
+// at "▁", the scan and heap merges and byte fallback at once.
+func FuzzSPMDifferential(f *testing.F) {
+	for _, s := range spmFuzzSeeds {
+		f.Add(s)
+	}
+	var models []*Local
+	for _, name := range []string{"llama2", "gemma"} {
+		models = append(models, loadFixture(f, name))
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 600 {
+			text = text[:600] // the reference is cubic
+		}
+		for _, l := range models {
+			c := l.core.(*spmCore)
+			norm := validUTF8(l.norm(text))
+			got := c.appendOrdinary(nil, norm)
+			if want := naiveBPE(c, norm); !slices.Equal(got, want) {
+				t.Fatalf("%s %q: %s", l.Name(), text, firstDiff(got, want))
+			}
+		}
+	})
+}
+
+// synthUnigramJSON builds a Unigram tokenizer.json over a small alphabet:
+// random pieces of 1-4 runes with random scores (many ties), unk at id 0,
+// a Metaspace pre-tokenizer.
+func synthUnigramJSON(tb testing.TB, seed uint64) []byte {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	alphabet := []rune("ab▁cé你")
+	vocab := [][2]any{{"<unk>", 0.0}}
+	seen := map[string]bool{"<unk>": true}
+	for len(vocab) < 40 {
+		n := 1 + rng.IntN(4)
+		var b strings.Builder
+		for range n {
+			b.WriteRune(alphabet[rng.IntN(len(alphabet)-1)]) // never 你: unk
+		}
+		if p := b.String(); !seen[p] {
+			seen[p] = true
+			// Multiples of 1/8: path sums are exact, so the order of the
+			// additions cannot break a tie.
+			vocab = append(vocab, [2]any{p, -float64(1+rng.IntN(80)) / 8})
+		}
+	}
+	doc := map[string]any{
+		"normalizer":    nil,
+		"pre_tokenizer": map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": true},
+		"model":         map[string]any{"type": "Unigram", "unk_id": 0, "vocab": vocab},
+		"decoder":       map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// naiveUnigram is the reference lattice Viterbi of HF's Unigram, built
+// literally: a node per vocab piece at each start (and an unk node where no
+// single-character piece starts), then for every node in start order the
+// best node ending where it begins (the first one on ties), unks fused.
+func naiveUnigram(c *spmCore, word string) []uint32 {
+	type lnode struct {
+		id          int32
+		start, end  int
+		score, back float64
+		prev        *lnode
+	}
+	begins := map[int][]*lnode{}
+	ends := map[int][]*lnode{0: {{id: -1}}} // BOS
+	var starts []int
+	for i := 0; i < len(word); {
+		starts = append(starts, i)
+		_, rl := utf8.DecodeRuneInString(word[i:])
+		single := false
+		for j := i + 1; j <= len(word); j++ {
+			if id, ok := c.vocab[word[i:j]]; ok && utf8.ValidString(word[i:j]) {
+				n := &lnode{id: int32(id), start: i, end: j, score: c.uni.scores[id]}
+				begins[i], ends[j] = append(begins[i], n), append(ends[j], n)
+				single = single || j == i+rl
+			}
+		}
+		if !single {
+			n := &lnode{id: c.unk, start: i, end: i + rl, score: c.uni.unkScore}
+			begins[i], ends[i+rl] = append(begins[i], n), append(ends[i+rl], n)
+		}
+		i += rl
+	}
+	eos := &lnode{start: len(word)}
+	begins[len(word)] = append(begins[len(word)], eos)
+	for _, pos := range append(starts, len(word)) {
+		for _, r := range begins[pos] {
+			var best *lnode
+			for _, l := range ends[pos] {
+				if best == nil || l.back+r.score > best.back+r.score {
+					best = l
+				}
+			}
+			r.prev, r.back = best, best.back+r.score
+		}
+	}
+	var rev []int32
+	for n := eos.prev; n != nil && n.id != -1; n = n.prev {
+		rev = append(rev, n.id)
+	}
+	var out []uint32
+	for k := len(rev) - 1; k >= 0; k-- {
+		if rev[k] == c.unk && k+1 < len(rev) && rev[k+1] == c.unk {
+			continue
+		}
+		out = append(out, uint32(rev[k]))
+	}
+	return out
+}
+
+// FuzzUnigramDifferential: the Unigram Viterbi equals the literal lattice
+// on random vocabularies, word by word as the Metaspace pre-tokenizer cuts.
+func FuzzUnigramDifferential(f *testing.F) {
+	f.Add(uint64(1), "ab cé")
+	f.Add(uint64(2), "▁▁aab你你b  c")
+	f.Add(uint64(3), "ééé abcabc 你a")
+	f.Fuzz(func(t *testing.T, seed uint64, text string) {
+		l, err := FromJSON(synthUnigramJSON(t, seed), nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := l.core.(*spmCore)
+		if utf8.RuneCountInString(text) > 200 {
+			text = string([]rune(text)[:200])
+		}
+		text = validUTF8(text)
+		got := l.EncodeText(text, false)
+		// Metaspace: spaces -> "▁", "▁" prepended, cut before each "▁".
+		w := "▁" + strings.ReplaceAll(text, " ", "▁")
+		if strings.HasPrefix(text, "▁") || strings.HasPrefix(text, " ") {
+			w = strings.ReplaceAll(text, " ", "▁")
+		}
+		var want []uint32
+		for start, i := 0, 1; i <= len(w); i++ {
+			if i == len(w) || strings.HasPrefix(w[i:], "▁") {
+				want = append(want, naiveUnigram(c, w[start:i])...)
+				start = i
+			}
+		}
+		if text == "" {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d %q: %s", seed, text, firstDiff(got, want))
+		}
+	})
+}
+
+// TestAddedTokenNonASCII: an added token that starts with a non-ASCII
+// character is found among tokens with several first bytes (the matcher
+// used strings.IndexAny on a set of bytes, which never matched one).
+func TestAddedTokenNonASCII(t *testing.T) {
+	m := newMatcher([]addedToken{{content: "<a>", id: 1}, {content: "▁▁", id: 2}, {content: "\n\n", id: 3}})
+	got, ok := m.find("x▁▁y", 0)
+	if !ok || got.id != 2 || got.segEnd != 1 || got.next != 1+len("▁▁") {
+		t.Fatalf("find = %+v %v, want ▁▁ (id 2) at 1", got, ok)
+	}
+}
+
+// TestRewriteInlineIf: conditional expressions in parentheses (Gemma 3's
+// template), which gonja cannot parse, render as Jinja does.
+func TestRewriteInlineIf(t *testing.T) {
+	cases := []struct{ src, want string }{
+		{`{{ 'a' + ('b' if true else 'c') }}`, "ab"},
+		{`{{ ('b' if false else 'c') }}`, "c"},
+		{`{{ ((1 if false else 2) if true else 3) }}`, "2"},
+		{`{{ "(x if y else z)" }}`, "(x if y else z)"},
+		{`{{ 'a' + ('b') }}{{ 'x' if false else 'y' }}`, "aby"},
+		{`{% for m in messages %}{{ '<' + (m.role if loop.first else "-") + '>' }}{% endfor %}`, "<user><->"},
+		{`{% if (messages | length) > 1 %}many{% endif %}`, "many"},
+	}
+	msgs := []Message{{Role: "user", Content: "x"}, {Role: "assistant", Content: "y"}}
+	for _, c := range cases {
+		ct, err := NewChatTemplate(c.src, SpecialTokens{})
+		if err != nil {
+			t.Errorf("%s: %v", c.src, err)
+			continue
+		}
+		got, err := ct.Render(msgs, false)
+		if err != nil || got != c.want {
+			t.Errorf("%s = %q, %v; want %q", c.src, got, err, c.want)
+		}
+	}
+}
+
+// TestSPMStopsOnCancel: a huge one-word prompt (no "▁" to cut at) stops
+// costing CPU once the stop check fires.
+func TestSPMStopsOnCancel(t *testing.T) {
+	l := loadFixture(t, "gemma")
+	c := l.core.(*spmCore)
+	text := strings.Repeat("人工智能", 50_000)
+	calls := 0
+	ids := c.appendOrdinaryStop(nil, text, func() bool { calls++; return calls > 2 })
+	full := c.appendOrdinary(nil, text)
+	if calls != 3 || slices.Equal(ids, full) {
+		t.Fatalf("stop not honoured: %d calls, %d ids of %d", calls, len(ids), len(full))
+	}
+}
