@@ -4,9 +4,13 @@ import (
 	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/zeebo/xxh3"
 )
 
 // metaSpace is SentencePiece's whitespace marker "▁" (U+2581).
@@ -37,6 +41,41 @@ type spmCore struct {
 	// (Unigram, whose float path scores must not be re-associated, and
 	// ignore_merges, which looks at whole words).
 	noCross map[rune]struct{}
+	words   *wordCache
+}
+
+// wordCache memoizes the ids of short words (the pieces the model
+// encodes): real text repeats its words, and a hit costs a hash and a
+// compare instead of a dozen lookups in a 500k-entry merges map. It is a
+// direct-mapped table of immutable entries swapped atomically, so readers
+// take no lock, and its size is fixed: wordCacheSlots entries of at most
+// maxCachedWord bytes (about 2 MB at most). Exact: a word's ids depend on
+// the word alone.
+type wordCache struct {
+	slots [wordCacheSlots]atomic.Pointer[wordEntry]
+}
+
+type wordEntry struct {
+	word string
+	ids  []uint32
+}
+
+const (
+	wordCacheSlots = 1 << 14
+	maxCachedWord  = 48
+)
+
+func (wc *wordCache) get(w string) ([]uint32, bool) {
+	e := wc.slots[xxh3.HashString(w)&(wordCacheSlots-1)].Load()
+	if e == nil || e.word != w {
+		return nil, false
+	}
+	return e.ids, true
+}
+
+func (wc *wordCache) put(w string, ids []uint32) {
+	e := &wordEntry{word: strings.Clone(w), ids: slices.Clone(ids)}
+	wc.slots[xxh3.HashString(w)&(wordCacheSlots-1)].Store(e)
 }
 
 // spMerge is a BPE merge: its priority (index in the merges list) and the
@@ -166,6 +205,20 @@ func (c *spmCore) encodePieceBuf(dst []uint32, w string, scratch []uint32, stop 
 	if w == "" {
 		return dst, scratch
 	}
+	if c.words == nil || len(w) > maxCachedWord {
+		return c.encodeModel(dst, w, scratch, stop)
+	}
+	if ids, ok := c.words.get(w); ok {
+		return append(dst, ids...), scratch
+	}
+	n := len(dst)
+	dst, scratch = c.encodeModel(dst, w, scratch, stop)
+	c.words.put(w, dst[n:])
+	return dst, scratch
+}
+
+// encodeModel runs the model on one word.
+func (c *spmCore) encodeModel(dst []uint32, w string, scratch []uint32, stop func() bool) ([]uint32, []uint32) {
 	if c.uni != nil {
 		return c.unigramWord(dst, w), scratch
 	}
@@ -241,39 +294,39 @@ func (c *spmCore) mergeScan(syms []uint32) []uint32 {
 	if len(syms) < 2 {
 		return syms
 	}
-	var buf [longPiece]uint32
-	ranks := buf[:0] // ranks[i]: the merge of syms[i], syms[i+1]
+	var buf [longPiece]spMerge
+	pairs := buf[:0] // pairs[i]: the merge of syms[i], syms[i+1]
 	for i := 0; i+1 < len(syms); i++ {
-		ranks = append(ranks, c.rank(syms[i], syms[i+1]))
+		pairs = append(pairs, c.pairMerge(syms[i], syms[i+1]))
 	}
 	for {
 		best, bi := uint32(math.MaxUint32), -1
-		for i, r := range ranks {
-			if r < best {
-				best, bi = r, i
+		for i, p := range pairs {
+			if p.rank < best {
+				best, bi = p.rank, i
 			}
 		}
 		if bi < 0 {
 			return syms
 		}
-		m, _ := c.merge(syms[bi], syms[bi+1])
-		syms[bi] = m.id
+		syms[bi] = pairs[bi].id
 		syms = append(syms[:bi+1], syms[bi+2:]...)
-		ranks = append(ranks[:bi], ranks[bi+1:]...)
+		pairs = append(pairs[:bi], pairs[bi+1:]...)
 		if bi > 0 {
-			ranks[bi-1] = c.rank(syms[bi-1], syms[bi])
+			pairs[bi-1] = c.pairMerge(syms[bi-1], syms[bi])
 		}
-		if bi < len(ranks) {
-			ranks[bi] = c.rank(syms[bi], syms[bi+1])
+		if bi < len(pairs) {
+			pairs[bi] = c.pairMerge(syms[bi], syms[bi+1])
 		}
 	}
 }
 
-func (c *spmCore) rank(a, b uint32) uint32 {
+// pairMerge returns the merge of a and b, rank math.MaxUint32 if none.
+func (c *spmCore) pairMerge(a, b uint32) spMerge {
 	if m, ok := c.merge(a, b); ok {
-		return m.rank
+		return m
 	}
-	return math.MaxUint32
+	return spMerge{rank: math.MaxUint32}
 }
 
 // mergeHeap is mergeScan's merge order with the candidate pairs in a heap

@@ -62,6 +62,7 @@ func newSPMCore(f *hfFile, spacesRemoved bool) (*spmCore, error) {
 	if err := c.setPieces(f.Decoder); err != nil {
 		return nil, err
 	}
+	c.words = &wordCache{}
 	return c, nil
 }
 
