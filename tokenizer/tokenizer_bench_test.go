@@ -102,21 +102,25 @@ func BenchmarkEncodeText(b *testing.B) {
 			l := models[model]
 			nc := *l
 			nc.cache = nil
-			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) {
-				tokens := len(nc.EncodeText(text, false))
-				b.SetBytes(int64(len(text)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				done := cpuRate(b)
-				for range b.N {
-					nc.EncodeText(text, false)
-				}
-				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
-				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-				b.ReportMetric(float64(tokens), "tokens/op")
-			})
+			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
+}
+
+// benchEncodeText times l.EncodeText(text, false) and reports tokens per
+// CPU-second and per second.
+func benchEncodeText(b *testing.B, l *Local, text string) {
+	tokens := len(l.EncodeText(text, false))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := cpuRate(b)
+	for range b.N {
+		l.EncodeText(text, false)
+	}
+	done(float64(tokens)*float64(b.N), "tokens/cpu-s")
+	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(tokens), "tokens/op")
 }
 
 // BenchmarkEncodeChat: a multi-turn conversation (~16k tokens) resent with
@@ -229,19 +233,7 @@ func BenchmarkEncodeRealText(b *testing.B) {
 				}
 				nc.core = &cp
 			}
-			b.Run(fmt.Sprintf("text=%s/model=%s", kind, model), func(b *testing.B) {
-				tokens := len(nc.EncodeText(text, false))
-				b.SetBytes(int64(len(text)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				done := cpuRate(b)
-				for range b.N {
-					nc.EncodeText(text, false)
-				}
-				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
-				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-				b.ReportMetric(float64(tokens), "tokens/op")
-			})
+			b.Run(fmt.Sprintf("text=%s/model=%s", kind, model), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
 }
