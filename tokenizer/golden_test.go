@@ -11,8 +11,9 @@ import (
 
 // goldenModels: ByteLevel BPE (qwen3, llama3, gpt4o) and SentencePiece-style
 // byte-fallback BPE ("llama2" is Mistral 7B's Llama-2-style tokenizer;
-// gemma is Gemma 1/2's, gemma3 Gemma 3's).
-var goldenModels = []string{"qwen3", "llama3", "gpt4o", "llama2", "gemma", "gemma3"}
+// gemma is Gemma 1/2's, gemma3 Gemma 3's) and a Unigram model derived from
+// the Mistral vocabulary (unigramFixture).
+var goldenModels = []string{"qwen3", "llama3", "gpt4o", "llama2", "gemma", "gemma3", "unigram"}
 
 // firstDiff describes where two id slices diverge.
 func firstDiff(got, want []uint32) string {

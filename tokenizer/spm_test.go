@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +94,42 @@ func FuzzSPMDifferential(f *testing.F) {
 			}
 		}
 	})
+}
+
+// unigramFixture loads the Mistral BPE tokenizer.json in dir turned into a
+// Unigram model over the same pieces, as testdata/gen/gen.mjs derives it
+// for the reference (deriveUnigram): scores -(1 + id/64)/8, Metaspace
+// without split.
+func unigramFixture(dir string) (*Local, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	var bpe struct {
+		AddedTokens   json.RawMessage                `json:"added_tokens"`
+		PostProcessor json.RawMessage                `json:"post_processor"`
+		Model         struct{ Vocab map[string]int } `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &bpe); err != nil {
+		return nil, err
+	}
+	vocab := make([][2]any, len(bpe.Model.Vocab))
+	for piece, id := range bpe.Model.Vocab {
+		vocab[id] = [2]any{piece, -float64(1+id/64) / 8}
+	}
+	meta := map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": false}
+	tj, err := json.Marshal(map[string]any{
+		"added_tokens":   bpe.AddedTokens,
+		"normalizer":     nil,
+		"pre_tokenizer":  meta,
+		"post_processor": bpe.PostProcessor,
+		"decoder":        meta,
+		"model":          map[string]any{"type": "Unigram", "unk_id": 0, "byte_fallback": false, "vocab": vocab},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return FromJSON(tj, nil, Options{Name: "unigram"})
 }
 
 // synthUnigramJSON builds a Unigram tokenizer.json over a small alphabet:
