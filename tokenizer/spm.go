@@ -220,7 +220,7 @@ func (c *spmCore) encodePieceBuf(dst []uint32, w string, scratch []uint32, stop 
 // encodeModel runs the model on one word.
 func (c *spmCore) encodeModel(dst []uint32, w string, scratch []uint32, stop func() bool) ([]uint32, []uint32) {
 	if c.uni != nil {
-		return c.unigramWord(dst, w), scratch
+		return c.unigramWord(dst, w, stop), scratch
 	}
 	if c.ignoreMerges {
 		if id, ok := c.vocab[w]; ok {
@@ -391,9 +391,10 @@ func (c *spmCore) mergeHeap(syms []uint32, stop func() bool) []uint32 {
 // segmentation (Viterbi), ties to the earliest-starting last piece, a
 // character no single-character piece covers becoming unk (score: lowest
 // minus 10), consecutive unks fused.
-func (c *spmCore) unigramWord(dst []uint32, w string) []uint32 {
+// stop (nil: never) gives up with nothing appended.
+func (c *spmCore) unigramWord(dst []uint32, w string, stop func() bool) []uint32 {
 	n := len(w)
-	type node struct {
+	type node struct { // 16 bytes per byte of w
 		score float64
 		start int32 // -1: unreached
 		id    int32
@@ -403,7 +404,10 @@ func (c *spmCore) unigramWord(dst []uint32, w string) []uint32 {
 		best[i].start = -1
 	}
 	best[0].start = 0
-	for i := 0; i < n; {
+	for i, steps := 0, 0; i < n; steps++ {
+		if stop != nil && steps%stopEvery == stopEvery-1 && stop() {
+			return dst
+		}
 		_, rl := utf8.DecodeRuneInString(w[i:])
 		single := false
 		for j := i + rl; j <= n && j-i <= c.uni.maxLen; {
