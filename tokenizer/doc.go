@@ -4,12 +4,16 @@
 // It is public so Go gateways can embed it. Implementations:
 //
 //   - [Load] / [FromJSON]: a HuggingFace tokenizer.json for ByteLevel BPE
-//     models (Llama 3, Qwen 2/2.5/3, GPT-4o style), with the normalizer, the
-//     added (special) tokens recognized in text the way HF does, the
-//     post-processor's BOS/EOS (TemplateProcessing), and the chat template of
-//     tokenizer_config.json rendered with a Jinja engine (gonja). Models that
-//     are not ByteLevel BPE (SentencePiece/Metaspace, byte_fallback) return
-//     [ErrUnsupported]; use the remote mode (internal/tokenizer/remote) for them.
+//     models (Llama 3, Qwen 2/2.5/3, GPT-4o style) and SentencePiece-style
+//     models (Llama 2, Mistral, Gemma 1/2/3: Prepend/Replace normalizers,
+//     no or a Metaspace pre-tokenizer, BPE over characters with byte
+//     fallback, or Unigram), with the normalizer, the added (special)
+//     tokens recognized in text the way HF does, the post-processor's
+//     BOS/EOS (TemplateProcessing), and the chat template of
+//     tokenizer_config.json rendered with a Jinja engine (gonja). Other
+//     files (e.g. a Precompiled normalizer as in T5/XLM-R, WordPiece)
+//     return [ErrUnsupported]; use the remote mode
+//     (internal/tokenizer/remote) for them.
 //   - [Default]: an OpenAI BPE encoding compiled into the binary (cl100k_base)
 //     with a ChatML chat template; needs nothing from disk or network.
 //
@@ -34,9 +38,30 @@
 // regex-based tiktoken core. Any other pattern (e.g. o200k/GPT-4o's) keeps
 // the regex (dlclark/regexp2 through tiktoken-go).
 //
+// SentencePiece-style models (spm.go) follow HF's BPE::merge_word and
+// Word::merge_all: characters (unknown ones as <0xXX> byte tokens, else
+// unk), then the adjacent pair with the lowest merges-list rank, leftmost
+// on ties, until none merges. Without a pre-tokenizer a whole segment is
+// one BPE word; it is cut before a "▁" whose previous character never
+// precedes "▁" inside a vocab token (no merge can span that point, so the
+// ids are the same; checked against a naive whole-text BPE by
+// FuzzSPMDifferential), and words up to 48 bytes are memoized in a fixed
+// lock-free table. Unigram is HF's Unigram::encode_optimized (Viterbi,
+// ties to the earliest-starting last piece, unk at the lowest score minus
+// 10, unks fused). Golden tests against @huggingface/tokenizers cover the
+// Mistral 7B ("llama2" fixture), Gemma 1/2 and Gemma 3 files, and a
+// Unigram model derived from the Mistral pieces (no real Unigram
+// tokenizer.json is at hand).
+//
 // Known deviations: added tokens marked normalized=true are matched before
 // normalization (HF matches them after; identical for NFC and the ASCII
-// markup such tokens use).
+// markup such tokens use). Metaspace prepend_scheme "first" and
+// split=true follow HF's Rust code; the JS reference differs there (it
+// never splits), so no golden test covers them. A Unigram model with
+// byte_fallback returns [ErrUnsupported]. Chat templates: gonja cannot
+// parse a conditional expression in parentheses, "(a if c else b)" (Gemma
+// 3); such groups are rewritten to a function call that evaluates both
+// branches.
 //
 // Performance (BenchmarkEncodeText, BenchmarkEncodeChat with cache=false,
 // metric tokens/cpu-s: tokens per CPU-second of the encoding thread):

@@ -86,8 +86,9 @@ type hfConfig struct {
 }
 
 // FromJSON builds a tokenizer from the bytes of tokenizer.json and, optionally
-// (nil), tokenizer_config.json. Only ByteLevel BPE models are supported; other
-// models wrap [ErrUnsupported] with the reason.
+// (nil), tokenizer_config.json. ByteLevel BPE and SentencePiece-style (BPE
+// with byte fallback, Unigram) models are supported; others wrap
+// [ErrUnsupported] with the reason.
 func FromJSON(tokenizerJSON, configJSON []byte, opts Options) (*Local, error) {
 	return fromJSON(tokenizerJSON, configJSON, opts, false)
 }

@@ -33,8 +33,9 @@ type core interface {
 	tokenBytes(id uint32) ([]byte, bool)
 }
 
-// Local is an in-process tokenizer: a HuggingFace ByteLevel BPE model
-// ([Load], [FromJSON]) or the built-in encoding ([Default]). It implements
+// Local is an in-process tokenizer: a HuggingFace ByteLevel BPE or
+// SentencePiece-style model ([Load], [FromJSON]) or the built-in encoding
+// ([Default]). It implements
 // [Tokenizer] and adds context-free methods for callers that do not need the
 // remote mode. Safe for concurrent use.
 type Local struct {

@@ -34,14 +34,15 @@ type spmCore struct {
 	uni          *unigram           // Unigram model; nil for BPE
 	meta         *metaspace         // Metaspace pre-tokenizer; nil: none
 	wsSplit      bool               // WhitespaceSplit before Metaspace
-	// noCross holds every rune r such that some vocab token contains r
-	// followed by "▁". A BPE word can be cut before a "▁" whose previous
-	// rune is not in it: no token (hence no merge) spans that point, so
-	// the pieces encode independently to the same ids. nil: never cut
-	// (Unigram, whose float path scores must not be re-associated, and
-	// ignore_merges, which looks at whole words).
-	noCross map[rune]struct{}
-	words   *wordCache
+	// joined holds every pair of adjacent runes inside a vocab token where
+	// one of them is a cut marker ("▁", "\n", "\t"). A BPE word can be cut
+	// between two runes, one a marker, whose pair is not in it: no token
+	// (hence no merge) spans that point, so the pieces encode
+	// independently to the same ids, and short pieces hit the word cache.
+	// nil: never cut (Unigram, whose float path scores must not be
+	// re-associated, and ignore_merges, which looks at whole words).
+	joined map[uint64]struct{}
+	words  *wordCache
 }
 
 // wordCache memoizes the ids of short words (the pieces the model
@@ -167,33 +168,64 @@ func (c *spmCore) encodeWord(dst []uint32, w string, first bool, stop func() boo
 		}
 		split = c.meta.split
 	}
-	if !split && c.noCross == nil {
+	if !split && c.joined == nil {
 		return c.encodePiece(dst, w, stop)
 	}
 	var scratch []uint32
 	start := 0
-	for from, n := 1, 0; from < len(w); n++ {
+	for i, n := 0, 0; i < len(w); n++ {
 		if stop != nil && n%stopEvery == stopEvery-1 && stop() {
 			return dst
 		}
-		j := strings.Index(w[from:], metaSpace)
-		if j < 0 {
+		for i < len(w) && !isCutByte[w[i]] {
+			i++
+		}
+		if i == len(w) {
 			break
 		}
-		cut := from + j
-		from = cut + len(metaSpace)
-		if !split {
-			r, _ := utf8.DecodeLastRuneInString(w[:cut])
-			if _, ok := c.noCross[r]; ok {
+		mlen := 1
+		if w[i] == metaSpace[0] {
+			if !strings.HasPrefix(w[i:], metaSpace) {
+				i++
 				continue
 			}
+			mlen = len(metaSpace)
 		}
-		dst, scratch = c.encodePieceBuf(dst, w[start:cut], scratch, stop)
-		start = cut
+		// Cut before the marker (always before "▁" under Metaspace split)
+		// and after it, where the model allows.
+		if i > start && ((split && mlen > 1) || c.canCut(w, i)) {
+			dst, scratch = c.encodePieceBuf(dst, w[start:i], scratch, stop)
+			start = i
+		}
+		i += mlen
+		if i < len(w) && c.canCut(w, i) {
+			dst, scratch = c.encodePieceBuf(dst, w[start:i], scratch, stop)
+			start = i
+		}
 	}
 	dst, _ = c.encodePieceBuf(dst, w[start:], scratch, stop)
 	return dst
 }
+
+// isCutByte marks the first bytes of the cut markers.
+var isCutByte = [256]bool{'\n': true, '\t': true, 0xE2: true} // 0xE2: "▁"[0]
+
+// isCutMarker reports whether r is a cut marker.
+func isCutMarker(r rune) bool { return r == '\n' || r == '\t' || r == '\u2581' }
+
+// canCut reports whether no vocab token spans the point p of w (0 < p <
+// len(w)), judged by the runes on either side (one of them a marker).
+func (c *spmCore) canCut(w string, p int) bool {
+	if c.joined == nil {
+		return false
+	}
+	a, _ := utf8.DecodeLastRuneInString(w[:p])
+	b, _ := utf8.DecodeRuneInString(w[p:])
+	_, ok := c.joined[runePair(a, b)]
+	return !ok
+}
+
+func runePair(a, b rune) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 func (c *spmCore) encodePiece(dst []uint32, w string, stop func() bool) []uint32 {
 	dst, _ = c.encodePieceBuf(dst, w, nil, stop)

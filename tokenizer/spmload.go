@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"unicode/utf8"
 )
 
 // isByteLevel reports whether a pre_tokenizer is ByteLevel or a Sequence
@@ -113,18 +112,14 @@ func (c *spmCore) loadBPE(m *hfModel) error {
 		}
 	}
 	if !c.ignoreMerges {
-		c.noCross = map[rune]struct{}{}
+		c.joined = map[uint64]struct{}{}
 		for s := range c.vocab {
-			for i := strings.Index(s, metaSpace); i >= 0; {
-				if i > 0 {
-					r, _ := utf8.DecodeLastRuneInString(s[:i])
-					c.noCross[r] = struct{}{}
+			prev := rune(-1)
+			for _, r := range s {
+				if prev >= 0 && (isCutMarker(prev) || isCutMarker(r)) {
+					c.joined[runePair(prev, r)] = struct{}{}
 				}
-				j := strings.Index(s[i+len(metaSpace):], metaSpace)
-				if j < 0 {
-					break
-				}
-				i += len(metaSpace) + j
+				prev = r
 			}
 		}
 	}
