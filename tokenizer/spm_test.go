@@ -52,14 +52,14 @@ func naiveBPE(c *spmCore, text string) []uint32 {
 	for {
 		best, at := uint32(math.MaxUint32), -1
 		for i := 0; i+1 < len(syms); i++ {
-			if m, ok := c.merges[pairKey(syms[i], syms[i+1])]; ok && m.rank < best {
+			if m, ok := c.merges.get(pairKey(syms[i], syms[i+1])); ok && m.rank < best {
 				best, at = m.rank, i
 			}
 		}
 		if at < 0 {
 			return syms
 		}
-		m := c.merges[pairKey(syms[at], syms[at+1])]
+		m, _ := c.merges.get(pairKey(syms[at], syms[at+1]))
 		syms = slices.Replace(syms, at, at+2, m.id)
 	}
 }

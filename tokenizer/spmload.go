@@ -95,7 +95,7 @@ func (c *spmCore) loadBPE(m *hfModel) error {
 			return fmt.Errorf("tokenizer: unk_token %q is not in the vocab", *m.UnkToken)
 		}
 	}
-	c.merges = make(map[uint64]spMerge, len(m.Merges))
+	c.merges = newMergeTable(len(m.Merges))
 	for i, raw := range m.Merges {
 		a, b, err := mergePair(i, raw)
 		if err != nil {
@@ -107,9 +107,7 @@ func (c *spmCore) loadBPE(m *hfModel) error {
 		if !okA || !okB || !okAB {
 			return fmt.Errorf("tokenizer: merge %d (%q %q) is out of the vocab", i, a, b)
 		}
-		if _, dup := c.merges[pairKey(ia, ib)]; !dup { // the first (highest priority) wins
-			c.merges[pairKey(ia, ib)] = spMerge{rank: uint32(i), id: id}
-		}
+		c.merges.add(pairKey(ia, ib), spMerge{rank: uint32(i), id: id})
 	}
 	if !c.ignoreMerges {
 		c.joined = map[uint64]struct{}{}
