@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -311,5 +312,41 @@ func TestSPMStopsOnCancel(t *testing.T) {
 	full := c.appendOrdinary(nil, text)
 	if calls != 3 || slices.Equal(ids, full) {
 		t.Fatalf("stop not honoured: %d calls, %d ids of %d", calls, len(ids), len(full))
+	}
+}
+
+// TestSPMConcurrentWordCache: goroutines sharing a model (and its word
+// cache, whose slots they overwrite) get the ids a fresh model gives.
+func TestSPMConcurrentWordCache(t *testing.T) {
+	l := loadFixture(t, "llama2")
+	texts := make([]string, 8)
+	for g := range texts {
+		texts[g] = strings.Repeat(fmt.Sprintf("word%d другой 字%d\n\tx := y%d ", g, g, g), 40)
+	}
+	fresh := *l.core.(*spmCore)
+	fresh.words = nil // no cache: the reference
+	want := make([][]uint32, len(texts))
+	for g, s := range texts {
+		want[g] = fresh.appendOrdinary(nil, l.norm(s))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(texts))
+	for g := range texts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				s := texts[(g+i)%len(texts)]
+				if got := l.core.appendOrdinary(nil, l.norm(s)); !slices.Equal(got, want[(g+i)%len(texts)]) {
+					errs <- fmt.Errorf("g%d i%d: %s", g, i, firstDiff(got, want[(g+i)%len(texts)]))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
