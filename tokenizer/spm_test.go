@@ -350,3 +350,52 @@ func TestSPMConcurrentWordCache(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestMetaspacePrependFirst: prepend_scheme "first" adds "▁" only to the
+// segment at the start of the text (HF: original offset 0), "always" to
+// every segment; a segment cached after a later position must not leak
+// into the first one (that segment bypasses the cache).
+func TestMetaspacePrependFirst(t *testing.T) {
+	mk := func(scheme string) *Local {
+		doc := map[string]any{
+			"added_tokens":  []any{map[string]any{"id": 1, "content": "<s>", "special": true}},
+			"pre_tokenizer": map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": true},
+			"model": map[string]any{"type": "BPE", "unk_token": "<unk>",
+				"vocab":  map[string]int{"<unk>": 0, "<s>": 1, "▁": 2, "h": 3, "i": 4, "▁h": 5, "hi": 6, "▁hi": 7},
+				"merges": []string{"▁ h", "h i", "▁h i"}},
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := FromJSON(b, nil, Options{MinCacheSegment: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	cases := []struct {
+		scheme, text string
+		want         []uint32
+	}{
+		{"first", "<s>hi", []uint32{1, 6}}, // not at offset 0: "hi" -> hi
+		{"first", "hi", []uint32{7}},       // "▁hi"
+		{"first", "hi<s>hi", []uint32{7, 1, 6}},
+		{"first", "hi hi", []uint32{7, 7}}, // "▁hi▁hi", split before each "▁"
+		{"always", "<s>hi", []uint32{1, 7}},
+		{"never", "hi", []uint32{6}},
+	}
+	for _, scheme := range []string{"first", "always", "never"} {
+		l := mk(scheme)
+		for pass := range 2 { // the second pass meets cached segments
+			for _, c := range cases {
+				if c.scheme != scheme {
+					continue
+				}
+				if got := l.EncodeText(c.text, false); !slices.Equal(got, c.want) {
+					t.Errorf("%s %q pass %d: got %v, want %v", scheme, c.text, pass, got, c.want)
+				}
+			}
+		}
+	}
+}
