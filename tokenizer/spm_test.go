@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -329,26 +328,15 @@ func TestSPMConcurrentWordCache(t *testing.T) {
 	for g, s := range texts {
 		want[g] = fresh.appendOrdinary(nil, l.norm(s))
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(texts))
-	for g := range texts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 20 {
-				s := texts[(g+i)%len(texts)]
-				if got := l.core.appendOrdinary(nil, l.norm(s)); !slices.Equal(got, want[(g+i)%len(texts)]) {
-					errs <- fmt.Errorf("g%d i%d: %s", g, i, firstDiff(got, want[(g+i)%len(texts)]))
-					return
-				}
+	inParallel(t, len(texts), func(g int) error {
+		for i := range 20 {
+			k := (g + i) % len(texts)
+			if got := l.core.appendOrdinary(nil, l.norm(texts[k])); !slices.Equal(got, want[k]) {
+				return fmt.Errorf("g%d i%d: %s", g, i, firstDiff(got, want[k]))
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+		}
+		return nil
+	})
 }
 
 // TestMetaspacePrependFirst: prepend_scheme "first" adds "▁" only to the

@@ -223,21 +223,30 @@ func TestCacheExact(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	l := synthTokenizer(t, Options{MinCacheSegment: 1})
 	want := l.EncodeText("hello wo <s> hello", true)
+	inParallel(t, 8, func(g int) error {
+		for i := range 50 {
+			if got := l.EncodeText("hello wo <s> hello", true); !slices.Equal(got, want) {
+				return fmt.Errorf("g%d i%d: %v", g, i, got)
+			}
+			if _, err := l.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inParallel runs f(0..n-1) in n goroutines and reports their errors.
+func inParallel(t *testing.T, n int, f func(g int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
+	errs := make(chan error, n)
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 50 {
-				if got := l.EncodeText("hello wo <s> hello", true); !slices.Equal(got, want) {
-					errs <- fmt.Errorf("g%d i%d: %v", g, i, got)
-					return
-				}
-				if _, err := l.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true); err != nil {
-					errs <- err
-					return
-				}
+			if err := f(g); err != nil {
+				errs <- err
 			}
 		}()
 	}
