@@ -26,6 +26,7 @@ type spmCore struct {
 	vocab        map[string]uint32
 	pieces       [][]byte   // id -> decoded bytes (Decode); nil: no such id
 	byteID       [256]int32 // id of "<0xXX>", -1: none
+	asciiID      [128]int32 // id of the one-byte token, -1: none
 	unk          int32      // unk token id, -1: none
 	byteFallback bool
 	fuseUnk      bool
@@ -275,6 +276,11 @@ func (c *spmCore) encodeModel(dst []uint32, w string, scratch []uint32, stop fun
 func (c *spmCore) initialSymbols(syms []uint32, w string) []uint32 {
 	pendingUnk := false
 	for i := 0; i < len(w); {
+		if b := w[i]; b < utf8.RuneSelf && c.asciiID[b] >= 0 && !pendingUnk {
+			syms = append(syms, uint32(c.asciiID[b]))
+			i++
+			continue
+		}
 		_, n := utf8.DecodeRuneInString(w[i:])
 		ch := w[i : i+n]
 		i += n

@@ -53,9 +53,15 @@ func newSPMCore(f *hfFile, spacesRemoved bool) (*spmCore, error) {
 	default:
 		return nil, fmt.Errorf("model type %s: %w", m.Type, ErrUnsupported)
 	}
+	for i := range c.asciiID {
+		c.asciiID[i] = -1
+	}
 	for s, id := range c.vocab {
 		if b, ok := byteFallbackPiece(s); ok {
 			c.byteID[b] = int32(id)
+		}
+		if len(s) == 1 && s[0] < 0x80 {
+			c.asciiID[s[0]] = int32(id)
 		}
 	}
 	if err := c.setPieces(f.Decoder); err != nil {
