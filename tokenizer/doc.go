@@ -75,11 +75,11 @@
 // Those texts repeat a few sentences; on real text (BenchmarkEncodeRealText:
 // 1 MB of prose, the Go spec and licence texts, and 1 MB of net/http
 // source; segment cache off; medians of 3 on a shared 2-core machine at
-// load 19) the figures are lower and side by side: prose, tokens/cpu-s,
-// Qwen3 9.5M, Llama 3 10.2M, cl100k 10.8M, Mistral/Llama 2 6.9M, Gemma
-// 4.4M, Gemma 3 4.3M; code: 6.3M, 6.4M, 5.8M, 6.3M, 3.8M, 3.5M. Without
-// the word cache (words=off) Mistral runs at 3.4M/4.4M and Gemma at
-// 2.4M/2.6M (prose/code).
+// load 15-17) the figures are lower and side by side, in tokens/cpu-s,
+// prose then code: Qwen3 10.3M/6.9M, Llama 3 10.0M/7.0M, cl100k
+// 9.0M/7.5M, Mistral (Llama 2 style) 7.3M/6.6M, Gemma 5.5M/4.4M, Gemma 3
+// 5.2M/5.2M. Without the word cache (words=off) Mistral runs at 4.6M/5.4M
+// and Gemma at 3.3M/3.7M.
 //
 // All types here are safe for concurrent use once constructed.
 package tokenizer
