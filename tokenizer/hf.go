@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Load reads a HuggingFace tokenizer from path: either a tokenizer.json file
@@ -265,19 +264,9 @@ func typeOf(raw json.RawMessage) string {
 func checkMergeOrder(vocab map[string]uint32, merges []json.RawMessage) error {
 	var prev uint32
 	for i, raw := range merges {
-		var a, b string
-		var pair []string
-		if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
-			a, b = pair[0], pair[1]
-		} else {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return fmt.Errorf("tokenizer: merge %d: %w", i, err)
-			}
-			var ok bool
-			if a, b, ok = strings.Cut(s, " "); !ok {
-				return fmt.Errorf("tokenizer: merge %d %q has no space", i, s)
-			}
+		a, b, err := mergePair(i, raw)
+		if err != nil {
+			return err
 		}
 		id, ok := vocab[a+b]
 		if !ok {

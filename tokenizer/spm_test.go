@@ -387,3 +387,39 @@ func TestMetaspacePrependFirst(t *testing.T) {
 		}
 	}
 }
+
+// jsonMergePair is mergePair by encoding/json alone (the reference for its
+// hand-cut fast path).
+func jsonMergePair(raw []byte) (a, b string, ok bool) {
+	var pair []string
+	if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
+		return pair[0], pair[1], true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", "", false
+	}
+	if a, b, ok = strings.Cut(s, " "); !ok {
+		return "", "", false
+	}
+	return a, b, true
+}
+
+// FuzzMergePair: a merges entry reads the same by the fast path as by
+// encoding/json, escapes, spacing and invalid UTF-8 included.
+func FuzzMergePair(f *testing.F) {
+	for _, s := range []string{`"a b"`, ` "a b c" `, `["a","b"]`, `[ "a" , "b c" ]`, `["a\"","b"]`, `"a\u0020b"`,
+		`["a","b","c"]`, `"ab"`, `[1,2]`, `["é","▁"]`, "\"\xff b\"", `["a"]`, `""`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // entries come from a parsed file
+		}
+		a, b, err := mergePair(0, raw)
+		ra, rb, ok := jsonMergePair(raw)
+		if (err == nil) != ok || (ok && (a != ra || b != rb)) {
+			t.Fatalf("%q: got %q %q %v, want %q %q %v", raw, a, b, err, ra, rb, ok)
+		}
+	})
+}

@@ -1,10 +1,12 @@
 package tokenizer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // isByteLevel reports whether a pre_tokenizer is ByteLevel or a Sequence
@@ -130,8 +132,22 @@ func (c *spmCore) loadBPE(m *hfModel) error {
 	return nil
 }
 
-// mergePair reads a merges entry: "a b" or ["a", "b"].
+// mergePair reads a merges entry: "a b" or ["a", "b"]. Entries without an
+// escape are cut by hand (a JSON string without a backslash holds no
+// quote); json.Unmarshal per entry was a quarter of loading Gemma 3.
 func mergePair(i int, raw json.RawMessage) (a, b string, err error) {
+	r := bytes.TrimSpace(raw)
+	if bytes.IndexByte(r, '\\') < 0 && utf8.Valid(r) {
+		if len(r) >= 2 && r[0] == '"' && r[len(r)-1] == '"' {
+			var ok bool
+			if a, b, ok = strings.Cut(string(r[1:len(r)-1]), " "); ok {
+				return a, b, nil
+			}
+		} else if f := bytes.Split(r, []byte{'"'}); len(f) == 5 &&
+			string(bytes.TrimSpace(f[0])) == "[" && string(bytes.TrimSpace(f[2])) == "," && string(bytes.TrimSpace(f[4])) == "]" {
+			return string(f[1]), string(f[3]), nil
+		}
+	}
 	var pair []string
 	if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
 		return pair[0], pair[1], nil
