@@ -57,7 +57,13 @@ func NewChatTemplate(source string, tokens SpecialTokens) (*ChatTemplate, error)
 	}
 	globals := exec.NewContext(map[string]any{
 		"raise_exception": func(msg string) (string, error) { return "", &errRaised{msg: msg} },
-		"strftime_now":    func(format string) string { return strftime(ct.now(), format) },
+		inlineIfFunc: func(cond, a, b *exec.Value) *exec.Value {
+			if cond.IsTrue() {
+				return a
+			}
+			return b
+		},
+		"strftime_now": func(format string) string { return strftime(ct.now(), format) },
 	})
 	env := &exec.Environment{
 		Context:           exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables).Update(globals),
@@ -71,7 +77,7 @@ func NewChatTemplate(source string, tokens SpecialTokens) (*ChatTemplate, error)
 		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
 	const root = "chat_template"
-	shifted, err := loaders.NewShiftedLoader(root, strings.NewReader(source), loader)
+	shifted, err := loaders.NewShiftedLoader(root, strings.NewReader(rewriteInlineIf(source)), loader)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTemplate, err)
 	}
@@ -81,6 +87,177 @@ func NewChatTemplate(source string, tokens SpecialTokens) (*ChatTemplate, error)
 	}
 	ct.tpl = tpl
 	return ct, nil
+}
+
+// inlineIfFunc is the global that stands in for a conditional expression
+// in parentheses, which gonja cannot parse (Gemma 3's template has
+// "(first_user_prefix if loop.first else \"\")").
+const inlineIfFunc = "__kvrouter_inline_if"
+
+// rewriteInlineIf rewrites every parenthesized "(A if C else B)" inside the
+// template's {{ }} and {% %} tags into inlineIfFunc((C), (A), (B)).
+// NB: unlike Jinja, both A and B are evaluated; chat templates use this
+// form for plain values.
+func rewriteInlineIf(src string) string {
+	if !strings.Contains(src, " else ") {
+		return src
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(src, "{{")
+		if j := strings.Index(src, "{%"); j >= 0 && (i < 0 || j < i) {
+			i = j
+		}
+		if i < 0 {
+			b.WriteString(src)
+			return b.String()
+		}
+		closer := "}}"
+		if src[i+1] == '%' {
+			closer = "%}"
+		}
+		end := tagEnd(src, i+2, closer)
+		if end < 0 {
+			b.WriteString(src)
+			return b.String()
+		}
+		b.WriteString(src[:i+2])
+		b.WriteString(rewriteExpr(src[i+2 : end]))
+		src = src[end:]
+	}
+}
+
+// tagEnd finds closer after from, skipping string literals; -1: none.
+func tagEnd(s string, from int, closer string) int {
+	for i := from; i < len(s); i++ {
+		switch {
+		case s[i] == '\'' || s[i] == '"':
+			i = stringEnd(s, i)
+		case strings.HasPrefix(s[i:], closer):
+			return i
+		}
+	}
+	return -1
+}
+
+// stringEnd returns the index of the quote closing the literal at i.
+func stringEnd(s string, i int) int {
+	q := s[i]
+	for i++; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+		} else if s[i] == q {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// rewriteExpr rewrites the grouping parentheses of one tag's expression.
+func rewriteExpr(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\'' || c == '"' {
+			j := min(stringEnd(s, i), len(s)-1)
+			b.WriteString(s[i : j+1])
+			i = j
+			continue
+		}
+		if c != '(' || isCallee(s[:i]) {
+			b.WriteByte(c)
+			continue
+		}
+		j := closeParen(s, i)
+		if j < 0 {
+			b.WriteString(s[i:])
+			break
+		}
+		inner := rewriteExpr(s[i+1 : j])
+		if a, cond, alt, ok := splitInlineIf(inner); ok {
+			fmt.Fprintf(&b, "%s((%s), (%s), (%s))", inlineIfFunc, cond, a, alt)
+		} else {
+			b.WriteString("(" + inner + ")")
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// isCallee reports whether a "(" after prefix is a call or a subscript's
+// (an identifier, ")" or "]" before it), not a grouping.
+func isCallee(prefix string) bool {
+	p := strings.TrimRight(prefix, " \t\n")
+	if p == "" {
+		return false
+	}
+	c := p[len(p)-1]
+	if c == ')' || c == ']' || c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+		// A keyword (e.g. "and (", "in (") is an operator, not a callee.
+		k := len(p)
+		for k > 0 && (p[k-1] == '_' || (p[k-1] >= 'a' && p[k-1] <= 'z') || (p[k-1] >= 'A' && p[k-1] <= 'Z') || (p[k-1] >= '0' && p[k-1] <= '9')) {
+			k--
+		}
+		switch p[k:] {
+		case "and", "or", "not", "in", "is", "if", "else", "return":
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// closeParen returns the index of the ")" matching the "(" at i; -1: none.
+func closeParen(s string, i int) int {
+	depth := 0
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '\'', '"':
+			i = stringEnd(s, i)
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// splitInlineIf splits "A if C else B" at its top-level keywords.
+func splitInlineIf(s string) (a, cond, alt string, ok bool) {
+	ifAt, elseAt, depth := -1, -1, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '"':
+			i = stringEnd(s, i)
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			depth--
+		case depth == 0 && ifAt < 0 && isKeywordAt(s, i, "if"):
+			ifAt = i
+		case depth == 0 && ifAt >= 0 && elseAt < 0 && isKeywordAt(s, i, "else"):
+			elseAt = i
+		}
+	}
+	if ifAt <= 0 || elseAt < 0 {
+		return "", "", "", false
+	}
+	return s[:ifAt], s[ifAt+2 : elseAt], s[elseAt+4:], true
+}
+
+// isKeywordAt reports whether the word kw stands alone at s[i:].
+func isKeywordAt(s string, i int, kw string) bool {
+	if !strings.HasPrefix(s[i:], kw) {
+		return false
+	}
+	word := func(c byte) bool {
+		return c == '_' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+	}
+	return (i == 0 || !word(s[i-1])) && (i+len(kw) == len(s) || !word(s[i+len(kw)]))
 }
 
 // newTemplateSafe guards against panics inside the third-party parser on

@@ -31,6 +31,9 @@ func loadFixture(tb testing.TB, model string) *Local {
 		return l
 	}
 	dir := filepath.Join(fixtureDir(), model)
+	if model == "unigram" { // derived from the Mistral fixture
+		dir = filepath.Join(fixtureDir(), "llama2")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatalf("tokenizer fixture %s missing under CI (run scripts/setup-test-deps): %v", dir, err)
@@ -38,6 +41,9 @@ func loadFixture(tb testing.TB, model string) *Local {
 		tb.Skipf("tokenizer fixture %s missing; run scripts/fetch-tokenizers to enable this test", dir)
 	}
 	l, err := Load(dir, Options{})
+	if model == "unigram" && err == nil {
+		l, err = unigramFixture(dir)
+	}
 	if err != nil {
 		tb.Fatalf("load %s: %v", dir, err)
 	}
@@ -52,6 +58,9 @@ type goldenFile struct {
 		AddSpecialTokens bool     `json:"add_special_tokens"`
 		Text             string   `json:"text"`
 		IDs              []uint32 `json:"ids"`
+		// Decoded is the reference's decode of IDs (SentencePiece-style
+		// models, whose ids do not decode back to the text).
+		Decoded *string `json:"decoded"`
 	} `json:"encode"`
 	Chat []struct {
 		Name                string    `json:"name"`
@@ -59,6 +68,7 @@ type goldenFile struct {
 		Messages            []Message `json:"messages"`
 		Text                string    `json:"text"`
 		IDs                 []uint32  `json:"ids"`
+		Error               string    `json:"error"` // the template raised this
 	} `json:"chat"`
 }
 

@@ -46,6 +46,10 @@ func FuzzFromJSON(f *testing.F) {
 	f.Add(synthJSON(f, nil), []byte(`{"chat_template": "{{ messages }}"}`))
 	f.Add([]byte(`{"model": {"type": "BPE", "vocab": {"a": 0}}}`), []byte(`{"chat_template": "{% if %}"}`))
 	f.Add([]byte(`{"pre_tokenizer": {"type": "ByteLevel"}, "model": {"vocab": {"a": 4294967295}}}`), []byte(nil))
+	f.Add(synthUnigramJSON(f, 1), []byte(nil))
+	f.Add([]byte(`{"normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]},
+		"model": {"type": "BPE", "byte_fallback": true, "unk_token": "<unk>", "vocab": {"<unk>": 0, "<0x41>": 1, "▁": 2, "h": 3, "▁h": 4}, "merges": ["▁ h"]},
+		"decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}, {"type": "Strip", "content": " ", "start": 1}]}}`), []byte(nil))
 	f.Fuzz(func(t *testing.T, tj, cfg []byte) {
 		l, err := FromJSON(tj, cfg, Options{})
 		if err != nil {

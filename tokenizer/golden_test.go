@@ -2,12 +2,18 @@ package tokenizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
-var goldenModels = []string{"qwen3", "llama3", "gpt4o"}
+// goldenModels: ByteLevel BPE (qwen3, llama3, gpt4o) and SentencePiece-style
+// byte-fallback BPE ("llama2" is Mistral 7B's Llama-2-style tokenizer;
+// gemma is Gemma 1/2's, gemma3 Gemma 3's) and a Unigram model derived from
+// the Mistral vocabulary (unigramFixture).
+var goldenModels = []string{"qwen3", "llama3", "gpt4o", "llama2", "gemma", "gemma3", "unigram"}
 
 // firstDiff describes where two id slices diverge.
 func firstDiff(got, want []uint32) string {
@@ -63,6 +69,12 @@ func TestGoldenDecode(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", c.Name, err)
 				}
+				if c.Decoded != nil {
+					if got != *c.Decoded {
+						t.Errorf("%s: decode mismatch:\n got %q\nwant %q", c.Name, got, *c.Decoded)
+					}
+					continue
+				}
 				if want := l.norm(c.Text); got != want && got != c.Text {
 					t.Errorf("%s: decode mismatch:\n got %q\nwant %q", c.Name, got, want)
 				}
@@ -83,6 +95,13 @@ func TestGoldenChat(t *testing.T) {
 			l := loadFixture(t, model)
 			for _, c := range g.Chat {
 				text, err := l.ApplyChatTemplate(c.Messages, c.AddGenerationPrompt)
+				if c.Error != "" {
+					// The reference's template refused the conversation.
+					if !errors.Is(err, ErrTemplate) || !strings.Contains(err.Error(), c.Error) {
+						t.Errorf("%s gen=%v: err = %v, want ErrTemplate %q", c.Name, c.AddGenerationPrompt, err, c.Error)
+					}
+					continue
+				}
 				if err != nil {
 					t.Errorf("%s gen=%v: %v", c.Name, c.AddGenerationPrompt, err)
 					continue

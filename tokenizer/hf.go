@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // Load reads a HuggingFace tokenizer from path: either a tokenizer.json file
@@ -56,16 +55,24 @@ type hfFile struct {
 	Normalizer    json.RawMessage `json:"normalizer"`
 	PreTokenizer  json.RawMessage `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
-	Model         struct {
-		Type                    string            `json:"type"`
-		Dropout                 *float64          `json:"dropout"`
-		UnkToken                *string           `json:"unk_token"`
-		ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
-		EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
-		ByteFallback            bool              `json:"byte_fallback"`
-		Vocab                   map[string]uint32 `json:"vocab"`
-		Merges                  []json.RawMessage `json:"merges"`
-	} `json:"model"`
+	Decoder       json.RawMessage `json:"decoder"`
+	Model         hfModel         `json:"model"`
+}
+
+// hfModel is tokenizer.json's model: BPE (vocab an object) or Unigram
+// (vocab a list of [piece, score]).
+type hfModel struct {
+	Type                    string            `json:"type"`
+	Dropout                 *float64          `json:"dropout"`
+	UnkToken                *string           `json:"unk_token"`
+	UnkID                   *int              `json:"unk_id"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	ByteFallback            bool              `json:"byte_fallback"`
+	FuseUnk                 *bool             `json:"fuse_unk"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+	Vocab                   json.RawMessage   `json:"vocab"`
+	Merges                  []json.RawMessage `json:"merges"`
 }
 
 // hfConfig is the subset of tokenizer_config.json this package reads.
@@ -78,8 +85,9 @@ type hfConfig struct {
 }
 
 // FromJSON builds a tokenizer from the bytes of tokenizer.json and, optionally
-// (nil), tokenizer_config.json. Only ByteLevel BPE models are supported; other
-// models wrap [ErrUnsupported] with the reason.
+// (nil), tokenizer_config.json. ByteLevel BPE and SentencePiece-style (BPE
+// with byte fallback, Unigram) models are supported; others wrap
+// [ErrUnsupported] with the reason.
 func FromJSON(tokenizerJSON, configJSON []byte, opts Options) (*Local, error) {
 	return fromJSON(tokenizerJSON, configJSON, opts, false)
 }
@@ -92,32 +100,8 @@ func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*
 		return nil, fmt.Errorf("tokenizer: parse tokenizer.json: %w", err)
 	}
 	m := &f.Model
-	switch {
-	case m.Type != "" && m.Type != "BPE":
-		return nil, fmt.Errorf("model type %s: %w", m.Type, ErrUnsupported)
-	case m.ByteFallback:
-		return nil, fmt.Errorf("BPE with byte_fallback (SentencePiece-style, e.g. Llama 2/Mistral): %w", ErrUnsupported)
-	case m.Dropout != nil && *m.Dropout != 0:
-		return nil, fmt.Errorf("BPE dropout: %w", ErrUnsupported)
-	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "",
-		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
-		return nil, fmt.Errorf("BPE with subword prefix/suffix: %w", ErrUnsupported)
-	case len(m.Vocab) == 0:
-		return nil, fmt.Errorf("tokenizer: tokenizer.json has an empty vocab")
-	}
 	norm, err := parseNormalizer(f.Normalizer)
 	if err != nil {
-		return nil, err
-	}
-	pattern, err := parsePreTokenizer(f.PreTokenizer)
-	if err != nil {
-		return nil, err
-	}
-	ranks, err := byteLevelRanks(m.Vocab)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkMergeOrder(m.Vocab, m.Merges); err != nil {
 		return nil, err
 	}
 	added := make([]addedToken, 0, len(f.AddedTokens))
@@ -126,10 +110,20 @@ func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*
 		added = append(added, addedToken{content: a.Content, id: a.ID, lstrip: a.LStrip, rstrip: a.RStrip, singleWord: a.SingleWord})
 		addedIDs[a.Content] = a.ID
 	}
-	var c core
-	if split := splitterFor(pattern); split != nil && !regexOnly {
-		c = newFastCore(ranks, split)
-	} else if c, err = newBPECore(ranks, addedIDs, pattern); err != nil {
+	var (
+		c           core
+		vocab       map[string]uint32
+		decodeStrip int
+		decodeMeta  bool
+	)
+	if m.Type == "Unigram" || !isByteLevel(f.PreTokenizer) {
+		sp, err := newSPMCore(&f, removesSpaces(f.Normalizer))
+		if err != nil {
+			return nil, err
+		}
+		d, _ := parseSPDecoder(f.Decoder)
+		c, vocab, decodeStrip, decodeMeta = sp, sp.vocab, d.stripLeading, d.metaToSpace
+	} else if c, vocab, err = byteLevelCore(m, f.PreTokenizer, addedIDs, regexOnly); err != nil {
 		return nil, err
 	}
 	name := opts.Name
@@ -137,7 +131,8 @@ func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*
 		name = "hf"
 	}
 	l := newLocal(name, c, added, norm, opts)
-	if l.prefix, l.suffix, err = parsePostProcessor(f.PostProcessor, addedIDs, m.Vocab); err != nil {
+	l.decodeStrip, l.decodeMeta = decodeStrip, decodeMeta
+	if l.prefix, l.suffix, err = parsePostProcessor(f.PostProcessor, addedIDs, vocab); err != nil {
 		return nil, err
 	}
 	if len(configJSON) > 0 {
@@ -146,6 +141,47 @@ func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*
 		}
 	}
 	return l, nil
+}
+
+// byteLevelCore builds the tiktoken-style core of a ByteLevel BPE model.
+func byteLevelCore(m *hfModel, preTokenizer json.RawMessage, addedIDs map[string]uint32, regexOnly bool) (core, map[string]uint32, error) {
+	switch {
+	case m.Type != "" && m.Type != "BPE":
+		return nil, nil, fmt.Errorf("model type %s: %w", m.Type, ErrUnsupported)
+	case m.ByteFallback:
+		return nil, nil, fmt.Errorf("ByteLevel BPE with byte_fallback: %w", ErrUnsupported)
+	case m.Dropout != nil && *m.Dropout != 0:
+		return nil, nil, fmt.Errorf("BPE dropout: %w", ErrUnsupported)
+	case m.ContinuingSubwordPrefix != nil && *m.ContinuingSubwordPrefix != "",
+		m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "":
+		return nil, nil, fmt.Errorf("BPE with subword prefix/suffix: %w", ErrUnsupported)
+	}
+	var vocab map[string]uint32
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+		return nil, nil, fmt.Errorf("tokenizer: BPE vocab: %w", err)
+	}
+	if len(vocab) == 0 {
+		return nil, nil, fmt.Errorf("tokenizer: tokenizer.json has an empty vocab")
+	}
+	pattern, err := parsePreTokenizer(preTokenizer)
+	if err != nil {
+		return nil, nil, err
+	}
+	ranks, err := byteLevelRanks(vocab)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkMergeOrder(vocab, m.Merges); err != nil {
+		return nil, nil, err
+	}
+	if split := splitterFor(pattern); split != nil && !regexOnly {
+		return newFastCore(ranks, split), vocab, nil
+	}
+	c, err := newBPECore(ranks, addedIDs, pattern)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, vocab, nil
 }
 
 func (l *Local) applyConfig(configJSON []byte) error {
@@ -228,19 +264,9 @@ func typeOf(raw json.RawMessage) string {
 func checkMergeOrder(vocab map[string]uint32, merges []json.RawMessage) error {
 	var prev uint32
 	for i, raw := range merges {
-		var a, b string
-		var pair []string
-		if json.Unmarshal(raw, &pair) == nil && len(pair) == 2 {
-			a, b = pair[0], pair[1]
-		} else {
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
-				return fmt.Errorf("tokenizer: merge %d: %w", i, err)
-			}
-			var ok bool
-			if a, b, ok = strings.Cut(s, " "); !ok {
-				return fmt.Errorf("tokenizer: merge %d %q has no space", i, s)
-			}
+		a, b, err := mergePair(i, raw)
+		if err != nil {
+			return err
 		}
 		id, ok := vocab[a+b]
 		if !ok {

@@ -55,11 +55,68 @@ func parseNormalizer(raw json.RawMessage) (func(string) string, error) {
 			}
 			return s
 		}, nil
-	case "Prepend", "Replace":
-		return nil, fmt.Errorf("normalizer %s (SentencePiece-style model): %w", n.Type, ErrUnsupported)
+	case "Prepend":
+		var p struct {
+			Prepend string `json:"prepend"`
+		}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("tokenizer: Prepend normalizer: %w", err)
+		}
+		// As HF: an empty string stays empty.
+		return func(s string) string {
+			if s == "" {
+				return s
+			}
+			return p.Prepend + s
+		}, nil
+	case "Replace":
+		from, to, err := parseReplace(raw)
+		if err != nil {
+			return nil, err
+		}
+		return func(s string) string { return strings.ReplaceAll(s, from, to) }, nil
 	default:
 		return nil, fmt.Errorf("normalizer %s: %w", n.Type, ErrUnsupported)
 	}
+}
+
+// parseReplace reads a Replace normalizer with a string pattern (a regex
+// pattern is unsupported).
+func parseReplace(raw json.RawMessage) (from, to string, err error) {
+	var r struct {
+		Pattern struct {
+			String *string `json:"String"`
+			Regex  *string `json:"Regex"`
+		} `json:"pattern"`
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "", "", fmt.Errorf("tokenizer: Replace normalizer: %w", err)
+	}
+	if r.Pattern.String == nil || *r.Pattern.String == "" {
+		return "", "", fmt.Errorf("Replace normalizer with a regex or empty pattern: %w", ErrUnsupported)
+	}
+	return *r.Pattern.String, r.Content, nil
+}
+
+// removesSpaces reports whether the normalizer's last step replaces every
+// " " with text that has none (Gemma's Replace " " -> "▁").
+func removesSpaces(raw json.RawMessage) bool {
+	var n struct {
+		Type        string            `json:"type"`
+		Normalizers []json.RawMessage `json:"normalizers"`
+	}
+	if isNull(raw) || json.Unmarshal(raw, &n) != nil {
+		return false
+	}
+	switch n.Type {
+	case "Sequence":
+		return len(n.Normalizers) > 0 && removesSpaces(n.Normalizers[len(n.Normalizers)-1])
+	case "Replace":
+		from, to, err := parseReplace(raw)
+		return err == nil && from == " " && !strings.Contains(to, " ")
+	}
+	return false
 }
 
 // parsePreTokenizer returns the split regex of a ByteLevel pre-tokenizer:

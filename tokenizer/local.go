@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // Options configures a [Local] tokenizer. The zero value is valid.
@@ -32,8 +33,9 @@ type core interface {
 	tokenBytes(id uint32) ([]byte, bool)
 }
 
-// Local is an in-process tokenizer: a HuggingFace ByteLevel BPE model
-// ([Load], [FromJSON]) or the built-in encoding ([Default]). It implements
+// Local is an in-process tokenizer: a HuggingFace ByteLevel BPE or
+// SentencePiece-style model ([Load], [FromJSON]) or the built-in encoding
+// ([Default]). It implements
 // [Tokenizer] and adds context-free methods for callers that do not need the
 // remote mode. Safe for concurrent use.
 type Local struct {
@@ -46,6 +48,12 @@ type Local struct {
 	tmpl      *ChatTemplate
 	cache     *segmentCache // nil when disabled
 	minCache  int
+	// decodeStrip is how many leading spaces Decode removes (the Strip or
+	// Metaspace decoder of SentencePiece-style models).
+	decodeStrip int
+	// decodeMeta: Decode turns "▁" in added tokens into spaces too (the
+	// decoder's Replace applies to every token).
+	decodeMeta bool
 }
 
 var _ Tokenizer = (*Local)(nil)
@@ -142,10 +150,10 @@ func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool)
 	for pos < len(text) {
 		m, ok := l.special.find(text, pos)
 		if !ok {
-			ids = l.appendSegment(ids, text[pos:], stop)
+			ids = l.appendSegment(ids, text[pos:], pos == 0, stop)
 			break
 		}
-		ids = l.appendSegment(ids, text[pos:m.segEnd], stop)
+		ids = l.appendSegment(ids, text[pos:m.segEnd], pos == 0, stop)
 		ids = append(ids, m.id)
 		pos = m.next
 	}
@@ -155,12 +163,18 @@ func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool)
 	return ids
 }
 
-// appendSegment encodes a text segment that contains no added token.
+// appendSegment encodes a text segment that contains no added token; first
+// says it starts the text.
 // Invariant: segments are independent (BPE and the pre-tokenizer never look
-// across an added token), so caching a segment's ids is exact.
-func (l *Local) appendSegment(dst []uint32, seg string, stop func() bool) []uint32 {
+// across an added token), so caching a segment's ids is exact. The one
+// exception, a pre-tokenizer that treats the text's first segment apart
+// (Metaspace prepend_scheme "first"), bypasses the cache for that segment.
+func (l *Local) appendSegment(dst []uint32, seg string, first bool, stop func() bool) []uint32 {
 	if seg == "" {
 		return dst
+	}
+	if fs, ok := l.core.(firstSegmenter); ok && first && fs.needsFirst() {
+		return fs.appendFirstStop(dst, l.norm(seg), stop)
 	}
 	if l.cache == nil || len(seg) < l.minCache {
 		return l.core.appendOrdinaryStop(dst, l.norm(seg), stop)
@@ -193,6 +207,9 @@ func (l *Local) Decode(ids []uint32) (string, error) {
 	out := make([]byte, 0, len(ids)*4)
 	for _, id := range ids {
 		if s, ok := l.special.byID[id]; ok {
+			if l.decodeMeta {
+				s = strings.ReplaceAll(s, metaSpace, " ")
+			}
 			out = append(out, s...)
 			continue
 		}
@@ -201,6 +218,9 @@ func (l *Local) Decode(ids []uint32) (string, error) {
 			return "", fmt.Errorf("%s: decode %d: %w", l.name, id, ErrInvalidToken)
 		}
 		out = append(out, b...)
+	}
+	for i := 0; i < l.decodeStrip && len(out) > 0 && out[0] == ' '; i++ {
+		out = out[1:]
 	}
 	return string(out), nil
 }

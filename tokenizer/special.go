@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,9 +18,15 @@ type addedToken struct {
 // matcher finds added tokens in text the way HF does: leftmost match, and
 // the longest one at that position.
 type matcher struct {
-	toks      []addedToken
-	byFirst   [256][]int // token indexes by first byte, longest first
-	firsts    string     // distinct first bytes, for IndexAny-style scans
+	toks []addedToken
+	// trie of the tokens' bytes: child of node n by byte b is
+	// next[n<<8|b]; term[n] is the token ending at n (-1: none). Root: 0.
+	// A text position costs one lookup per matched byte, however many
+	// tokens share a prefix (Gemma 3 has 6245 "<unused…>" tokens).
+	next      map[uint64]int32
+	term      []int32
+	firsts    string    // distinct first bytes
+	isFirst   [256]bool // byte b starts some token
 	byID      map[uint32]string
 	byContent map[string]uint32
 }
@@ -37,16 +42,28 @@ func newMatcher(toks []addedToken) *matcher {
 		m.byContent[t.content] = t.id
 	}
 	var firsts []byte
+	m.next = make(map[uint64]int32)
+	m.term = []int32{-1}
 	for i, t := range m.toks {
 		b := t.content[0]
-		if len(m.byFirst[b]) == 0 {
+		if !m.isFirst[b] {
 			firsts = append(firsts, b)
+			m.isFirst[b] = true
 		}
-		m.byFirst[b] = append(m.byFirst[b], i)
-	}
-	for b := range m.byFirst {
-		idx := m.byFirst[b]
-		sort.SliceStable(idx, func(i, j int) bool { return len(m.toks[idx[i]].content) > len(m.toks[idx[j]].content) })
+		n := int32(0)
+		for k := 0; k < len(t.content); k++ {
+			key := uint64(n)<<8 | uint64(t.content[k])
+			child, ok := m.next[key]
+			if !ok {
+				child = int32(len(m.term))
+				m.next[key] = child
+				m.term = append(m.term, -1)
+			}
+			n = child
+		}
+		if m.term[n] < 0 { // the first of equal contents wins
+			m.term[n] = int32(i)
+		}
 	}
 	m.firsts = string(firsts)
 	return m
@@ -59,27 +76,43 @@ type match struct {
 	id     uint32 // the token's id
 }
 
-// find returns the first added token at or after from.
+// find returns the first added token at or after from: the leftmost, and
+// the longest there that its single_word condition allows.
 func (m *matcher) find(text string, from int) (match, bool) {
 	if len(m.toks) == 0 {
 		return match{}, false
 	}
 	for i := from; i < len(text); {
-		var j int
 		if len(m.firsts) == 1 {
-			j = strings.IndexByte(text[i:], m.firsts[0])
-		} else {
-			j = strings.IndexAny(text[i:], m.firsts)
-		}
-		if j < 0 {
-			return match{}, false
-		}
-		i += j
-		for _, k := range m.byFirst[text[i]] {
-			t := &m.toks[k]
-			if !strings.HasPrefix(text[i:], t.content) {
-				continue
+			j := strings.IndexByte(text[i:], m.firsts[0])
+			if j < 0 {
+				return match{}, false
 			}
+			i += j
+		} else {
+			// NB: not strings.IndexAny, which reads firsts as UTF-8 and so
+			// never finds a token that starts with a non-ASCII character.
+			for i < len(text) && !m.isFirst[text[i]] {
+				i++
+			}
+			if i == len(text) {
+				return match{}, false
+			}
+		}
+		var buf [16]int32
+		cands := buf[:0] // tokens at i, shortest first
+		for p, n := i, int32(0); p < len(text); p++ {
+			child, ok := m.next[uint64(n)<<8|uint64(text[p])]
+			if !ok {
+				break
+			}
+			n = child
+			if m.term[n] >= 0 {
+				cands = append(cands, m.term[n])
+			}
+		}
+		for c := len(cands) - 1; c >= 0; c-- { // longest first
+			t := &m.toks[cands[c]]
 			end := i + len(t.content)
 			if t.singleWord && (isWordBefore(text, i) || isWordAfter(text, end)) {
 				continue

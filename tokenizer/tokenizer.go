@@ -34,9 +34,9 @@ type Message struct {
 // Sentinel errors. Match them with errors.Is.
 var (
 	// ErrUnsupported: the tokenizer.json describes a model this package cannot
-	// reproduce exactly in-process (e.g. SentencePiece/Metaspace or
-	// byte_fallback BPE). Use the remote mode, which asks a worker's
-	// /tokenize endpoint.
+	// reproduce exactly in-process (e.g. a Precompiled normalizer as in
+	// T5/XLM-R, WordPiece, BPE dropout). Use the remote mode, which asks a
+	// worker's /tokenize endpoint.
 	ErrUnsupported = errors.New("tokenizer: unsupported tokenizer model (use the remote tokenizer mode, which asks a worker's /tokenize endpoint)")
 	// ErrNoChatTemplate: the model has no chat template.
 	ErrNoChatTemplate = errors.New("tokenizer: model has no chat template")

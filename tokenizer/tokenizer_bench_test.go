@@ -2,9 +2,13 @@ package tokenizer
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // cpuRate starts measuring the calling goroutine's thread CPU time; the
@@ -89,27 +93,34 @@ func benchModels(b *testing.B) map[string]*Local {
 // cache across requests unless it repeats verbatim), cache off.
 func BenchmarkEncodeText(b *testing.B) {
 	models := benchModels(b)
-	for _, model := range []string{"qwen3", "llama3", DefaultName} {
+	for _, name := range []string{"llama2", "gemma"} {
+		models[name] = loadFixture(b, name)
+	}
+	for _, model := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma"} {
 		for _, kind := range []string{"english", "code"} {
 			text := benchText(kind, 72_000) // ~16k tokens
 			l := models[model]
 			nc := *l
 			nc.cache = nil
-			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) {
-				tokens := len(nc.EncodeText(text, false))
-				b.SetBytes(int64(len(text)))
-				b.ReportAllocs()
-				b.ResetTimer()
-				done := cpuRate(b)
-				for range b.N {
-					nc.EncodeText(text, false)
-				}
-				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
-				b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-				b.ReportMetric(float64(tokens), "tokens/op")
-			})
+			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
+}
+
+// benchEncodeText times l.EncodeText(text, false) and reports tokens per
+// CPU-second and per second.
+func benchEncodeText(b *testing.B, l *Local, text string) {
+	tokens := len(l.EncodeText(text, false))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := cpuRate(b)
+	for range b.N {
+		l.EncodeText(text, false)
+	}
+	done(float64(tokens)*float64(b.N), "tokens/cpu-s")
+	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	b.ReportMetric(float64(tokens), "tokens/op")
 }
 
 // BenchmarkEncodeChat: a multi-turn conversation (~16k tokens) resent with
@@ -151,6 +162,78 @@ func BenchmarkEncodeChat(b *testing.B) {
 					b.ReportMetric(float64(tokens), "tokens/op")
 				})
 			}
+		}
+	}
+}
+
+// realCorpus reads real prose (the Go specification, memory model and
+// assembler docs, the licence texts Debian ships) or real code (the Go
+// standard library's net/http, non-test files), up to n bytes, in a fixed
+// order. It is read at benchmark time, not committed; "" when absent.
+func realCorpus(kind string, n int) string {
+	var files []string
+	switch kind {
+	case "prose":
+		for _, pat := range []string{"/usr/local/go/doc/*.html", "/usr/local/go/doc/*.md", "/usr/share/common-licenses/*"} {
+			m, _ := filepath.Glob(pat)
+			files = append(files, m...)
+		}
+	case "code":
+		m, _ := filepath.Glob(filepath.Join(runtime.GOROOT(), "src", "net", "http", "*.go"))
+		for _, f := range m {
+			if !strings.HasSuffix(f, "_test.go") {
+				files = append(files, f)
+			}
+		}
+	}
+	sort.Strings(files)
+	var b strings.Builder
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil || !utf8.Valid(data) {
+			continue
+		}
+		b.Write(data)
+		if b.Len() >= n {
+			return b.String()[:n]
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkEncodeRealText: encoding of about 1 MB of real prose and of
+// real Go code without the segment cache, ByteLevel BPE models beside
+// SentencePiece-style ones on the same text; the latter with their word
+// cache (warm: the text was encoded once before timing) and without it
+// (words=off).
+func BenchmarkEncodeRealText(b *testing.B) {
+	models := benchModels(b)
+	for _, name := range []string{"llama2", "gemma", "gemma3"} {
+		models[name] = loadFixture(b, name)
+	}
+	for _, kind := range []string{"prose", "code"} {
+		text := realCorpus(kind, 1<<20)
+		if len(text) < 64<<10 {
+			b.Logf("no real %s corpus on this machine", kind)
+			continue
+		}
+		text = strings.ToValidUTF8(text, "")
+		for _, model := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma", "gemma3", "llama2/words=off", "gemma/words=off"} {
+			name, noWords := strings.CutSuffix(model, "/words=off")
+			nc := *models[name]
+			nc.cache = nil
+			if sp, ok := nc.core.(*spmCore); ok {
+				cp := *sp
+				cp.words = &wordCache{} // warmed below, by the count
+				if noWords {
+					cp.words = nil
+				}
+				nc.core = &cp
+			}
+			b.Run(fmt.Sprintf("text=%s/model=%s", kind, model), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
 }

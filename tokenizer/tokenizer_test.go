@@ -80,14 +80,17 @@ func TestUnsupported(t *testing.T) {
 		mutate func(m map[string]any)
 		reason string
 	}{
-		"unigram":       {func(m map[string]any) { m["model"].(map[string]any)["type"] = "Unigram" }, "Unigram"},
-		"byte_fallback": {func(m map[string]any) { m["model"].(map[string]any)["byte_fallback"] = true }, "byte_fallback"},
-		"metaspace": {func(m map[string]any) {
-			m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁"}
-		}, "Metaspace"},
-		"prepend_normalizer": {func(m map[string]any) {
-			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "Prepend", "prepend": "▁"}}}
-		}, "Prepend"},
+		"unigram_bytelevel": {func(m map[string]any) { m["model"].(map[string]any)["type"] = "Unigram" }, "Sequence[Split ByteLevel]"},
+		"byte_fallback":     {func(m map[string]any) { m["model"].(map[string]any)["byte_fallback"] = true }, "byte_fallback"},
+		"metaspace_replacement": {func(m map[string]any) {
+			m["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "_"}
+		}, "replacement"},
+		"precompiled_normalizer": {func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Sequence", "normalizers": []any{map[string]any{"type": "Precompiled", "precompiled_charsmap": ""}}}
+		}, "Precompiled"},
+		"replace_regex": {func(m map[string]any) {
+			m["normalizer"] = map[string]any{"type": "Replace", "pattern": map[string]any{"Regex": " {2,}"}, "content": " "}
+		}, "regex"},
 		"merge_order": {func(m map[string]any) {
 			mm := m["model"].(map[string]any)
 			ms := mm["merges"].([]string)
@@ -103,19 +106,12 @@ func TestUnsupported(t *testing.T) {
 			}
 		})
 	}
+	// SentencePiece-style files load (they returned ErrUnsupported before).
 	t.Run("llama2_fixture", func(t *testing.T) {
-		dir := filepath.Join(fixtureDir(), "llama2")
-		if _, err := os.Stat(dir); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal(err)
-			}
-			t.Skip("fixture missing; run scripts/fetch-tokenizers")
+		l := loadFixture(t, "llama2")
+		if got, want := l.EncodeText("Hello world", true), []uint32{1, 22557, 1526}; !slices.Equal(got, want) {
+			t.Fatalf("llama2 Hello world = %v, want %v", got, want)
 		}
-		_, err := Load(dir, Options{})
-		if !errors.Is(err, ErrUnsupported) {
-			t.Fatalf("Load(llama2) err = %v, want ErrUnsupported", err)
-		}
-		t.Log(err)
 	})
 	if _, err := FromJSON([]byte(`{`), nil, Options{}); err == nil || errors.Is(err, ErrUnsupported) {
 		t.Errorf("bad JSON: %v", err)
@@ -227,21 +223,30 @@ func TestCacheExact(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	l := synthTokenizer(t, Options{MinCacheSegment: 1})
 	want := l.EncodeText("hello wo <s> hello", true)
+	inParallel(t, 8, func(g int) error {
+		for i := range 50 {
+			if got := l.EncodeText("hello wo <s> hello", true); !slices.Equal(got, want) {
+				return fmt.Errorf("g%d i%d: %v", g, i, got)
+			}
+			if _, err := l.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// inParallel runs f(0..n-1) in n goroutines and reports their errors.
+func inParallel(t *testing.T, n int, f func(g int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
+	errs := make(chan error, n)
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 50 {
-				if got := l.EncodeText("hello wo <s> hello", true); !slices.Equal(got, want) {
-					errs <- fmt.Errorf("g%d i%d: %v", g, i, got)
-					return
-				}
-				if _, err := l.ApplyChatTemplate([]Message{{Role: "user", Content: "hi"}}, true); err != nil {
-					errs <- err
-					return
-				}
+			if err := f(g); err != nil {
+				errs <- err
 			}
 		}()
 	}

@@ -1,7 +1,8 @@
 // Package remote is a [tokenizer.Tokenizer] that asks an inference worker's
 // /tokenize endpoint (vLLM's API, also served by SGLang and compatible
 // servers) for token ids, so router and engine agree exactly even for models
-// the in-process tokenizer cannot load (e.g. SentencePiece vocabularies).
+// the in-process tokenizer cannot load (e.g. T5/XLM-R style files with a
+// Precompiled normalizer, WordPiece).
 //
 // Wire format (vLLM, POST {base}/tokenize):
 //
