@@ -97,6 +97,7 @@ func TestServeResetStates(t *testing.T) {
 		cfg.Listen = "127.0.0.1:0"
 		cfg.NATS.URL = conn.ClientURL()
 		cfg.Frontend.Model = model
+		cfg.Tokenizer = "builtin" // a model without a tokenizer.json: route with cl100k
 		cfg.Frontend.LoadPollInterval = -1
 		cfg.Replica.ID = "replica-a"
 		cfg.ResetStates, cfg.ResetForce = true, force
