@@ -19,7 +19,8 @@ import (
 // above 2^48 (makeslice panic) and one of 2 MiB, over the configured
 // --zmq-max-message-bytes of 1 MiB. The router stays up, drops and counts
 // each peer, and an engine's publisher connected before them keeps
-// indexing.
+// indexing. Then a flood for an unknown pod stays within the hold's byte
+// bound.
 func TestZMQHugeFrame(t *testing.T) {
 	skipShort(t)
 	ports := e2e.FreePorts(t, 2)
@@ -28,7 +29,7 @@ func TestZMQHugeFrame(t *testing.T) {
 	r := &e2e.Router{Name: "serve", Port: ports[0]}
 	r.Proc = e2e.Start(t, "serve", bins.Kvrouter, "serve", "--no-nats", "--addr", "127.0.0.1:"+strconv.Itoa(ports[0]),
 		"--worker", "http://127.0.0.1:"+strconv.Itoa(m.Port)+",id=1,pod=10.0.0.7",
-		"--zmq-bind", "tcp://"+bind, "--zmq-max-message-bytes", "1048576")
+		"--zmq-bind", "tcp://"+bind, "--zmq-max-message-bytes", "1048576", "--zmq-hold-max-bytes", "4194304")
 	r.WaitReady(t, 60*time.Second)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,9 +74,34 @@ func TestZMQHugeFrame(t *testing.T) {
 	})
 	publishUntil("the engine's blocks still indexed after the attacks", 2)
 	alive(t, r)
-	if got := metric(t, r, `kvrouter_store_limit_bytes{store="zmq_hold"}`); got != 64<<20 {
-		t.Errorf("zmq_hold byte limit %v, want %d", got, 64<<20)
+	if got := metric(t, r, `kvrouter_store_limit_bytes{store="zmq_hold"}`); got != 4<<20 {
+		t.Errorf("zmq_hold byte limit %v, want --zmq-hold-max-bytes %d", got, 4<<20)
 	}
+
+	// A publisher naming a pod no worker has: its messages are held for
+	// the pod's registration, within --zmq-hold-max-bytes (the old hold
+	// was bounded only by count: 400 messages of 1 MiB held 470 MB).
+	big, err := msgpack.Marshal([]any{0.0, []any{[]any{"BlockStored", []any{uint64(1)}, nil,
+		make([]uint32, 150_000), 64, nil, "GPU"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(big) < 128<<10 || len(big) > 1<<20 {
+		t.Fatalf("flood message of %d bytes, want under the 1 MiB message bound", len(big))
+	}
+	held := metric(t, r, `kvrouter_events_rejected_total{reason="unknown_pod_expired"}`)
+	for i := 0; i < 64; i++ {
+		var sb [8]byte
+		binary.BigEndian.PutUint64(sb[:], uint64(i))
+		_ = pub.Send(zmq4.NewMsgFrom([]byte("kv@10.9.9.9@kvrouter-mock"), sb[:], big))
+	}
+	until(t, 30*time.Second, "the hold full and dropping its oldest", func() bool {
+		return metric(t, r, `kvrouter_events_rejected_total{reason="unknown_pod_expired"}`) > held
+	})
+	if got := metric(t, r, `kvrouter_store_bytes{store="zmq_hold"}`); got <= 0 || got > 4<<20 {
+		t.Errorf("zmq_hold holds %v bytes, want within (0, 4 MiB]", got)
+	}
+	alive(t, r)
 	if got := metric(t, r, `kvrouter_store_limit_bytes{store="zmq_inflight"}`); got != 4<<20 {
 		t.Errorf("zmq_inflight byte limit %v, want 4 messages of --zmq-max-message-bytes", got)
 	}
