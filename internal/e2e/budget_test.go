@@ -89,7 +89,7 @@ func TestSimQueueWithDefaultBudget(t *testing.T) {
 
 // simSlowTTFT keeps a request in prefill long enough for the next ones to
 // see its load (the simulator's --time-to-first-token).
-const simSlowTTFT = "3000"
+const simSlowTTFT = "3s"
 
 // complete posts a non-streaming completion through r and returns the
 // status.
