@@ -5,15 +5,15 @@ package ordering
 // kvrouter_event_faults_total for stream faults) and show per worker in
 // /debug/index.
 const (
-	RejectDecode            = "decode"              // undecodable message or event
-	RejectBlockSize         = "block_size"          // engine block size differs from the router's
-	RejectUnknownPod        = "unknown_pod"         // bind-mode topic names no worker (held a while)
-	RejectUnknownPodExpired = "unknown_pod_expired" // held for an unknown pod, then dropped
-	RejectModelMismatch     = "model_mismatch"      // the topic's model is not the worker's
-	RejectWorkerMismatch    = "worker_mismatch"     // the payload's worker is not the subject's
-	RejectUnregistered      = "unregistered"        // worker neither registered nor static (held a while)
-	RejectUnregisteredDrop  = "unregistered_expired"
-	RejectUnknownParent     = "unknown_parent" // index: the chain's position is undeterminable
+	RejectDecode            = "decode"               // undecodable message or event
+	RejectBlockSize         = "block_size"           // engine block size differs from the router's
+	RejectUnknownPod        = "unknown_pod"          // bind-mode topic names no worker (held a while)
+	RejectUnknownPodExpired = "unknown_pod_expired"  // held for an unknown pod, then dropped
+	RejectModelMismatch     = "model_mismatch"       // the topic's model is not the worker's
+	RejectWorkerMismatch    = "worker_mismatch"      // the payload's worker is not the subject's
+	RejectUnregistered      = "unregistered"         // held for a worker neither registered nor static, dropped past the hold's bounds
+	RejectUnregisteredDrop  = "unregistered_expired" // held for an unregistered worker, dropped when it did not register in time
+	RejectUnknownParent     = "unknown_parent"       // index: the chain's position is undeterminable
 	RejectSelfParent        = "self_parent"
 	RejectBadEvent          = "bad_event"
 	RejectOther             = "other"

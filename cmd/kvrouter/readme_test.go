@@ -26,7 +26,7 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"busy-kv-usage": "0", "busy-prefill-tokens": "0", "load-poll": "250ms", "index": "flash", "jump-stride": "64",
 			"index-writers": strconv.Itoa(runtime.GOMAXPROCS(0)), "embedded-nats-port": "4222", "policy": "kv",
 			"model": "kvrouter-mock", "disagg-policy": "isl", "disagg-isl-threshold": "8192", "prefill-timeout": "1m0s",
-			"worker-max-num-seqs": "0", "zmq-max-message-bytes": "16777216", "zmq-hold-max-bytes": "67108864"}},
+			"worker-max-num-seqs": "0", "worker-max-batched-tokens": "8192", "zmq-max-message-bytes": "16777216", "zmq-hold-max-bytes": "67108864"}},
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock", "role": ""}},
 		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",

@@ -14,9 +14,14 @@ import (
 // memberGate stands between the NATS event stream and the index: events of
 // a worker that is neither static nor registered are held (in order, per
 // worker) until it joins, then applied; held longer than holdFor, or past
-// the bounds, they are dropped. Both are counted (unregistered,
-// unregistered_expired). Without it, anyone able to publish on the stream
-// could fill the index with blocks of workers that do not exist.
+// the bounds, they are dropped. Only a drop is counted (unregistered_expired
+// after holdFor, unregistered past the bounds): a held event that is applied
+// was never refused. A worker's first events routinely beat its
+// registration, as the event stream and the registry's KV watch are two
+// consumers with no order between them (a mocker publishes
+// AllBlocksCleared as it starts, while it registers). Without the gate,
+// anyone able to publish on the stream could fill the index with blocks of
+// workers that do not exist.
 //
 // NB: the subscriber's position moves past held events, so a snapshot
 // taken while events are held does not contain them; a replica restoring
@@ -79,9 +84,8 @@ func (g *memberGate) Apply(ev *kvevents.Event) error {
 	g.held[ev.WorkerID] = append(g.held[ev.WorkerID], h)
 	g.events++
 	g.blocks += len(ev.Blocks)
-	g.count(ev.WorkerID, ordering.RejectUnregistered, 1)
 	for (g.events > g.maxEvents || g.blocks > g.maxBlocks) && len(g.order) > 0 {
-		g.dropLocked(g.order[0]) // the oldest worker's events go first
+		g.dropLocked(g.order[0], ordering.RejectUnregistered) // the oldest worker's events go first
 	}
 	return nil
 }
@@ -142,13 +146,14 @@ func (g *memberGate) expireLocked(now time.Time) {
 		if evs := g.held[id]; len(evs) > 0 && now.Sub(evs[0].at) < g.holdFor {
 			return
 		}
-		g.dropLocked(id)
+		g.dropLocked(id, ordering.RejectUnregisteredDrop)
 	}
 }
 
-func (g *memberGate) dropLocked(id uint64) {
+// dropLocked drops worker id's held events, counted under reason.
+func (g *memberGate) dropLocked(id uint64, reason string) {
 	if n := len(g.held[id]); n > 0 {
-		g.count(id, ordering.RejectUnregisteredDrop, uint64(n))
+		g.count(id, reason, uint64(n))
 	}
 	g.removeLocked(id)
 }

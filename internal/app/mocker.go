@@ -111,9 +111,17 @@ func (m *Mocker) run(ctx context.Context, onServer func(*mockerd.Server)) error 
 	if cfg.NATS.URL != "" {
 		nc := cfg.NATS
 		nc.Logger = log.With("component", "nats")
-		conn, err := eventplane.Connect(ctx, nc)
+		// NATS may come up after the worker: wait for it.
+		conn, err := eventplane.ConnectRetry(ctx, nc, func(attempt int, err error) {
+			if attempt == 1 || attempt%10 == 0 {
+				log.Warn("NATS not reachable yet; retrying", "attempt", attempt, "err", err)
+			}
+		})
 		if err != nil {
 			_ = m.ln.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("mocker: %w", err)
 		}
 		defer conn.Close()
@@ -149,7 +157,14 @@ func (m *Mocker) run(ctx context.Context, onServer func(*mockerd.Server)) error 
 		onServer(srv)
 	}
 	if reg != nil {
+		// Registered before the engine publishes its first event
+		// (AllBlocksCleared), so routers rarely hold it; they still may,
+		// as the registry and the event stream are read apart.
 		w := m.Worker()
+		if err := reg.Register(ctx, w); err != nil {
+			_ = m.ln.Close()
+			return fmt.Errorf("mocker: %w", err)
+		}
 		g.Go(func() error { return reg.Keepalive(gctx, w) })
 	}
 	log.Info("mocker listening", "url", m.url, "worker", cfg.WorkerID, "model", mc.Model,

@@ -17,7 +17,9 @@ func TestReadyWaitsForRegistry(t *testing.T) {
 		g := newMemberGate(nil, func(uint64) bool { return false }, func(uint64, string, uint64) {})
 		s := &Serve{ready: make(chan struct{}), fe: &frontend.Server{}, gate: g}
 		done := make(chan error, 1)
-		go func() { done <- s.signalReady(context.Background(), nil, g.SyncedC()) }()
+		natsUp := make(chan struct{})
+		close(natsUp) // connected (no replica in this test)
+		go func() { done <- s.signalReady(context.Background(), natsUp) }()
 		synctest.Wait() // signalReady is blocked on whatever it waits for
 		select {
 		case <-s.Ready():

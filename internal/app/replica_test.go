@@ -62,19 +62,7 @@ func startReplica(t *testing.T, ctx context.Context, id, natsURL string, snapsho
 // the test ends (an error it returns fails the test) and waits for Ready.
 func runServe(t *testing.T, ctx context.Context, name string, cfg ServeConfig) *Serve {
 	t.Helper()
-	s, err := NewServe(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	})
+	s, done := startServe(t, ctx, name, cfg)
 	select {
 	case <-s.Ready():
 	case err := <-done:
@@ -88,6 +76,27 @@ func runServe(t *testing.T, ctx context.Context, name string, cfg ServeConfig) *
 		t.Fatalf("%s not ready after 30s: %s", name, status)
 	}
 	return s
+}
+
+// startServe runs a serve runtime until the test ends (its error then
+// fails the test); done yields Run's error if it returns early (put it
+// back for the cleanup).
+func startServe(t *testing.T, ctx context.Context, name string, cfg ServeConfig) (*Serve, chan error) {
+	t.Helper()
+	s, err := NewServe(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	})
+	return s, done
 }
 
 func getBody(t *testing.T, url string) (int, string) {

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -56,6 +58,9 @@ type Serve struct {
 	// (gate.go).
 	gate *memberGate
 	pods podCache // bind-mode topic pods resolved to workers
+	// natsWait is why Run is not connected to NATS yet ("" once it is,
+	// or without NATS); /readyz answers 503 with it.
+	natsWait atomic.Pointer[string]
 }
 
 // kickZMQ lets the bind subscriber apply events held for a new worker.
@@ -203,6 +208,9 @@ func (s *Serve) readiness() (bool, string) {
 	if !s.usesNATS() {
 		return true, ""
 	}
+	if w := s.natsWait.Load(); w != nil && *w != "" {
+		return false, *w
+	}
 	rep := s.Replica()
 	if rep == nil {
 		return false, "replica: not started"
@@ -280,38 +288,16 @@ func (s *Serve) Run(ctx context.Context) error {
 		<-gctx.Done()
 		stopFE()
 	}()
-	var conn *eventplane.Conn
-	if s.usesNATS() {
-		nc := s.cfg.NATS
-		nc.Logger = log.With("component", "nats")
-		var err error
-		if conn, err = eventplane.Connect(ctx, nc); err != nil {
-			_ = s.ln.Close()
-			return fmt.Errorf("serve: %w", err)
-		}
-		defer conn.Close()
-	}
 	g.Go(func() error { return fe.RunIndex(gctx) })
 
-	var rep *replica.Replica
-	if conn != nil {
-		if s.cfg.NATS.URL == "" {
-			log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
-		}
-		var err error
-		if rep, err = s.startReplica(gctx, g, conn); err != nil {
-			stopBG()
-			_ = g.Wait()
-			_ = s.ln.Close()
-			return err
-		}
-		reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log, OnSynced: s.gate.Synced})
-		g.Go(func() error { return s.gate.Run(gctx) })
-		// Joins and leaves go through the fleet first, then release what
-		// waits for them (the fleet knows the worker by then).
-		watched := joinKick{Membership: s.members, changed: s.pods.reset,
-			kick: func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}
-		g.Go(func() error { return reg.Watch(gctx, watched) })
+	var natsUp chan struct{} // closed once the replica and registry watch run
+	if s.usesNATS() {
+		natsUp = make(chan struct{})
+		s.setNATSWait("connecting to NATS " + s.natsTarget())
+		// NATS may come up after the router: connecting waits (with
+		// capped backoff) while the frontend already answers, /readyz
+		// with 503 and why.
+		g.Go(func() error { return s.runNATS(gctx, g, natsUp) })
 	}
 	var sources []zmqsub.Source
 	for _, w := range s.static {
@@ -342,11 +328,7 @@ func (s *Serve) Run(ctx context.Context) error {
 		s.zmq.Store(zs)
 		g.Go(func() error { return zs.Run(gctx) })
 	}
-	var registered <-chan struct{}
-	if rep != nil {
-		registered = s.gate.SyncedC()
-	}
-	g.Go(func() error { return s.signalReady(gctx, rep, registered) })
+	g.Go(func() error { return s.signalReady(gctx, natsUp) })
 
 	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
 		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
@@ -354,7 +336,11 @@ func (s *Serve) Run(ctx context.Context) error {
 		"auth", len(s.cfg.Frontend.APIKeys) > 0)
 	err := fe.Serve(feCtx, s.ln)
 	stopBG()
-	if gerr := g.Wait(); err == nil && ctx.Err() == nil {
+	gerr := g.Wait()
+	if c := s.Conn(); c != nil {
+		c.Close()
+	}
+	if err == nil && ctx.Err() == nil {
 		err = gerr
 	}
 	if errors.Is(err, context.Canceled) {
@@ -414,20 +400,84 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 	return rep, nil
 }
 
-// signalReady closes Ready once the replica (if any) caught up, the
-// registry (if any: registered non-nil) was read, and the index writers
-// applied what the replica handed them.
-func (s *Serve) signalReady(ctx context.Context, rep *replica.Replica, registered <-chan struct{}) error {
-	if rep != nil {
+// runNATS connects to NATS, retrying until it answers (or ctx is done),
+// then runs the replica and the registry watch in g and closes up.
+func (s *Serve) runNATS(ctx context.Context, g *errgroup.Group, up chan<- struct{}) error {
+	log := s.log
+	nc := s.cfg.NATS
+	nc.Logger = log.With("component", "nats")
+	conn, err := eventplane.ConnectRetry(ctx, nc, func(attempt int, err error) {
+		s.setNATSWait(fmt.Sprintf("connecting to NATS %s: attempt %d: %v", s.natsTarget(), attempt, err))
+		if attempt == 1 || attempt%10 == 0 {
+			log.Warn("NATS not reachable yet; retrying", "nats", s.natsTarget(), "attempt", attempt, "err", err)
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.mu.Lock()
+	s.conn = conn
+	s.mu.Unlock()
+	s.setNATSWait("")
+	if s.cfg.NATS.URL == "" {
+		log.Info("embedded NATS started; point workers at it", "nats", conn.ClientURL())
+	} else {
+		log.Info("connected to NATS", "nats", conn.ClientURL())
+	}
+	if _, err := s.startReplica(ctx, g, conn); err != nil {
+		return err
+	}
+	reg := discovery.NewRegistry(conn, discovery.RegistryConfig{Logger: log, OnSynced: s.gate.Synced})
+	g.Go(func() error { return s.gate.Run(ctx) })
+	// Joins and leaves go through the fleet first, then release what
+	// waits for them (the fleet knows the worker by then).
+	watched := joinKick{Membership: s.members, changed: s.pods.reset,
+		kick: func(id uint64) { s.gate.Joined(id); s.kickZMQ() }}
+	g.Go(func() error { return reg.Watch(ctx, watched) })
+	close(up)
+	return nil
+}
+
+func (s *Serve) setNATSWait(why string) { s.natsWait.Store(&why) }
+
+// natsTarget names the NATS Run connects to, for logs and /readyz
+// (without credentials in the URLs).
+func (s *Serve) natsTarget() string {
+	if s.cfg.NATS.URL == "" {
+		return "(embedded)"
+	}
+	parts := strings.Split(s.cfg.NATS.URL, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = nil
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// signalReady closes Ready once, with NATS (natsUp non-nil), the
+// connection is up, the replica caught up and the registry was read, and
+// the index writers applied what the replica handed them.
+func (s *Serve) signalReady(ctx context.Context, natsUp <-chan struct{}) error {
+	if natsUp != nil {
 		select {
-		case <-rep.Ready():
+		case <-natsUp:
 		case <-ctx.Done():
 			return nil
 		}
-	}
-	if registered != nil {
+		if rep := s.Replica(); rep != nil {
+			select {
+			case <-rep.Ready():
+			case <-ctx.Done():
+				return nil
+			}
+		}
 		select {
-		case <-registered:
+		case <-s.gate.SyncedC():
 		case <-ctx.Done():
 			return nil
 		}

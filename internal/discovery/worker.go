@@ -46,7 +46,16 @@ type Worker struct {
 	// cost adds the wait for a slot (router.WorkerInfo.MaxNumSeqs). 0 =
 	// not announced (serve --worker-max-num-seqs applies).
 	MaxNumSeqs int `json:"max_num_seqs,omitempty" yaml:"max_num_seqs,omitempty"`
+	// Metrics says whether the router reads the engine's Prometheus
+	// /metrics: "" (auto: read it when it has vLLM or SGLang load gauges;
+	// a worker without them is an OpenAI-compatible server whose health
+	// comes from /health, else /v1/models, and whose load is the router's
+	// own bookings) or "off" (never read it).
+	Metrics string `json:"metrics,omitempty" yaml:"metrics,omitempty"`
 }
+
+// MetricsOff is Worker.Metrics for a worker whose /metrics is never read.
+const MetricsOff = "off"
 
 // Bounds of a registration's fields: anything beyond is refused, since a
 // registration is input from the network and its sizes drive allocations
@@ -94,6 +103,9 @@ func (w Worker) Validate() error {
 	}
 	if _, err := router.ParseRole(w.Role); err != nil {
 		bad("%v", err)
+	}
+	if w.Metrics != "" && w.Metrics != "auto" && w.Metrics != MetricsOff {
+		bad("metrics %q: want auto or off", w.Metrics)
 	}
 	for _, ep := range []string{w.EventEndpoint, w.ReplayEndpoint} {
 		if ep == "" {
@@ -145,7 +157,8 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 // keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
 // pod, see Worker.Pod), block-size (or bs),
 // kv-blocks, max-batched-tokens, max-num-seqs, dp-size, role (prefill, decode or both),
-// bootstrap-port (an SGLang prefill worker's), label.NAME=VALUE. Example:
+// bootstrap-port (an SGLang prefill worker's), metrics (auto or off, see
+// Worker.Metrics), label.NAME=VALUE. Example:
 //
 //	--worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,block-size=16
 //
@@ -184,6 +197,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.Role = v
 		case "bootstrap-port":
 			w.BootstrapPort, err = strconv.Atoi(v)
+		case "metrics":
+			w.Metrics = v
 		default:
 			name, ok := strings.CutPrefix(k, "label.")
 			if !ok {

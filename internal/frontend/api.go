@@ -272,6 +272,11 @@ type IndexSummary struct {
 	// (registration or Config.WorkerMaxNumSeqs), on its rank-0 line;
 	// absent when unknown (no cap rule).
 	MaxNumSeqs int `json:"max_num_seqs,omitempty"`
+	// MaxBatchedTokens is the worker's token budget per step as the
+	// router uses it (registration, engine or
+	// Config.WorkerMaxBatchedTokens), on its rank-0 line; absent when
+	// unknown (never saturated).
+	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -303,7 +308,7 @@ func (s *Server) IndexSummaries() IndexReport {
 	}
 	for _, wk := range s.Workers() {
 		x := get(kvevents.Worker{ID: wk.ID})
-		x.URL, x.Down, x.MaxNumSeqs = wk.URL, wk.down, wk.Info.MaxNumSeqs
+		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.down, wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
 		x.Timing = s.fits.summary(wk.ID)
 		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 		st := s.selfTestState(wk.ID)

@@ -125,7 +125,24 @@ type Config struct {
 	// time cost adds the wait for a slot (router.WorkerInfo.MaxNumSeqs).
 	// Default 0 = unknown: no cap rule for such workers.
 	WorkerMaxNumSeqs int `yaml:"worker_max_num_seqs"`
+	// WorkerMaxBatchedTokens is the token budget per engine step (vLLM's
+	// max_num_batched_tokens, SGLang's chunked_prefill_size) of workers
+	// whose registration does not say: the queue threshold and the busy
+	// prefill fraction are fractions of it (router.WorkerInfo.
+	// MaxNumBatchedTokens). vLLM reports it in no metric, so without a
+	// fleet default those two settings never engage for vLLM workers.
+	// Default DefaultWorkerMaxBatchedTokens; 0 = unknown: such workers are
+	// never saturated (neither queued for nor busy by prefill).
+	WorkerMaxBatchedTokens int `yaml:"worker_max_batched_tokens"`
 }
+
+// DefaultWorkerMaxBatchedTokens is vLLM V1's default
+// max_num_batched_tokens for its OpenAI server on the GPUs most fleets
+// serve from (EngineArgs.get_batch_defaults: 8192 on devices with at
+// least 70 GiB other than A100, such as H100, H200 and MI300X; 2048 on
+// A100 and smaller devices). It is also the mocker's default budget and
+// the timing model's (selector.Timing.MaxBatchedTokens).
+const DefaultWorkerMaxBatchedTokens = 8192
 
 // Events are optional callbacks, called on request goroutines.
 type Events struct {
@@ -160,6 +177,8 @@ func DefaultConfig() Config {
 		Hardening:        DefaultHardening(),
 		PrefillTimeout:   60 * time.Second,
 		KVBytesPerToken:  131072,
+
+		WorkerMaxBatchedTokens: DefaultWorkerMaxBatchedTokens,
 	}
 }
 
@@ -177,6 +196,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkerMaxNumSeqs < 0 || c.WorkerMaxNumSeqs > discovery.MaxNumSeqs {
 		errs = append(errs, fmt.Errorf("frontend: worker max_num_seqs %d out of [0, %d]", c.WorkerMaxNumSeqs, discovery.MaxNumSeqs))
+	}
+	if c.WorkerMaxBatchedTokens < 0 || c.WorkerMaxBatchedTokens > discovery.MaxBatchedTokens {
+		errs = append(errs, fmt.Errorf("frontend: worker max_batched_tokens %d out of [0, %d]", c.WorkerMaxBatchedTokens, discovery.MaxBatchedTokens))
 	}
 	if err := c.Router.Validate(); err != nil {
 		errs = append(errs, err)

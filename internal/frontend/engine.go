@@ -2,10 +2,12 @@ package frontend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +33,12 @@ import (
 //
 // The dp rank of a sample is its "engine" label (vLLM: one engine index
 // per data-parallel rank) or "dp_rank" label (SGLang), else 0.
+//
+// Engine metrics are optional per worker: a worker whose /metrics is
+// missing (404) or names none of these (any other OpenAI-compatible
+// server) is polled at /health, else /v1/models, for liveness instead,
+// and its load is what the router booked for it; the worker option
+// metrics=off skips /metrics altogether.
 var (
 	kvUsageNames  = []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"}
 	runningNames  = []string{"vllm:num_requests_running", "sglang:num_running_reqs"}
@@ -39,6 +47,11 @@ var (
 	cacheInfoName = "vllm:cache_config_info"
 	startTimeName = "process_start_time_seconds"
 )
+
+// errNoEngineMetrics: the worker has no /metrics, or one without any
+// metric the router reads. Not a failure: its health comes from
+// probeHealth.
+var errNoEngineMetrics = errors.New("no vLLM or SGLang load metric")
 
 // Down-worker handling.
 const (
@@ -75,6 +88,9 @@ type engineReport struct {
 	// change means the engine restarted (its tokenizer self-test is run
 	// again).
 	StartTime float64
+	// SGLang: the page has SGLang's gauges (its budget is at
+	// /get_server_info, budget.go).
+	SGLang bool
 }
 
 // parseEngineMetrics parses a Prometheus text exposition with the
@@ -124,6 +140,12 @@ func parseEngineMetrics(r io.Reader) (engineReport, error) {
 	if f, ok := fams[startTimeName]; ok && len(f.GetMetric()) > 0 {
 		rep.StartTime = sampleValue(f.GetMetric()[0])
 	}
+	for n := range fams {
+		if strings.HasPrefix(n, "sglang:") {
+			rep.SGLang = true
+			break
+		}
+	}
 	if f, ok := fams[cacheInfoName]; ok {
 		for _, m := range f.GetMetric() {
 			rep.Known++
@@ -167,9 +189,13 @@ type workerHealth struct {
 	refused string
 	// engineBS, engineBlocks: what the engine last reported (0 = never).
 	engineBS, engineBlocks int
-	warnedBlocks           bool
-	modelsAt               time.Time // next GET /v1/models (adapters.go)
-	tok                    tokState  // tokenizer self-test (selftest.go)
+	// noMetrics: the last poll found no engine metrics (or the worker is
+	// metrics=off); health came from /health or /v1/models.
+	noMetrics    bool
+	budgetAsked  bool // the engine was asked its budget (budget.go)
+	warnedBlocks bool
+	modelsAt     time.Time // next GET /v1/models (adapters.go)
+	tok          tokState  // tokenizer self-test (selftest.go)
 }
 
 func (e *engineState) get(id uint64) *workerHealth {
@@ -201,13 +227,17 @@ func (s *Server) fetchEngine(ctx context.Context, base string) (engineReport, er
 		return engineReport{}, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return engineReport{}, fmt.Errorf("frontend: %s/metrics: %s: %w", base, resp.Status, errNoEngineMetrics)
+	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		return engineReport{}, fmt.Errorf("frontend: %s/metrics: %s", base, resp.Status)
 	}
 	rep, err := parseEngineMetrics(io.LimitReader(resp.Body, 16<<20))
 	if err == nil && rep.Known == 0 {
-		err = fmt.Errorf("frontend: %s/metrics: no vLLM or SGLang load metric", base)
+		err = fmt.Errorf("frontend: %s/metrics: %w", base, errNoEngineMetrics)
 	}
 	return rep, err
 }
@@ -240,7 +270,8 @@ func (s *Server) probeHealth(ctx context.Context, base string) error {
 // pollLoads scrapes every worker's /metrics each LoadPollInterval: the KV
 // usage feeds the busy thresholds, the cache config is checked against the
 // router's block size, and pollFailuresDown failures in a row take the
-// worker out of routing. Down workers are probed at GET /health with
+// worker out of routing. A worker without engine metrics is asked
+// /health (else /v1/models) instead, with the same failure count. Down workers are probed at GET /health with
 // exponential backoff (from the poll interval up to probeMaxBackoff) and
 // come back once healthy.
 func (s *Server) pollLoads(ctx context.Context) {
@@ -296,7 +327,25 @@ func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 		s.m.eng.probes.WithLabelValues("up").Inc()
 		s.markUp(w.ID)
 	}
-	rep, err := s.fetchEngine(ctx, w.URL)
+	var rep engineReport
+	err := errNoEngineMetrics
+	if !w.NoMetrics {
+		rep, err = s.fetchEngine(ctx, w.URL)
+	}
+	noMetrics := errors.Is(err, errNoEngineMetrics)
+	if noMetrics {
+		// Any OpenAI-compatible server: alive if it answers; its load is
+		// the router's own bookings.
+		err = s.probeHealth(ctx, w.URL)
+	}
+	s.eng.mu.Lock()
+	if h.noMetrics != noMetrics && err == nil {
+		h.noMetrics = noMetrics
+		if noMetrics {
+			s.log.Info("worker has no engine metrics; health from /health, load from the router's bookings", "worker", w.ID, "url", w.URL)
+		}
+	}
+	s.eng.mu.Unlock()
 	if err != nil {
 		s.eng.mu.Lock()
 		h.fails++
@@ -319,8 +368,14 @@ func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 	if learn {
 		s.learnAdapters(ctx, w)
 	}
+	if noMetrics {
+		return
+	}
 	if !s.checkEngineConfig(w, rep) {
 		return
+	}
+	if rep.SGLang && w.FleetBudget {
+		s.learnBudget(ctx, w, h)
 	}
 	for rk, l := range rep.Ranks {
 		if l.HasKV {
@@ -412,6 +467,9 @@ type EngineHealth struct {
 	PollFailures    int    `json:"poll_failures,omitempty"`
 	EngineBlockSize int    `json:"engine_block_size,omitempty"`
 	EngineGPUBlocks int    `json:"engine_gpu_blocks,omitempty"`
+	// NoMetrics: the worker serves no engine metrics (or is metrics=off);
+	// its health comes from /health or /v1/models.
+	NoMetrics bool `json:"no_metrics,omitempty"`
 }
 
 func (s *Server) engineHealth(id uint64) *EngineHealth {
@@ -421,5 +479,6 @@ func (s *Server) engineHealth(id uint64) *EngineHealth {
 	if h == nil {
 		return nil
 	}
-	return &EngineHealth{Refused: h.refused, PollFailures: h.fails, EngineBlockSize: h.engineBS, EngineGPUBlocks: h.engineBlocks}
+	return &EngineHealth{Refused: h.refused, PollFailures: h.fails, EngineBlockSize: h.engineBS, EngineGPUBlocks: h.engineBlocks,
+		NoMetrics: h.noMetrics}
 }

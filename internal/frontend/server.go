@@ -37,6 +37,13 @@ type Worker struct {
 	// port: its disaggregated requests use SGLang's PD protocol
 	// (sglang.go). 0: vLLM's (disagg.go).
 	BootstrapPort int
+	// NoMetrics: never read the worker's /metrics (a worker option,
+	// metrics=off); its health comes from /health, else /v1/models.
+	NoMetrics bool
+	// FleetBudget: Info.MaxNumBatchedTokens is Config.WorkerMaxBatchedTokens
+	// (the registration named none), so the engine's own budget replaces
+	// it where the engine says it (budget.go).
+	FleetBudget bool
 
 	down bool // unreachable: out of the router until it answers again
 }

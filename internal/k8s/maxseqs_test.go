@@ -3,8 +3,11 @@ package k8s
 import (
 	"bytes"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/discovery"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -15,6 +18,15 @@ import (
 // or out-of-bounds value is ignored with a warning rather than refusing
 // the pod.
 func TestPodMaxNumSeqs(t *testing.T) {
+	testPodIntAnnotation(t, AnnotationMaxNumSeqs, discovery.MaxNumSeqs, func(w discovery.Worker) int { return w.MaxNumSeqs })
+}
+
+// testPodIntAnnotation checks how Pool.worker reads the int annotation
+// key into the field get reads: absent 0; a value in [0, limit] as is
+// (with another annotation beside); negative, above limit or not a
+// number 0 with a warning naming the annotation.
+func testPodIntAnnotation(t *testing.T, key string, limit int, get func(discovery.Worker) int) {
+	t.Helper()
 	var logs bytes.Buffer
 	cfg := DefaultPoolConfig()
 	cfg.Selector = "app=vllm"
@@ -23,27 +35,28 @@ func TestPodMaxNumSeqs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := strings.TrimPrefix(key, "kvrouter.io/")
 	for _, tc := range []struct {
 		ann  map[string]string
 		want int
 		warn bool
 	}{
 		{nil, 0, false},
-		{map[string]string{AnnotationMaxNumSeqs: "256"}, 256, false},
-		{map[string]string{AnnotationMaxNumSeqs: "1048576", AnnotationDPSize: "2"}, 1 << 20, false},
-		{map[string]string{AnnotationMaxNumSeqs: "-1"}, 0, true},
-		{map[string]string{AnnotationMaxNumSeqs: "1048577"}, 0, true},
-		{map[string]string{AnnotationMaxNumSeqs: "many"}, 0, true},
+		{map[string]string{key: "256"}, 256, false},
+		{map[string]string{key: strconv.Itoa(limit), AnnotationDPSize: "2"}, limit, false},
+		{map[string]string{key: "-1"}, 0, true},
+		{map[string]string{key: strconv.Itoa(limit + 1)}, 0, true},
+		{map[string]string{key: "many"}, 0, true},
 	} {
 		logs.Reset()
 		w, ready := p.worker(pod("a", "10.0.0.1", true, tc.ann))
-		if !ready || w.MaxNumSeqs != tc.want {
-			t.Errorf("%v: ready %v max_num_seqs %d, want ready and %d", tc.ann, ready, w.MaxNumSeqs, tc.want)
+		if !ready || get(w) != tc.want {
+			t.Errorf("%v: ready %v %s %d, want ready and %d", tc.ann, ready, name, get(w), tc.want)
 		}
 		if err := w.Validate(); err != nil {
 			t.Errorf("%v: worker invalid: %v", tc.ann, err)
 		}
-		if warned := strings.Contains(logs.String(), "max-num-seqs"); warned != tc.warn {
+		if warned := strings.Contains(logs.String(), name); warned != tc.warn {
 			t.Errorf("%v: warned %v, want %v: %s", tc.ann, warned, tc.warn, logs.String())
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,10 @@ const (
 	// per rank); absent or malformed = unknown (the picker's
 	// --worker-max-num-seqs applies).
 	AnnotationMaxNumSeqs = "kvrouter.io/max-num-seqs"
+	// AnnotationMaxBatchedTokens is the engine's max_num_batched_tokens
+	// (token budget per step, per rank); absent or malformed = unknown
+	// (the picker's --worker-max-batched-tokens applies).
+	AnnotationMaxBatchedTokens = "kvrouter.io/max-batched-tokens"
 )
 
 // PoolConfig configures pod discovery.
@@ -106,11 +111,15 @@ type member struct {
 	replay string // its replay endpoint, or ""
 	// The engine's annotated shape: block and dp size change what its
 	// events mean, so a pod whose annotations change them joins anew;
-	// max_num_seqs only tunes the time cost, so it is updated in place.
-	blockSize, dpSize, maxNumSeqs int
+	// max_num_seqs and max_num_batched_tokens only tune the cost and the
+	// thresholds, so they are updated in place.
+	blockSize, dpSize, maxNumSeqs, maxBatched int
 }
 
-func (m member) withSeqs(n int) member { m.maxNumSeqs = n; return m }
+func (m member) withCaps(seqs, batched int) member {
+	m.maxNumSeqs, m.maxBatched = seqs, batched
+	return m
+}
 
 // Pool watches the pods of one InferencePool. Build with NewPool, then Run.
 type Pool struct {
@@ -224,12 +233,12 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	old, had := p.members[key]
 	p.mu.Unlock()
 	now := member{id: w.ID, url: w.URL, zmq: ep, replay: replay,
-		blockSize: w.BlockSize, dpSize: w.DPSize, maxNumSeqs: w.MaxNumSeqs}
+		blockSize: w.BlockSize, dpSize: w.DPSize, maxNumSeqs: w.MaxNumSeqs, maxBatched: w.MaxBatchedTokens}
 	if had && ready && old == now {
 		return // nothing changed for the router
 	}
-	if had && ready && old.withSeqs(now.maxNumSeqs) == now {
-		p.update(m, key, w, now) // only max_num_seqs changed
+	if had && ready && old.withCaps(now.maxNumSeqs, now.maxBatched) == now {
+		p.update(m, key, w, now) // only max_num_seqs or max_num_batched_tokens changed
 		return
 	}
 	if had {
@@ -260,8 +269,8 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	p.log.Info("pool pod joined", "pod", key, "worker", w.ID, "url", w.URL, "zmq", ep)
 }
 
-// update re-announces a joined pod whose max_num_seqs annotation was
-// edited: Join updates a known worker in place, keeping its index and
+// update re-announces a joined pod whose max_num_seqs or
+// max_num_batched_tokens annotation was edited: Join updates a known worker in place, keeping its index and
 // loads, so the edit applies without the pod restarting.
 func (p *Pool) update(m discovery.Membership, key string, w discovery.Worker, now member) {
 	if err := m.Join(w); err != nil {
@@ -271,7 +280,7 @@ func (p *Pool) update(m discovery.Membership, key string, w discovery.Worker, no
 	p.mu.Lock()
 	p.members[key] = now
 	p.mu.Unlock()
-	p.log.Info("pool pod updated", "pod", key, "worker", w.ID, "max_num_seqs", w.MaxNumSeqs)
+	p.log.Info("pool pod updated", "pod", key, "worker", w.ID, "max_num_seqs", w.MaxNumSeqs, "max_num_batched_tokens", w.MaxBatchedTokens)
 }
 
 // worker describes pod as a worker; ready is false while the pod has no
@@ -294,15 +303,25 @@ func (p *Pool) worker(pod *corev1.Pod) (discovery.Worker, bool) {
 	}
 	w.BlockSize, _ = strconv.Atoi(pod.Annotations[AnnotationBlockSize])
 	w.DPSize, _ = strconv.Atoi(pod.Annotations[AnnotationDPSize])
-	if v, ok := pod.Annotations[AnnotationMaxNumSeqs]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 || n > discovery.MaxNumSeqs {
-			p.log.Warn("pool pod: bad max-num-seqs annotation, ignored", "pod", pod.Name, "value", v)
-			n = 0
-		}
-		w.MaxNumSeqs = n
-	}
+	w.MaxNumSeqs = p.annotatedInt(pod, AnnotationMaxNumSeqs, discovery.MaxNumSeqs)
+	w.MaxBatchedTokens = p.annotatedInt(pod, AnnotationMaxBatchedTokens, discovery.MaxBatchedTokens)
 	return w, ip != "" && pod.DeletionTimestamp == nil && podReady(pod)
+}
+
+// annotatedInt reads pod's annotation key as an int in [0, limit]; absent
+// is 0 (unknown), and a malformed or out-of-range value is ignored with a
+// warning rather than refusing the pod.
+func (p *Pool) annotatedInt(pod *corev1.Pod, key string, limit int) int {
+	v, ok := pod.Annotations[key]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > limit {
+		p.log.Warn("pool pod: bad "+strings.TrimPrefix(key, "kvrouter.io/")+" annotation, ignored", "pod", pod.Name, "value", v)
+		return 0
+	}
+	return n
 }
 
 func podReady(pod *corev1.Pod) bool {

@@ -32,6 +32,9 @@ func (r *recorder) Join(w discovery.Worker) error {
 	if w.MaxNumSeqs != 0 {
 		s += fmt.Sprintf(" seqs=%d", w.MaxNumSeqs)
 	}
+	if w.MaxBatchedTokens != 0 {
+		s += fmt.Sprintf(" batched=%d", w.MaxBatchedTokens)
+	}
 	r.add(s)
 	return nil
 }
