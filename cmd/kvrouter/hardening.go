@@ -32,6 +32,7 @@ func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
 	f.IntVar(&h.PromptBytesPerToken, "prompt-bytes-per-token", h.PromptBytesPerToken, "with --max-prompt-tokens: refuse text longer than this many bytes per allowed token before tokenizing (negative = no byte check)")
 	f.IntVar(&h.Tokenizers, "tokenizers", h.Tokenizers, "concurrent tokenizations (0 = GOMAXPROCS, negative = no bound)")
 	f.IntVar(&h.TokenizeQueue, "tokenize-queue", h.TokenizeQueue, "tokenizations waiting for a slot; beyond, 529")
+	f.Int64Var(&h.TokenizeQueueBytes, "tokenize-queue-bytes", h.TokenizeQueueBytes, "bytes of prompt text the tokenizations running or waiting may hold together; beyond, 529 (negative = no bound)")
 	f.DurationVar(&h.BookingTTL, "booking-ttl", h.BookingTTL, "release a tracked /route booking not freed within this (negative = the stale limit only)")
 	f.IntVar(&h.MaxTrackedPerKey, "max-tracked-per-key", h.MaxTrackedPerKey, "tracked /route bookings one API key (or client address when no --api-key is set) may hold; beyond, 429 (negative = no bound)")
 	f.IntVar(&h.MaxBookings, "max-bookings", h.MaxBookings, "tracked /route bookings of all callers together; beyond, 429 (negative = no bound)")

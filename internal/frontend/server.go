@@ -107,7 +107,8 @@ func New(cfg Config) (*Server, error) {
 	s.dm = newDisaggMetrics(cfg.Registry)
 	s.gm = newGuardMetrics(cfg.Registry)
 	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
-	cfg.Registry.MustRegister(s.bk.store)
+	s.lim.queue = newTokenizeQueue(cfg.Hardening)
+	cfg.Registry.MustRegister(s.bk.store, s.lim.queue)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one
