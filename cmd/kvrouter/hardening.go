@@ -39,6 +39,8 @@ func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
 	f.Int64Var(&h.MaxBookingBytes, "max-booking-bytes", h.MaxBookingBytes, "bytes the tracked /route bookings of all callers may hold (8 per prompt block + ~600 each); beyond, 429 (negative = no bound)")
 	f.DurationVar(&h.StreamWriteTimeout, "stream-write-timeout", h.StreamWriteTimeout, "cut an answer when a write to its client waits this long (a client that stopped reading): its engine request is cancelled, its load released (negative = no bound)")
 	f.Int64Var(&h.MaxAnswerBytes, "max-answer-bytes", h.MaxAnswerBytes, "bytes of one engine answer the router buffers (a non-streaming answer folded from a stream: 502 beyond; a JSON answer read for usage: relayed unbuffered beyond) (negative = no bound)")
+	f.IntVar(&h.MaxStreams, "max-streams", h.MaxStreams, "requests proxied at once (those waiting in the queue included); beyond, 503 too_many_streams (negative = no bound)")
+	f.Int64Var(&h.MaxStreamBufferBytes, "max-stream-buffer-bytes", h.MaxStreamBufferBytes, "bytes the proxied requests' stream buffers (SSE events, folded and JSON answers) may hold together; beyond, a folded answer is a 502, a JSON answer relayed unbuffered (negative = no bound)")
 	f.BoolVar(&h.MetricsAuth, "metrics-auth", h.MetricsAuth, "put /metrics behind the admin key")
 	f.BoolVar(&h.Pprof, "pprof", h.Pprof, "serve /debug/pprof/ behind the admin key")
 }

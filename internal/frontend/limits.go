@@ -86,6 +86,17 @@ type Hardening struct {
 	// event by event (each at most 1 MiB) and never buffered whole.
 	// Default 32 MiB; negative = no bound.
 	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
+	// MaxStreams bounds the requests proxied at once (each may hold
+	// stream buffers: an SSE event of at most 1 MiB, a folded or JSON
+	// answer of at most MaxAnswerBytes); beyond, 503 too_many_streams
+	// before any routing. Requests waiting in the router's queue count.
+	// MaxStreamBufferBytes bounds what all their buffers hold together:
+	// a folded answer beyond it is a 502 worker_stream_error, a JSON
+	// answer is relayed unbuffered (kvrouter_engine_answer_too_large_total
+	// as for MaxAnswerBytes). Exported as kvrouter_store_*{store=
+	// "stream_buffers"}. Defaults 8192 and 1 GiB; negative = no bound.
+	MaxStreams           int   `yaml:"max_streams"`
+	MaxStreamBufferBytes int64 `yaml:"max_stream_buffer_bytes"`
 	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
@@ -98,7 +109,8 @@ func DefaultHardening() Hardening {
 	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
 		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64,
 		MaxBookings: 4096, MaxBookingBytes: 64 << 20, StreamWriteTimeout: 30 * time.Second,
-		MaxAnswerBytes: 32 << 20, TokenizeQueueBytes: 64 << 20}
+		MaxAnswerBytes: 32 << 20, TokenizeQueueBytes: 64 << 20,
+		MaxStreams: 8192, MaxStreamBufferBytes: 1 << 30}
 }
 
 // Validate reports every problem.
@@ -141,6 +153,12 @@ func (h *Hardening) setDefaults() {
 	}
 	if h.StreamWriteTimeout == 0 {
 		h.StreamWriteTimeout = d.StreamWriteTimeout
+	}
+	if h.MaxStreams == 0 {
+		h.MaxStreams = d.MaxStreams
+	}
+	if h.MaxStreamBufferBytes == 0 {
+		h.MaxStreamBufferBytes = d.MaxStreamBufferBytes
 	}
 	if h.TokenizeQueueBytes == 0 {
 		h.TokenizeQueueBytes = d.TokenizeQueueBytes

@@ -1,6 +1,10 @@
 package frontend
 
 import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,5 +84,74 @@ func TestTokenizeQueueBytesBounded(t *testing.T) {
 	}
 	if n, b := s.limits().queue.Size(); n != 0 || b != 0 {
 		t.Errorf("queue holds %d entries, %d bytes after all answered", n, b)
+	}
+}
+
+// TestStreamBuffersBounded: the proxied requests and their relays'
+// buffers are the store "stream_buffers", bounded in count (503
+// too_many_streams beyond MaxStreams, before routing) and in bytes (a
+// folded answer beyond MaxStreamBufferBytes is a 502), and everything is
+// returned when the answers end.
+func TestStreamBuffersBounded(t *testing.T) {
+	gate := make(chan struct{})
+	var hits atomic.Int64
+	wk := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n := hits.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if bytes.Contains(body, []byte("big")) {
+			chunk := `{"choices":[{"index":0,"text":"` + strings.Repeat("x", 1024) + `"}]}`
+			for range 50 {
+				_, _ = io.WriteString(w, "data: "+chunk+"\n\n")
+			}
+		} else {
+			_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"text":"a"}]}`+"\n\n")
+			if n <= 2 {
+				w.(http.Flusher).Flush()
+				<-gate
+			}
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(wk.Close)
+	reg := prometheus.NewRegistry()
+	s := newServerWith(t, false, func(c *Config) {
+		c.Registry = reg
+		c.Router.Policy = router.PolicyRoundRobin
+		c.Hardening.MaxStreams, c.Hardening.MaxStreamBufferBytes = 2, 40<<10
+	})
+	if err := s.AddWorker(Worker{ID: 1, URL: wk.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if g := storeGauges(t, reg, "stream_buffers"); g["limit_entries"] != 2 || g["limit_bytes"] != 40<<10 || g["entries"] != 0 {
+		t.Fatalf("stream_buffers gauges before any request: %v", g)
+	}
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() { codes <- do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true}`).Code }()
+	}
+	waitFor(t, "two streams open", func() bool {
+		g := storeGauges(t, reg, "stream_buffers")
+		return hits.Load() == 2 && g["entries"] == 2 && g["bytes"] >= 2*4096
+	})
+	rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true}`)
+	if e, ok := oai.ParseError(rec.Code, rec.Body.Bytes()); rec.Code != 503 || !ok || e.Code != "too_many_streams" {
+		t.Errorf("a third stream beyond MaxStreams 2: %d %s, want 503 too_many_streams", rec.Code, rec.Body.String())
+	}
+	close(gate)
+	for range 2 {
+		if c := <-codes; c != 200 {
+			t.Errorf("an open stream: %d", c)
+		}
+	}
+	rec = do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"big"}`)
+	if e, ok := oai.ParseError(rec.Code, rec.Body.Bytes()); rec.Code != 502 || !ok || e.Code != "worker_stream_error" {
+		t.Errorf("a folded answer of ~52 KB beyond 40 KiB of stream buffers: %d %.200s, want 502", rec.Code, rec.Body.String())
+	}
+	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`); rec.Code != 200 {
+		t.Errorf("a small folded answer: %d %s", rec.Code, rec.Body.String())
+	}
+	if g := storeGauges(t, reg, "stream_buffers"); g["entries"] != 0 || g["bytes"] != 0 {
+		t.Errorf("stream_buffers after every answer ended: %v", g)
 	}
 }
