@@ -16,7 +16,7 @@ func TestDecodeBatchBounds(t *testing.T) {
 	bad := map[string]string{
 		"too large":     `{"o":"a","m":[` + strings.Repeat(`{"k":5,"w":1},`, MaxBatchBytes/14) + `{"k":5}]}`,
 		"no origin":     `{"m":[{"k":5}]}`,
-		"long origin":   `{"o":"` + strings.Repeat("a", maxOriginBytes+1) + `","m":[]}`,
+		"long origin":   `{"o":"` + strings.Repeat("a", MaxOriginBytes+1) + `","m":[]}`,
 		"unknown kind":  `{"o":"a","m":[{"k":9}]}`,
 		"zero kind":     `{"o":"a","m":[{"w":1}]}`,
 		"negative isl":  `{"o":"a","m":[{"k":1,"isl":-1}]}`,
@@ -50,7 +50,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if b.Origin == "" || len(b.Origin) > maxOriginBytes {
+		if b.Origin == "" || len(b.Origin) > MaxOriginBytes {
 			t.Fatalf("accepted origin %q", b.Origin)
 		}
 		for _, m := range b.Msgs {

@@ -55,8 +55,9 @@ type batch struct {
 const (
 	// MaxBatchBytes bounds one received batch's JSON.
 	MaxBatchBytes = 8 << 20
-	// maxOriginBytes bounds the origin id (a random hex id, 16 bytes).
-	maxOriginBytes = 256
+	// MaxOriginBytes bounds the origin id (a replica id and a random
+	// suffix).
+	MaxOriginBytes = 256
 	// maxSessionBytes bounds an affinity message's session id (the
 	// frontend refuses longer ones before they are bound).
 	maxSessionBytes = 4096
@@ -75,7 +76,7 @@ func decodeBatch(data []byte) (batch, error) {
 	if err := json.Unmarshal(data, &b); err != nil {
 		return batch{}, fmt.Errorf("%w: %w", errBadBatch, err)
 	}
-	if b.Origin == "" || len(b.Origin) > maxOriginBytes {
+	if b.Origin == "" || len(b.Origin) > MaxOriginBytes {
 		return batch{}, fmt.Errorf("%w: origin of %d bytes", errBadBatch, len(b.Origin))
 	}
 	for i := range b.Msgs {
