@@ -110,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
 	s.lim.queue = newTokenizeQueue(cfg.Hardening)
 	s.sb = newStreamBuffers(cfg.Hardening)
-	cfg.Registry.MustRegister(s.bk.store, s.lim.queue, s.sb)
+	cfg.Registry.MustRegister(s.bk.store, s.lim.queue, s.sb, s.adapters.learnt)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one
