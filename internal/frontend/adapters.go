@@ -116,11 +116,25 @@ func (s *Server) fetchModels(ctx context.Context, base string) ([]engineModel, e
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		return nil, fmt.Errorf("frontend: %s/v1/models: %s", base, resp.Status)
 	}
+	models, err := decodeModels(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("frontend: %s/v1/models: %w", base, err)
+	}
+	return models, nil
+}
+
+// maxModelsAnswer bounds the GET /v1/models answer read (a longer one
+// is cut there and fails to decode).
+const maxModelsAnswer = 4 << 20
+
+// decodeModels decodes a GET /v1/models answer of at most maxModelsAnswer
+// bytes.
+func decodeModels(r io.Reader) ([]engineModel, error) {
 	var list struct {
 		Data []engineModel `json:"data"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("frontend: %s/v1/models: %w", base, err)
+	if err := json.NewDecoder(io.LimitReader(r, maxModelsAnswer)).Decode(&list); err != nil {
+		return nil, err
 	}
 	return list.Data, nil
 }

@@ -38,3 +38,29 @@ func FuzzParseEngineMetrics(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeModels: whatever an engine's GET /v1/models answers, decoding
+// it fails or yields models whose learnt adapters stay within the
+// "lora_adapters" bounds.
+func FuzzDecodeModels(f *testing.F) {
+	f.Add([]byte(`{"object":"list","data":[{"id":"base","root":"/m"},{"id":"sql-lora","root":"/a","parent":"base"}]}`))
+	f.Add([]byte(`{"data":[{"id":"x","parent":"x"},{"id":"","parent":"b"},{"id":"y","parent":null}]}`))
+	f.Add([]byte(`{"data":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		models, err := decodeModels(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		a := newAdapterSet(nil)
+		added := a.learn(models)
+		n, b := a.learnt.Size()
+		if int(n) != len(added) || n > maxLearntAdapters || b > maxLearntAdapters*(maxAdapterName+adapterCost) {
+			t.Fatalf("%d names learnt, store holds %d entries, %d bytes", len(added), n, b)
+		}
+		for _, name := range added {
+			if a.lora(name) != name || len(name) > maxAdapterName {
+				t.Fatalf("learnt %q, lora(%q) = %q", name, name, a.lora(name))
+			}
+		}
+	})
+}
