@@ -52,5 +52,6 @@ func bindBridgeFlags(fs *pflag.FlagSet, c *app.BridgeConfig) {
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "engine KV block size in tokens (must equal the router's)")
 	fs.StringVar(&c.Model, "model", c.Model, "model name (subject kvrouter.<model>.kv.<worker>)")
 	fs.StringVar(&c.Format, "format", c.Format, "stream payload: msgpack or json")
+	fs.Int64Var(&c.ZMQMaxMessageBytes, "zmq-max-message-bytes", c.ZMQMaxMessageBytes, "largest ZMQ message (frame, and frames of one message together) read from the engine; a peer announcing more is dropped before it is allocated")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 }

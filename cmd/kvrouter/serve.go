@@ -131,6 +131,7 @@ func bindServeFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.BoolVar(&rp.Sync.Enabled, "replica-sync", rp.Sync.Enabled, "with NATS: share bookings (load) and session bindings with the other replicas")
 	f.DurationVar(&rp.Sync.Heartbeat, "sync-heartbeat", rp.Sync.Heartbeat, "load-sync heartbeat interval")
 	f.DurationVar(&rp.Sync.Timeout, "sync-timeout", rp.Sync.Timeout, "a replica unheard this long has its bookings dropped")
+	f.IntVar(&rp.Sync.MaxPeers, "sync-max-peers", rp.Sync.MaxPeers, "other replicas tracked at once; a new origin beyond is refused until one falls silent")
 	textVar(f, &rc.Disagg.Policy, "disagg-policy", "with prefill workers (role=prefill): when a request takes the prefill hop: always, isl, prefill-load or isl-or-load")
 	f.IntVar(&rc.Disagg.ISLThreshold, "disagg-isl-threshold", rc.Disagg.ISLThreshold, "isl, isl-or-load: run aggregated on a decode worker below this many uncached prompt tokens")
 	f.Float64Var(&rc.Disagg.LoadThreshold, "disagg-load-threshold", rc.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog, in engine steps")

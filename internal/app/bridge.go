@@ -42,7 +42,7 @@ func RunBridge(ctx context.Context, cfg BridgeConfig) error {
 	}
 	pub := eventplane.NewPublisher(conn, eventplane.PublisherConfig{Model: cfg.Model, Format: format, Logger: log})
 	src := zmqsub.Source{Endpoint: cfg.ZMQ, Replay: cfg.Replay, WorkerID: cfg.WorkerID, DPSize: cfg.DPSize}
-	zcfg := zmqsub.Config{BlockSize: cfg.BlockSize, Sources: []zmqsub.Source{src}, Logger: log,
+	zcfg := zmqsub.Config{BlockSize: cfg.BlockSize, Sources: []zmqsub.Source{src}, Logger: log, MaxMessageBytes: cfg.ZMQMaxMessageBytes,
 		StartID: func(w kvevents.Worker) uint64 { return last[w] }}
 	if err := zcfg.Validate(); err != nil {
 		return err

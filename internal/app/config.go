@@ -306,6 +306,11 @@ type BridgeConfig struct {
 	Model string `yaml:"model"`
 	// Format is the stream payload: msgpack or json. Default "msgpack".
 	Format string `yaml:"format"`
+	// ZMQMaxMessageBytes bounds a ZMQ message read from the engine (each
+	// frame and their sum), as serve's: a peer announcing more is
+	// dropped before it is allocated. Default
+	// zmqguard.DefaultMaxMessageBytes (16 MiB).
+	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
 	// NATS is where to publish. URL "" starts an embedded server only
 	// this process can see (a warning is logged).
 	NATS eventplane.Config `yaml:"nats"`
@@ -318,7 +323,8 @@ type BridgeConfig struct {
 
 // DefaultBridgeConfig returns the bridge's defaults.
 func DefaultBridgeConfig() BridgeConfig {
-	return BridgeConfig{DPSize: 1, BlockSize: DefaultBlockSize, Model: DefaultModel, Format: "msgpack", LogLevel: "info"}
+	return BridgeConfig{DPSize: 1, BlockSize: DefaultBlockSize, Model: DefaultModel, Format: "msgpack", LogLevel: "info",
+		ZMQMaxMessageBytes: zmqguard.DefaultMaxMessageBytes}
 }
 
 // Validate reports every problem, joined.
@@ -332,6 +338,9 @@ func (c BridgeConfig) Validate() error {
 	}
 	if c.BlockSize <= 0 || c.DPSize <= 0 {
 		errs = append(errs, fmt.Errorf("bridge: block size %d and dp size %d must be > 0", c.BlockSize, c.DPSize))
+	}
+	if c.ZMQMaxMessageBytes < 0 {
+		errs = append(errs, fmt.Errorf("bridge: zmq max message bytes %d < 0", c.ZMQMaxMessageBytes))
 	}
 	if _, err := eventplane.ParseFormat(c.Format); err != nil {
 		errs = append(errs, err)

@@ -379,6 +379,12 @@ func (s *Serve) startReplica(ctx context.Context, g *errgroup.Group, conn *event
 		if ls, err = replica.NewLoadSync(conn.NC, rc.Sync, rep.ID()); err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
+		if err := s.fe.Registry().Register(ls.PeerStore()); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, fmt.Errorf("serve: replica peers metrics: %w", err)
+			}
+		}
 		// The frontend is the target: a remote free lets queued requests
 		// try again.
 		g.Go(func() error { return ls.Run(ctx, s.fe) })

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/kvrouter/kvrouter/internal/bounds"
 )
 
 // LoRA adapters (DESIGN.md §1 salts): a request whose model field names a
@@ -20,13 +22,29 @@ import (
 // lists each adapter with "parent" set to its base model.
 
 // adapterSet is the set of known adapter names. Safe for concurrent use.
+// The names learnt from engines are the bounded store "lora_adapters":
+// at most maxLearntAdapters, each name at most maxAdapterName bytes (a
+// longer one is not learnt; new ones beyond the count are ignored, and
+// logged once).
 type adapterSet struct {
-	mu    sync.RWMutex
-	names map[string]bool
+	mu     sync.RWMutex
+	names  map[string]bool
+	learnt *bounds.Store
+	full   bool // learn refused a name
+	warned bool // and that was logged
 }
 
+// Bounds of the adapter names learnt from engines' /v1/models (each
+// answer read up to 4 MiB, learnt at every poll).
+const (
+	maxLearntAdapters = 4096
+	maxAdapterName    = 1024
+	adapterCost       = 64 // a map entry beyond its name
+)
+
 func newAdapterSet(configured []string) *adapterSet {
-	a := &adapterSet{names: map[string]bool{}}
+	a := &adapterSet{names: map[string]bool{},
+		learnt: bounds.New("lora_adapters", maxLearntAdapters, maxLearntAdapters*(maxAdapterName+adapterCost))}
 	for _, n := range configured {
 		a.names[n] = true
 	}
@@ -54,11 +72,26 @@ func (a *adapterSet) learn(models []engineModel) []string {
 	defer a.mu.Unlock()
 	for _, m := range models {
 		if m.Parent != nil && *m.Parent != "" && *m.Parent != m.ID && !a.names[m.ID] {
+			b := int64(len(m.ID) + adapterCost)
+			if len(m.ID) > maxAdapterName || !a.learnt.Fits(1, b) {
+				a.full = true
+				continue
+			}
+			a.learnt.Add(1, b)
 			a.names[m.ID] = true
 			added = append(added, m.ID)
 		}
 	}
 	return added
+}
+
+// warnOnce reports whether learn has refused a name, the first time only.
+func (a *adapterSet) warnOnce() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.full && !a.warned
+	a.warned = a.warned || a.full
+	return w
 }
 
 // engineModel is one entry of an engine's GET /v1/models.
@@ -83,11 +116,25 @@ func (s *Server) fetchModels(ctx context.Context, base string) ([]engineModel, e
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		return nil, fmt.Errorf("frontend: %s/v1/models: %s", base, resp.Status)
 	}
+	models, err := decodeModels(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("frontend: %s/v1/models: %w", base, err)
+	}
+	return models, nil
+}
+
+// maxModelsAnswer bounds the GET /v1/models answer read (a longer one
+// is cut there and fails to decode).
+const maxModelsAnswer = 4 << 20
+
+// decodeModels decodes a GET /v1/models answer of at most maxModelsAnswer
+// bytes.
+func decodeModels(r io.Reader) ([]engineModel, error) {
 	var list struct {
 		Data []engineModel `json:"data"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil {
-		return nil, fmt.Errorf("frontend: %s/v1/models: %w", base, err)
+	if err := json.NewDecoder(io.LimitReader(r, maxModelsAnswer)).Decode(&list); err != nil {
+		return nil, err
 	}
 	return list.Data, nil
 }
@@ -100,5 +147,9 @@ func (s *Server) learnAdapters(ctx context.Context, w *Worker) {
 	}
 	for _, name := range s.adapters.learn(models) {
 		s.log.Info("LoRA adapter learnt: requests for it are hashed with its name as salt", "adapter", name, "worker", w.ID)
+	}
+	if s.adapters.warnOnce() {
+		s.log.Warn("LoRA adapter names beyond the bounds not learnt", "worker", w.ID,
+			"max_adapters", maxLearntAdapters, "max_name_bytes", maxAdapterName)
 	}
 }

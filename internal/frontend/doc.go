@@ -67,7 +67,12 @@
 // (Hardening.StreamWriteTimeout); what is buffered of an engine answer is
 // bounded (Hardening.MaxAnswerBytes); tracked /route bookings are bounded
 // per caller (its API key when keys are checked, else its address) and
-// in total.
+// in total. Every store kept for outside parties is bounded in entries
+// and bytes and exported as kvrouter_store_*{store}: "bookings",
+// "affinity" (sessions), "tokenize_queue" (tokenizations in flight and
+// their prompt text), "stream_buffers" (proxied requests and what their
+// relays buffer; streambufs.go) and "lora_adapters" (names learnt from
+// engines).
 //
 // Per request (placement.go): vLLM's cache_salt (the body field, or the
 // X-Kvrouter-Cache-Salt header, which wins and is written into the

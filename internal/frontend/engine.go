@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -133,7 +134,11 @@ func parseEngineMetrics(r io.Reader) (engineReport, error) {
 			return
 		}
 	}
-	first(kvUsageNames, func(x *rankLoad, v float64) { x.KVUsage, x.HasKV = min(max(v, 0), 1), true })
+	first(kvUsageNames, func(x *rankLoad, v float64) {
+		if !math.IsNaN(v) { // NaN is no reading (min and max would keep it)
+			x.KVUsage, x.HasKV = min(max(v, 0), 1), true
+		}
+	})
 	first(runningNames, func(x *rankLoad, v float64) { x.Running = v })
 	first(waitingNames, func(x *rankLoad, v float64) { x.Waiting = v })
 	first(prefillNames, func(x *rankLoad, v float64) { x.PrefillTokens = v })

@@ -240,7 +240,7 @@ func TestTokenizationBounded(t *testing.T) {
 	for range 2 {
 		go func() { codes <- do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi","stream":true}`).Code }()
 	}
-	waitFor(t, "one tokenizing, one waiting", func() bool { return gt.calls.Load() == 1 && s.limits().admitted.Load() == 2 })
+	waitFor(t, "one tokenizing, one waiting", func() bool { return gt.calls.Load() == 1 && queueLen(s) == 2 })
 	if rec := do(t, s.Handler(), "POST", "/v1/completions", `{"prompt":"hi"}`); rec.Code != 529 {
 		t.Errorf("third concurrent tokenization: %d, want 529", rec.Code)
 	}

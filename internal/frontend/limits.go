@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/bounds"
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -49,6 +49,13 @@ type Hardening struct {
 	// negative Tokenizers = no bound.
 	Tokenizers    int `yaml:"tokenizers"`
 	TokenizeQueue int `yaml:"tokenize_queue"`
+	// TokenizeQueueBytes bounds the prompt text of the tokenizations
+	// running or waiting together; beyond, 529 overloaded (a prompt is
+	// always admitted when none is in flight, so one larger than the
+	// bound is not refused forever). Exported with the count as
+	// kvrouter_store_*{store="tokenize_queue"}. Default 64 MiB; negative
+	// = no bound.
+	TokenizeQueueBytes int64 `yaml:"tokenize_queue_bytes"`
 	// BookingTTL releases a tracked /route booking (track:true) not freed
 	// within this time. Default 30s; negative = the router's stale limit
 	// only.
@@ -79,6 +86,17 @@ type Hardening struct {
 	// event by event (each at most 1 MiB) and never buffered whole.
 	// Default 32 MiB; negative = no bound.
 	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
+	// MaxStreams bounds the requests proxied at once (each may hold
+	// stream buffers: an SSE event of at most 1 MiB, a folded or JSON
+	// answer of at most MaxAnswerBytes); beyond, 503 too_many_streams
+	// before any routing. Requests waiting in the router's queue count.
+	// MaxStreamBufferBytes bounds what all their buffers hold together:
+	// a folded answer beyond it is a 502 worker_stream_error, a JSON
+	// answer is relayed unbuffered (kvrouter_engine_answer_too_large_total
+	// as for MaxAnswerBytes). Exported as kvrouter_store_*{store=
+	// "stream_buffers"}. Defaults 8192 and 1 GiB; negative = no bound.
+	MaxStreams           int   `yaml:"max_streams"`
+	MaxStreamBufferBytes int64 `yaml:"max_stream_buffer_bytes"`
 	// MetricsAuth puts GET /metrics behind the admin keys. Default false.
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Pprof serves net/http/pprof under /debug/pprof/ behind the admin
@@ -91,7 +109,8 @@ func DefaultHardening() Hardening {
 	return Hardening{BodyTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxBodies: 512,
 		PromptBytesPerToken: 32, TokenizeQueue: 64, BookingTTL: 30 * time.Second, MaxTrackedPerKey: 64,
 		MaxBookings: 4096, MaxBookingBytes: 64 << 20, StreamWriteTimeout: 30 * time.Second,
-		MaxAnswerBytes: 32 << 20}
+		MaxAnswerBytes: 32 << 20, TokenizeQueueBytes: 64 << 20,
+		MaxStreams: 8192, MaxStreamBufferBytes: 1 << 30}
 }
 
 // Validate reports every problem.
@@ -134,6 +153,15 @@ func (h *Hardening) setDefaults() {
 	}
 	if h.StreamWriteTimeout == 0 {
 		h.StreamWriteTimeout = d.StreamWriteTimeout
+	}
+	if h.MaxStreams == 0 {
+		h.MaxStreams = d.MaxStreams
+	}
+	if h.MaxStreamBufferBytes == 0 {
+		h.MaxStreamBufferBytes = d.MaxStreamBufferBytes
+	}
+	if h.TokenizeQueueBytes == 0 {
+		h.TokenizeQueueBytes = d.TokenizeQueueBytes
 	}
 	if h.MaxBookings == 0 {
 		h.MaxBookings = d.MaxBookings
@@ -182,13 +210,27 @@ func (s *Server) checkLimits(prompt, maxTokens int) *oai.Error {
 const readAllPrealloc = 64 << 10
 
 // limiter bounds request bodies being read and tokenizations running or
-// waiting (Hardening.MaxBodies, Tokenizers, TokenizeQueue). Its channels
-// are made on first use.
+// waiting (Hardening.MaxBodies, Tokenizers, TokenizeQueue,
+// TokenizeQueueBytes). Its channels are made on first use; queue is made
+// by New (it is registered there).
 type limiter struct {
-	once     sync.Once
-	bodies   chan struct{} // nil = unbounded
-	tokens   chan struct{} // running tokenizations; nil = unbounded
-	admitted atomic.Int64  // tokenizations running or waiting
+	once   sync.Once
+	bodies chan struct{} // nil = unbounded
+	tokens chan struct{} // running tokenizations; nil = unbounded
+	// queue counts the tokenizations running or waiting and their
+	// prompt bytes (store "tokenize_queue").
+	queue *bounds.Store
+}
+
+// newTokenizeQueue is the store of tokenizations in flight: at most
+// Tokenizers + TokenizeQueue of them (no count bound when Tokenizers is
+// negative), TokenizeQueueBytes of prompt text.
+func newTokenizeQueue(h Hardening) *bounds.Store {
+	n := int64(0)
+	if h.Tokenizers > 0 {
+		n = int64(h.Tokenizers + h.TokenizeQueue)
+	}
+	return bounds.New("tokenize_queue", n, positive(h.TokenizeQueueBytes))
 }
 
 func (s *Server) limits() *limiter {
@@ -199,6 +241,9 @@ func (s *Server) limits() *limiter {
 		}
 		if h.Tokenizers > 0 {
 			s.lim.tokens = make(chan struct{}, h.Tokenizers)
+		}
+		if s.lim.queue == nil {
+			s.lim.queue = newTokenizeQueue(h)
 		}
 	})
 	return &s.lim
@@ -228,7 +273,7 @@ func (s *Server) encode(ctx context.Context, text string) ([]uint32, error) {
 	if e := s.checkPromptBytes(len(text)); e != nil {
 		return nil, e
 	}
-	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.Encode(ctx, text) })
+	return s.tokenizeBounded(ctx, len(text), func() ([]uint32, error) { return s.cfg.Tokenizer.Encode(ctx, text) })
 }
 
 // encodeChat is encode for a chat (the budget counts the messages' text).
@@ -240,7 +285,9 @@ func (s *Server) encodeChat(ctx context.Context, msgs []tokenizer.Message, addGe
 	if e := s.checkPromptBytes(n); e != nil {
 		return nil, e
 	}
-	return s.tokenizeBounded(ctx, func() ([]uint32, error) { return s.cfg.Tokenizer.EncodeChat(ctx, msgs, addGenerationPrompt) })
+	return s.tokenizeBounded(ctx, n, func() ([]uint32, error) {
+		return s.cfg.Tokenizer.EncodeChat(ctx, msgs, addGenerationPrompt)
+	})
 }
 
 // checkPromptBytes refuses a text longer than MaxPromptTokens prompts can
@@ -258,21 +305,28 @@ func (s *Server) checkPromptBytes(n int) *oai.Error {
 			n, s.cfg.MaxPromptTokens, h.PromptBytesPerToken)}
 }
 
-// tokenizeBounded runs fn in a tokenization slot: at most Tokenizers run,
-// TokenizeQueue more wait (until their client leaves), the rest are
-// refused with 529.
-func (s *Server) tokenizeBounded(ctx context.Context, fn func() ([]uint32, error)) ([]uint32, error) {
+// tokenizeBounded runs fn, the tokenization of a prompt of n bytes, in a
+// tokenization slot: at most Tokenizers run, TokenizeQueue more wait
+// (until their client leaves), within TokenizeQueueBytes of prompt text
+// together; the rest are refused with 529.
+func (s *Server) tokenizeBounded(ctx context.Context, n int, fn func() ([]uint32, error)) ([]uint32, error) {
 	l := s.limits()
-	if l.tokens == nil {
-		return fn()
-	}
-	if n := l.admitted.Add(1); n > int64(cap(l.tokens)+s.cfg.Hardening.TokenizeQueue) {
-		l.admitted.Add(-1)
+	q, b := l.queue, int64(n)
+	// Add, then check: concurrent admissions see each other's share
+	// (both may be refused near the limit; none slips past it).
+	q.Add(1, b)
+	entries, bytes := q.Size()
+	maxEntries, maxBytes := q.Limits()
+	if (maxEntries > 0 && entries > maxEntries) || (maxBytes > 0 && bytes > maxBytes && bytes > b) {
+		q.Add(-1, -b)
 		s.m.limitRejects.WithLabelValues("tokenize_queue").Inc()
 		return nil, &oai.Error{Status: StatusOverloaded, Type: oai.TypeOverloaded, Code: "overloaded",
 			Message: "too many prompts being tokenized; retry later"}
 	}
-	defer l.admitted.Add(-1)
+	defer q.Add(-1, -b)
+	if l.tokens == nil {
+		return fn()
+	}
 	select {
 	case l.tokens <- struct{}{}:
 	case <-ctx.Done():

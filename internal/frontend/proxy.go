@@ -312,6 +312,12 @@ func routeError(err error) *oai.Error {
 // when the chosen one cannot be reached.
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	ctx := r.Context()
+	release, e := s.acquireStream()
+	if e != nil {
+		s.fail(w, j.endpoint, e)
+		return
+	}
+	defer release()
 	s.m.inflight.Inc()
 	defer s.m.inflight.Dec()
 	s.prepareUnstream(j)
@@ -463,12 +469,15 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
 	defer resp.Body.Close()
 	w := newClientWriter(cw, s.cfg.Hardening.StreamWriteTimeout)
+	buf := &streamBuf{st: s.sb}
+	defer buf.release()
 	wid := d.Worker.ID
 	h := w.Header()
 	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
 	var agg *unstreamer // non-nil: fold the stream into one JSON body
 	if j.unstream && isSSE && resp.StatusCode == http.StatusOK {
 		agg = newUnstreamer(j.endpoint == "chat", s.cfg.Hardening.MaxAnswerBytes)
+		agg.total = buf
 		h.Set("Content-Type", "application/json")
 	} else {
 		for _, k := range []string{"Content-Type", "Cache-Control"} {
@@ -527,7 +536,7 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 			// stream=true, or a body that could not be rewritten):
 			// buffered for its usage up to MaxAnswerBytes, relayed
 			// unbuffered beyond (its usage then not read).
-			body, err := readAnswer(resp.Body, s.cfg.Hardening.MaxAnswerBytes)
+			body, err := s.readAnswerShared(resp.Body, buf)
 			long := errors.Is(err, errAnswerTooLarge)
 			if long {
 				s.gm.answerTooLong.WithLabelValues("json").Inc()
@@ -561,10 +570,12 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 	}
 	rd := oai.NewSSEReader(resp.Body, 0)
 	defer rd.Close()
+	var rdHeld int64 // rd's buffers, as counted in buf
 	first := true
 	lastTouch := time.Now()
 	for {
 		ev, err := rd.Next()
+		buf.track(&rdHeld, int64(rd.BufferBytes()))
 		if len(ev.Raw) > 0 {
 			if agg != nil {
 				if len(ev.Data) > 0 && !ev.IsDone() {

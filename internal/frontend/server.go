@@ -83,7 +83,8 @@ type Server struct {
 	handler  http.Handler
 	bk       bookings // tracked /route decisions (bookings.go)
 	gm       *guardMetrics
-	lim      limiter // bodies and tokenizations in flight (limits.go)
+	lim      limiter       // bodies and tokenizations in flight (limits.go)
+	sb       *bounds.Store // proxied requests and their relays' buffers (streambufs.go)
 	drain    drainState
 }
 
@@ -114,7 +115,9 @@ func New(cfg Config) (*Server, error) {
 	s.dm = newDisaggMetrics(cfg.Registry)
 	s.gm = newGuardMetrics(cfg.Registry)
 	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
-	cfg.Registry.MustRegister(s.bk.store)
+	s.lim.queue = newTokenizeQueue(cfg.Hardening)
+	s.sb = newStreamBuffers(cfg.Hardening)
+	cfg.Registry.MustRegister(s.bk.store, s.lim.queue, s.sb, s.adapters.learnt)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one

@@ -71,6 +71,9 @@ type unstreamer struct {
 	// left is what the folded answer may still take, in chunk bytes
 	// (Hardening.MaxAnswerBytes): everything folded comes from the chunks.
 	left int64
+	// total (nil: none) holds the folded bytes in the store of all
+	// streams' buffers, within its byte bound.
+	total *streamBuf
 }
 
 // maxFoldIndex bounds the choice and tool-call indices a folded answer
@@ -85,6 +88,8 @@ const foldEntryCost = 256
 var errAnswerTooLarge = errors.New("frontend: engine answer too large to buffer")
 
 var errFoldTooLarge = fmt.Errorf("%w: folded answer beyond --max-answer-bytes", errAnswerTooLarge)
+
+var errFoldTotal = fmt.Errorf("%w: stream buffers of all requests at --max-stream-buffer-bytes", errAnswerTooLarge)
 
 type unChoice struct {
 	text, reasoning []byte
@@ -144,6 +149,9 @@ func (u *unstreamer) add(data []byte) error {
 	if u.left -= int64(len(data)); u.left < 0 {
 		return errFoldTooLarge
 	}
+	if u.total != nil && !u.total.grow(int64(len(data))) {
+		return errFoldTotal
+	}
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return fmt.Errorf("frontend: engine stream chunk: %w", err)
@@ -180,6 +188,9 @@ func (u *unstreamer) add(data []byte) error {
 		if x == nil {
 			if u.left -= foldEntryCost; u.left < 0 {
 				return errFoldTooLarge
+			}
+			if u.total != nil && !u.total.grow(foldEntryCost) {
+				return errFoldTotal
 			}
 			x = &unChoice{}
 			u.choices[ch.Index] = x

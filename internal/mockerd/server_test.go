@@ -35,7 +35,7 @@ func (r *recorder) events() []kvevents.Event {
 	return slices.Clone(r.evs)
 }
 
-func newTestServer(t *testing.T) (*Server, *httptest.Server, *recorder) {
+func newTestServer(t testing.TB) (*Server, *httptest.Server, *recorder) {
 	t.Helper()
 	tok, err := tokenizer.Default(tokenizer.Options{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/eventplane/loadsync"
 	"github.com/kvrouter/kvrouter/internal/snapshot"
 )
 
@@ -86,6 +87,12 @@ type SyncConfig struct {
 	MaxBatch int           `yaml:"max_batch"`
 	MaxDelay time.Duration `yaml:"max_delay"`
 	Queue    int           `yaml:"queue"`
+	// MaxPeers bounds the other replicas tracked at once (anyone who may
+	// publish on Subject can claim a new origin): a message from a new
+	// origin beyond it is refused (SyncStats.Rejected) until a peer
+	// expires. Exported as kvrouter_store_*{store="replica_peers"}.
+	// Default 256; 0 means the default.
+	MaxPeers int `yaml:"max_peers"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -106,7 +113,8 @@ func DefaultConfig() Config {
 
 // DefaultSyncConfig returns the sync defaults above.
 func DefaultSyncConfig() SyncConfig {
-	return SyncConfig{Enabled: true, Subject: "kvrouter.load", Heartbeat: time.Second, Timeout: 3 * time.Second}
+	return SyncConfig{Enabled: true, Subject: "kvrouter.load", Heartbeat: time.Second, Timeout: 3 * time.Second,
+		MaxPeers: 256}
 }
 
 // Validate reports every problem of c.
@@ -144,8 +152,11 @@ func (c SyncConfig) Validate() error {
 	if hb, to := cmp.Or(c.Heartbeat, d.Heartbeat), cmp.Or(c.Timeout, d.Timeout); to <= hb {
 		errs = append(errs, fmt.Errorf("replica: sync timeout %v must exceed the heartbeat %v", to, hb))
 	}
-	if c.MaxBatch < 0 || c.Queue < 0 {
-		errs = append(errs, fmt.Errorf("replica: sync max batch %d, queue %d: negative", c.MaxBatch, c.Queue))
+	if len(c.Origin) > loadsync.MaxOriginBytes {
+		errs = append(errs, fmt.Errorf("replica: sync origin of %d bytes > %d", len(c.Origin), loadsync.MaxOriginBytes))
+	}
+	if c.MaxBatch < 0 || c.Queue < 0 || c.MaxPeers < 0 {
+		errs = append(errs, fmt.Errorf("replica: sync max batch %d, queue %d, max peers %d: negative", c.MaxBatch, c.Queue, c.MaxPeers))
 	}
 	return errors.Join(errs...)
 }
@@ -173,6 +184,7 @@ func (c *SyncConfig) setDefaults(id string) {
 	c.Subject = cmp.Or(c.Subject, d.Subject)
 	c.Heartbeat = cmp.Or(c.Heartbeat, d.Heartbeat)
 	c.Timeout = cmp.Or(c.Timeout, d.Timeout)
+	c.MaxPeers = cmp.Or(c.MaxPeers, d.MaxPeers)
 	if c.Origin == "" {
 		var b [4]byte
 		_, _ = rand.Read(b[:])

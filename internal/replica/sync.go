@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/bounds"
 	"github.com/kvrouter/kvrouter/internal/eventplane/loadsync"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/nats-io/nats.go"
@@ -51,6 +52,9 @@ type LoadSync struct {
 
 	mu    sync.Mutex
 	peers map[string]*Peer
+	// peerStore counts peers, each peerCost plus its origin's bytes
+	// (store "replica_peers"; kept in step under mu).
+	peerStore *bounds.Store
 
 	published, applied, rejected, heartbeats, expired, dropped atomic.Uint64
 }
@@ -63,11 +67,20 @@ func NewLoadSync(nc *nats.Conn, cfg SyncConfig, id string) (*LoadSync, error) {
 		return nil, err
 	}
 	cfg.setDefaults(id)
-	s := &LoadSync{cfg: cfg, peers: make(map[string]*Peer)}
+	s := &LoadSync{cfg: cfg, peers: make(map[string]*Peer),
+		peerStore: bounds.New("replica_peers", int64(cfg.MaxPeers), int64(cfg.MaxPeers)*(loadsync.MaxOriginBytes+peerCost))}
 	s.wire = loadsync.New(nc, loadsync.Config{Subject: cfg.Subject, Origin: cfg.Origin, MaxBatch: cfg.MaxBatch,
 		MaxDelay: cfg.MaxDelay, Queue: cfg.Queue, Logger: cfg.Logger}, s)
 	return s, nil
 }
+
+// peerCost estimates a peer's bytes beyond its origin (the Peer and its
+// map entry).
+const peerCost = 96
+
+// PeerStore is the bounded store of the replicas tracked
+// ("replica_peers"), to register on a Prometheus registry.
+func (s *LoadSync) PeerStore() *bounds.Store { return s.peerStore }
 
 // Origin is this replica's id on the wire.
 func (s *LoadSync) Origin() string { return s.cfg.Origin }
@@ -116,6 +129,7 @@ func (s *LoadSync) expire(now time.Time) {
 		if now.Sub(p.LastSeen) > s.cfg.Timeout {
 			gone = append(gone, o)
 			delete(s.peers, o)
+			s.peerStore.Add(-1, -int64(len(o)+peerCost))
 		}
 	}
 	s.mu.Unlock()
@@ -134,8 +148,14 @@ func (s *LoadSync) ApplyRemote(origin string, m *loadsync.Message) {
 	s.mu.Lock()
 	p := s.peers[origin]
 	if p == nil {
+		if !s.peerStore.Fits(1, int64(len(origin)+peerCost)) {
+			s.mu.Unlock()
+			s.rejected.Add(1)
+			return
+		}
 		p = &Peer{Origin: origin}
 		s.peers[origin] = p
+		s.peerStore.Add(1, int64(len(origin)+peerCost))
 		s.cfg.Logger.Info("replica heard", "origin", origin)
 	}
 	p.LastSeen = now

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -45,6 +46,47 @@ type Message struct {
 type batch struct {
 	Origin string    `json:"o"`
 	Msgs   []Message `json:"m"`
+}
+
+// Bounds on a received batch (a peer, or anyone who may publish on the
+// subject, sends it): the subject's messages are at most NATS's max
+// payload (1 MiB by default, the server's to raise), and the decoder
+// holds its own line so a raised server limit cannot hand it more.
+const (
+	// MaxBatchBytes bounds one received batch's JSON.
+	MaxBatchBytes = 8 << 20
+	// MaxOriginBytes bounds the origin id (a replica id and a random
+	// suffix).
+	MaxOriginBytes = 256
+	// maxSessionBytes bounds an affinity message's session id (the
+	// frontend refuses longer ones before they are bound).
+	maxSessionBytes = 4096
+)
+
+var errBadBatch = errors.New("loadsync: bad batch")
+
+// decodeBatch decodes one received batch within the bounds above: a
+// batch beyond them, or with a message of an unknown kind or a negative
+// count, is refused whole (counted in Stats.Bad).
+func decodeBatch(data []byte) (batch, error) {
+	var b batch
+	if len(data) > MaxBatchBytes {
+		return batch{}, fmt.Errorf("%w: %d bytes > %d", errBadBatch, len(data), MaxBatchBytes)
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		return batch{}, fmt.Errorf("%w: %w", errBadBatch, err)
+	}
+	if b.Origin == "" || len(b.Origin) > MaxOriginBytes {
+		return batch{}, fmt.Errorf("%w: origin of %d bytes", errBadBatch, len(b.Origin))
+	}
+	for i := range b.Msgs {
+		m := &b.Msgs[i]
+		if m.Kind < KindRoute || m.Kind > KindHeartbeat || m.ISL < 0 || m.PrefillTokens < 0 ||
+			m.OutputBlocks < 0 || m.TTL < 0 || len(m.Session) > maxSessionBytes {
+			return batch{}, fmt.Errorf("%w: message %d out of range", errBadBatch, i)
+		}
+	}
+	return b, nil
 }
 
 // Applier is the router side: it applies another replica's updates.
@@ -135,8 +177,8 @@ func (s *Sync) Stats() Stats {
 // Run subscribes and publishes until ctx is done.
 func (s *Sync) Run(ctx context.Context) error {
 	sub, err := s.nc.Subscribe(s.cfg.Subject, func(m *nats.Msg) {
-		var b batch
-		if err := json.Unmarshal(m.Data, &b); err != nil {
+		b, err := decodeBatch(m.Data)
+		if err != nil {
 			s.bad.Add(1)
 			return
 		}

@@ -128,6 +128,17 @@ func (s *SSEReader) field(ev *Event, hasData *bool, line []byte) {
 // events costs one flush instead of one per event.
 func (s *SSEReader) Buffered() int { return s.r.Buffered() }
 
+// BufferBytes is what the reader holds now: its read buffer and the
+// capacity of the event buffers it reuses (at most about twice its line
+// limit), for a caller that accounts for the memory its streams hold.
+func (s *SSEReader) BufferBytes() int {
+	n := cap(s.raw) + cap(s.data)
+	if s.r != nil {
+		n += s.r.Size()
+	}
+	return n
+}
+
 // readLine returns the next line including its '\n' (without one at EOF).
 // The slice is only valid until the next read.
 func (s *SSEReader) readLine() ([]byte, error) {

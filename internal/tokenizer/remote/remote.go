@@ -165,15 +165,29 @@ func (t *Tokenizer) try(ctx context.Context, url string, body []byte) (ids []uin
 		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, resp.StatusCode >= 500, &StatusError{URL: url, Code: resp.StatusCode, Body: string(bytes.TrimSpace(snippet))}
 	}
-	var r response
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&r); err != nil {
-		return nil, true, fmt.Errorf("remote tokenizer: POST %s: decode: %w", url, err)
+	ids, err = decodeAnswer(resp.Body, maxAnswerBytes)
+	if err != nil {
+		return nil, true, fmt.Errorf("remote tokenizer: POST %s: %w", url, err)
 	}
-	if r.Tokens == nil {
-		return nil, true, fmt.Errorf("remote tokenizer: POST %s: response has no tokens", url)
+	return ids, false, nil
+}
+
+// maxAnswerBytes bounds a /tokenize answer read (8M token ids as JSON).
+const maxAnswerBytes = 64 << 20
+
+// decodeAnswer decodes a /tokenize answer of at most limit bytes (a
+// longer one fails: it is cut there): its tokens, which must be present
+// and match its count when it has one.
+func decodeAnswer(r io.Reader, limit int64) ([]uint32, error) {
+	var a response
+	if err := json.NewDecoder(io.LimitReader(r, limit)).Decode(&a); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if r.Count != 0 && r.Count != len(r.Tokens) {
-		return nil, true, fmt.Errorf("remote tokenizer: POST %s: count %d != %d tokens", url, r.Count, len(r.Tokens))
+	if a.Tokens == nil {
+		return nil, errors.New("response has no tokens")
 	}
-	return r.Tokens, false, nil
+	if a.Count != 0 && a.Count != len(a.Tokens) {
+		return nil, fmt.Errorf("count %d != %d tokens", a.Count, len(a.Tokens))
+	}
+	return a.Tokens, nil
 }
