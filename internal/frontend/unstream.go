@@ -74,6 +74,11 @@ type unstreamer struct {
 	// total (nil: none) holds the folded bytes in the store of all
 	// streams' buffers, within its byte bound.
 	total *streamBuf
+	// failed is the first error event of the stream ({"error": {...}}, as
+	// vLLM and llm-d-inference-sim send a request they refuse after the
+	// 200 of a stream); the client gets it as the engine's non-streaming
+	// answer would be, with its code as the status.
+	failed json.RawMessage
 }
 
 // maxFoldIndex bounds the choice and tool-call indices a folded answer
@@ -120,6 +125,7 @@ type chunk struct {
 	Created int64           `json:"created"`
 	Model   string          `json:"model"`
 	Usage   json.RawMessage `json:"usage"`
+	Error   json.RawMessage `json:"error"`
 	Choices []struct {
 		Index        int             `json:"index"`
 		Text         *string         `json:"text"`
@@ -142,7 +148,7 @@ type chunk struct {
 	} `json:"choices"`
 }
 
-var knownChunkKeys = []string{"id", "object", "created", "model", "usage", "choices"}
+var knownChunkKeys = []string{"id", "object", "created", "model", "usage", "choices", "error"}
 
 // add folds one data payload in.
 func (u *unstreamer) add(data []byte) error {
@@ -168,6 +174,9 @@ func (u *unstreamer) add(data []byte) error {
 				return fmt.Errorf("frontend: engine stream chunk: tool call index %d out of [0, %d)", tc.Index, maxFoldIndex)
 			}
 		}
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" && u.failed == nil {
+		u.failed = c.Error
 	}
 	if u.id == "" {
 		u.id, u.created, u.model = c.ID, c.Created, c.Model
@@ -305,6 +314,18 @@ func rawOrNull(r json.RawMessage) any {
 // writeUnstreamed answers the client with the folded body (the status
 // line was held back until the stream ended).
 func (s *Server) writeUnstreamed(w http.ResponseWriter, u *unstreamer, wid uint64, outcome, status *string) {
+	if u.failed != nil {
+		code := streamErrorStatus(u.failed)
+		b, _ := json.Marshal(map[string]json.RawMessage{"error": u.failed})
+		*outcome, *status = "worker_error", strconv.Itoa(code)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(code)
+		if _, err := w.Write(b); err != nil {
+			*outcome = "client_gone"
+		}
+		return
+	}
 	b, err := u.body()
 	if err != nil {
 		e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
@@ -318,4 +339,19 @@ func (s *Server) writeUnstreamed(w http.ResponseWriter, u *unstreamer, wid uint6
 	if _, err := w.Write(b); err != nil {
 		*outcome = "client_gone"
 	}
+}
+
+// streamErrorStatus is the HTTP status of a streamed error event: its
+// "code" when that is an HTTP error status (vLLM's ErrorResponse), else
+// 502 (the engine failed the request without saying how).
+func streamErrorStatus(e json.RawMessage) int {
+	var x struct {
+		Code json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(e, &x) == nil {
+		if c, err := strconv.Atoi(string(x.Code)); err == nil && c >= 400 && c <= 599 {
+			return c
+		}
+	}
+	return http.StatusBadGateway
 }
