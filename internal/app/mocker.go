@@ -157,14 +157,11 @@ func (m *Mocker) run(ctx context.Context, onServer func(*mockerd.Server)) error 
 		onServer(srv)
 	}
 	if reg != nil {
-		// Registered before the engine publishes its first event
-		// (AllBlocksCleared), so routers rarely hold it; they still may,
-		// as the registry and the event stream are read apart.
+		// Keepalive claims the id only while no other live instance holds
+		// it (a plain Register would overwrite a duplicate's holder). An
+		// event published before the registration is read is held by the
+		// routers and applied when it arrives (app's member gate).
 		w := m.Worker()
-		if err := reg.Register(ctx, w); err != nil {
-			_ = m.ln.Close()
-			return fmt.Errorf("mocker: %w", err)
-		}
 		g.Go(func() error { return reg.Keepalive(gctx, w) })
 	}
 	log.Info("mocker listening", "url", m.url, "worker", cfg.WorkerID, "model", mc.Model,
