@@ -7,59 +7,17 @@ import (
 // Finding which workers a stride lost (flashread.go): in exact mode the
 // bisection only records where the count falls (bisectExact), and the
 // lost workers are marked afterwards (markDrops), from the set words'
-// sums where one worker is lost at a depth. Before, every drop was a
-// binary search over the member block of the set after it, a cache miss
-// per step on an index larger than the caches. Measured
-// (BenchmarkLookupDropouts flash, 64 workers dropping at the 64 positions
-// of a 64-block prompt, index of 2M (worker, block) pairs): that search
-// was 73% of the lookup, whose p50 went 14.1 -> 3.5 us.
+// sums where one worker is lost at a depth, instead of a binary search
+// over the member block of the set after each drop (a cache miss per
+// step on an index larger than the caches).
 //
-// Tried and dropped: loading the sets of a stride's positions in rounds
-// of independent loads (id-table slots, then entries, then probes) and
-// the member blocks of all drops at once before marking, so that their
-// misses overlap: no gain on that benchmark (the touches took the time
-// the searches had), and more probes than the bisection made the
-// 512-block lookup slower. Also dropped: loading ahead only what the
-// bisection may probe next (the up to 7 positions of its next three
-// levels, their id-table slots first and then the entries those point
-// at; the first stride's end together with the query's first block).
-// Timed in one process, alternating with and without, on the
-// conversation trace's lookups cut to 64 blocks with no writers (739K
-// entries, 1.05M (worker, block) pairs; per lookup 8.3 probes reading 22
-// id slots and 6.2 entries): 4182 vs 4183 and 3362 vs 3573 ns per
-// lookup, two levels ahead 4043 and 3881; on a synthetic cold index (1M
-// entries, one drop per prompt) 0.78 to 1.03 of the time without, median
-// 0.96. Yet the same lookup repeated at once takes 1.6 us against 4.1 us
-// the first time: cold lines are most of a lookup, and overlapping the
-// probes' misses does not win them back. Which lines (same trace, each
-// lookup timed after untimed loads, variants rotated over the lookups,
-// load ~9): cold 5.4-10.1 us; after loading the home id slots of all 64
-// positions 3.4-6.8; with their entries too 3.0-4.8; repeated 2.4-3.1.
-// So the id slots are the larger share and the entries the next; loading
-// the 64 slots inside the lookup would cost about what it saves (2.3-4.7
-// us). Fewer lines per probe (an id slot and its entry in one line,
-// DESIGN.md §3) or ids of nearby positions sharing lines is what is left.
-//
-// Prefetch instructions where those were loads do win (prefetchSlots,
-// prefetch_amd64.go): the home id slots of every position of the first
-// window, prefetched before its first probe, took the no-writer lookups'
-// p50 on the conversation trace 1.43 -> 1.25 us with one shard, 2.66 ->
-// 2.29 us with two (whole passes with and without alternated in one
-// process: rotating them over consecutive lookups, as above, lets one's
-// loads warm the next, a later turn of the same conversation, and hides
-// the difference). Measured with it and dropped: the window's entries
-// prefetched too, once its end shows a drop (+8-15%; likely the page
-// walks: entries sit on 4 KiB pages); every window, not the first only
-// (+17% on the warm 512-block lookup below, 2.25 -> 2.63 us, where the
-// first window alone costs 1-3%); the first three or four bisection
-// levels of every window (less of the gain, and still +6-9% warm).
-//
-// Also tried on a 512-block lookup over 64 workers (BenchmarkRoutePhases'
-// index, all in cache; alternated binaries, ~3.55 us per lookup), each
-// no change beyond the noise: the reader keeping copies of its view's id
-// table and chunk slices (one load less per probe), the prefix-id chain
-// moved out of match into a function of its own (in match its running id
-// is spilled to the stack each step), and memN without branches.
+// NB: BenchmarkLookupDropouts flash (64 workers dropping at the 64
+// positions of a 64-block prompt, 2M (worker, block) pairs): that search
+// was 73% of the lookup, whose p50 went 14.1 -> 3.5 us. Cold lines are
+// most of a lookup; of the ways tried to overlap their misses only
+// prefetching the first window's home id slots won (prefetchSlots: no-writer
+// p50 on the conversation trace 1.43 -> 1.25 us with one shard). What was
+// tried and dropped is in docs/experiments/indexer-flash-lookup.md.
 
 // bisectExact is bisectSafe's walk in exact mode (sets only shrink with
 // depth, so a count that falls is a drop) without marking: it appends the

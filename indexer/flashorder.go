@@ -9,23 +9,17 @@ import (
 
 // A Flash lookup builds its result in slot order, and slots follow worker
 // order only while workers appeared in it (slotTable.ordered). Otherwise
-// the result was sorted by comparing workers, and on the conversation
-// trace (kvrouter bench index, 64 workers in 2 shards, 64-block lookups
-// with no writers) that sort was 23% of the lookup's CPU. The view
-// carries each slot's place in worker order instead (fview.rank, computed
+// the view carries each slot's place in worker order (fview.rank, computed
 // when a worker takes or leaves a slot), so the result is sorted as
 // integers: keys rank<<32 | index, then the overlaps are permuted in
 // place. Where the view has at most scatterRanks slots, the ranks are
-// not sorted either but marked in a bitmap and read back in order
-// (rankOrder): the sort of 64 keys was 27% of a 64-block lookup's CPU
-// over 64 workers on the conversation trace (no writers, pprof), and the
-// lookup's p50 went 1.59 -> 1.33 us (one shard) and 2.82 -> 2.63 us (two
-// shards) with the bitmap (those lookups replayed against the preloaded
-// index, whole passes with and without alternated in one process, pinned
-// to CPU 1, load ~3). With the bitmap the lookup places each overlap at
-// its rank when it builds the result (placeByRank), and the permutation
-// at the end goes too: p50 1.88 -> 1.72 us and 3.34 -> 3.08 us (same
-// passes, pinned to CPU 0, load ~5).
+// marked in a bitmap and read back in order (rankOrder), and the lookup
+// places each overlap at its rank when it builds the result (placeByRank).
+//
+// NB: sorting by comparing workers was 23% of a no-writer lookup's CPU on
+// the conversation trace (64 workers, 2 shards); the bitmap took the
+// lookup's p50 1.59 -> 1.33 us (one shard) and placing by rank 1.88 ->
+// 1.72 us (docs/experiments/indexer-flash-lookup.md).
 
 // workerRanks returns, for each slot of names, its place in worker order
 // (used slots have distinct names, so their ranks order them; the names

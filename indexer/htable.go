@@ -27,63 +27,16 @@ import (
 // made every absent-key probe (the common case: engines store new blocks)
 // walk the whole run.
 //
-// Measured (BenchmarkBytesPerBlock, flash, heap bytes per block, against
-// load at most 3/4 and growth by half): shape=unique 58.1 -> 54.1,
-// unique-sweep (the mean over a growth cycle) 67.2 -> 62.8, shared-sweep
-// 45.3 -> 37.6 with growth by a quarter; by an eighth, with the id table's
-// growth by a quarter, unique-sweep 49.9 -> 47.3. Earlier, 12-byte interleaved slots against
-// map[uint64]uint32 made flash 84 -> 72 and cut the probes from 13% to
-// ~5% of a conversation-trace replay's CPU.
-//
-// Tried and left out: a bucketized two-choice cuckoo table (5 slots and
-// 4 bytes of padding per 64-byte line, load at most 14/15: the same bytes
-// per key). Deletions moved nothing and Flash's removes got ~30% cheaper
-// in the profile, but at the load a hint-sized table runs at (~0.93)
-// half of the insertions found both buckets full and had to move a key
-// (a dependent miss on a third line), so stores got dearer:
-// BenchmarkApply flash no faster (6 alternated rounds, load ~10), and
-// BenchmarkBytesPerBlock unique-sweep max 48.7 -> 49.3 (the growth cycle
-// falls differently on the sweep's sizes).
-//
 // Keys are stored mixed (k*pidK1), and the scans that look for a key's
 // home, delAt's (stop) and find's, settle most slots by comparing the
-// key's high half with a bound instead of computing its home (see
-// stop). Measured (valgrind --tool=callgrind, toggle-collect on
-// Flash.Apply, KVROUTER_BENCH_REQUESTS=0 BenchmarkApply index=flash
-// shards=1, one replay, 3.33M block ops): 3234M -> 2978M instructions
-// (972 -> 895 per block op; mixed keys alone 3169M); stop 521M -> 320M,
-// find 400M -> 339M. Time (same benchmark, 3 replays a run, pinned to
-// one CPU, 6 alternated rounds at load 2.2-2.3): cpu-blockops/s 6.17,
-// 6.68, 6.38, 6.33, 5.28, 5.32M -> 6.51, 6.40, 6.82, 6.51, 5.35, 5.41M
-// (ratios 0.96-1.07, median 1.02: near the noise).
+// key's high half with a bound instead of computing its home (see stop).
 //
-// Measured on the conversation-trace replay of BenchmarkApply flash (64
-// workers, hint 16384, so a full engine's table sits at load 7/8): at
-// the end the worker tables hold 1,048,514 keys of 739,028 distinct
-// engine hashes (1.42 keys a hash; 1.33-1.42 through the replay), 162,531
-// of them held by several workers that all map them to one entry. One
-// table shared by the workers would save at most ~30% of the slots before
-// the refcounts or per-worker overrides it needs: left out. Mean
-// displacement 3.5 slots; a putAt moves ~27 slots once the tables are
-// full (14.9 over the replay), a delAt 27.1. Fewer moves cost memory: at
-// load at most 13/16 (and growth by 1/32, for the same mean over a growth
-// cycle) a putAt moves 6.3, a delAt 11.6, and the replay takes 2978M ->
-// 2600M instructions (callgrind as above), but BenchmarkBytesPerBlock
-// flash unique 45.25 -> 47.17 (a 1024-key table crosses a size class),
-// unique-sweep 47.28 -> 47.87 (max 48.72 -> 49.32), a hint-sized full
-// table 1.06 bytes more per block, and time +3.6% in the mean of 3
-// alternated rounds at load ~5, within the noise: left out.
-//
-// Also left out: deletion by tombstone (the slot keeps its key bits, so
-// the run stays in home order; an insertion's move stops at the first
-// tombstone and takes it; the tombstones are dropped in place once keys
-// and tombstones fill 15/16 of the slots), so that neither a removal nor
-// most insertions move a run's tail. The tombstones count as keys for the
-// probes, whose runs get longer by as much: KVROUTER_BENCH_REQUESTS=0
-// BenchmarkApply flash shards=1, 3 alternated rounds at load ~7,
-// cpu-blockops/s 2.69, 2.61, 2.59M -> 2.48, 2.53, 2.52M; on a churn of
-// 64 workers x 16K blocks (tables at 7/8), in one process, thread CPU
-// 1.02 to 1.10x, within that machine's noise.
+// NB: against load at most 3/4 and growth by half, BenchmarkBytesPerBlock
+// flash shape=unique went 58.1 -> 54.1 heap bytes per block; mixed keys
+// with the stop filter took a callgrind replay of BenchmarkApply flash
+// 3234M -> 2978M instructions. The measurements and the alternatives left
+// out (a cuckoo table, one table shared by the workers, load 13/16,
+// tombstones) are in docs/experiments/indexer-htable.md.
 type htable struct {
 	s []hslot
 	n int
@@ -385,18 +338,10 @@ func (t *htable) del(k uint64) {
 // back by one slot, up to a key at its home.
 //
 // delAt and putAt move a run's keys with copy, after a scan for where the
-// move ends, instead of one slot at a time. On the conversation trace the
-// worker tables of full engines sit near load 7/8, where runs are long:
-// delAt, putAt and find were 56% of Flash.Apply's instructions. Measured
-// (valgrind --tool=callgrind, toggle-collect on Flash.Apply,
-// KVROUTER_BENCH_REQUESTS=0 BenchmarkApply index=flash shards=1, one
-// replay): 3836M -> 3546M instructions (-7.5%); delAt 1051M -> 699M,
-// putAt 697M -> 573M, plus 180M in memmove. With the scans four slots a
-// step (end, stop): 3240M (-15.5% in all); delAt's scan 521M, putAt's
-// 222M. Time: no difference resolved (same benchmark pinned to one CPU,
-// alternated: cpu-blockops/s ratios 0.83-1.10, median ~1.0, in 6 rounds
-// at load 1.7-1.9; that CPU's own rate swung 2.7-4.3M between rounds):
-// the replay waits on cache misses more than it executes.
+// move ends, instead of one slot at a time: at load 7/8 runs are long.
+// NB: with the scans four slots a step, a callgrind replay of
+// BenchmarkApply flash went 3836M -> 3240M instructions (-15.5%), with no
+// time difference resolved (docs/experiments/indexer-htable.md).
 func (t *htable) delAt(i int) {
 	// Find the end j of the keys that move (the first slot after i that
 	// is empty or at its key's home), then move (i, j) back with copy.

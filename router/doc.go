@@ -45,33 +45,11 @@
 // the same filters but pick blind to cost: the next eligible worker+rank,
 // or one drawn from Options.Rand. Every policy tracks load.
 //
-// What the events add over approx's routing history, measured in the
-// simulator (sim --dump-requests, whole conversation trace, 8 workers,
-// 50% load): kv with Predict.TTL at approx's 2 minutes decides exactly
-// as approx does (also at 70%, and with PassArrivals and TailWeight 10),
-// while TTLs of 5 to 45 s, Active off, or an event delay of 0 or 100 ms
-// leave kv unchanged. The one difference is the evictions the events
-// report within those 2 minutes. Rescoring each of kv's decisions with a
-// 2-minute index of its own decisions merged in, as approx credits,
-// changes 487 of the 12031 (5 more by tie draw), each toward a worker
-// credited with an evicted prefix (189 of 232 blocks; events: 9). In
-// approx's run 577 decisions credit evicted blocks (192, 14 found); those
-// requests' mean TTFT is 449 ms there, 356 in kv's run, where no credit
-// falls short of the engine's hit and 11 overshoot. So kv's p50 loss on
-// that cell (181.64 against 181.47 ms; p99 1801 against 1858, mean 278
-// against 283) is not a misled decision: the median falls among the
-// requests whose first token comes with one full chunked-prefill pass
-// (16% take 170 to 190 ms, ~95 per ms near the median: 0.17 ms is 35
-// requests), and at rates 0.1% to 0.3% apart kv's p50 minus approx's
-// ranges from -0.27 to +0.40 ms (mean +0.04; PassArrivals with
-// TailWeight 10: -0.19 to +0.28, mean +0.07), its p99 lower by 37 to 95
-// ms and its mean by 4 to 8 at every rate. Seeds alone change only tie
-// draws (5 of these decisions), so without --load-jitter they repeat one
-// run. On azure-conv (whole trace; kv's p50 above approx's by 0.04, 0.03
-// and 2.1 ms at 50, 70 and 90% load, mean TTFT within 0.1%) kv with the
-// 2-minute TTL again decides as approx does, and approx's view changes
-// 5, 9 and 0 of kv's 19366 decisions (8 evicted blocks each): the two
-// differ there by those and by tie draws from their own random streams.
+// NB: in the simulator (whole conversation trace, 8 workers, 50% load)
+// kv with Predict.TTL at approx's 2 minutes decides exactly as approx
+// does; what the events add is the evictions they report, and kv's p50
+// differs from approx's by -0.27 to +0.40 ms at rates 0.1% to 0.3% apart,
+// its p99 lower by 37 to 95 ms (docs/experiments/router-events-vs-approx.md).
 //
 // # Disaggregated prefill and decode
 //
