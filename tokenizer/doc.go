@@ -63,23 +63,11 @@
 // 3); such groups are rewritten to a function call that evaluates both
 // branches.
 //
-// Performance (BenchmarkEncodeText, BenchmarkEncodeChat with cache=false,
-// metric tokens/cpu-s: tokens per CPU-second of the encoding thread):
-// uncached encoding of Qwen3, Llama 3 and cl100k runs at 27-40M tokens per
-// CPU-second with the hand-written pre-tokenizer, 25-35x the regex-based
-// cores measured side by side (1.0-1.35M for Qwen3 and Llama 3, 1-3M for
-// the cl100k codec); chat encoding, template rendering included, at
-// 15-26M. A multi-turn chat resent with one new turn runs at tens of
-// millions of tokens/s with the segment cache.
-//
-// Those texts repeat a few sentences; on real text (BenchmarkEncodeRealText:
-// 1 MB of prose, the Go spec and licence texts, and 1 MB of net/http
-// source; segment cache off; medians of 3 on a shared 2-core machine at
-// load 15-17) the figures are lower and side by side, in tokens/cpu-s,
-// prose then code: Qwen3 10.3M/6.9M, Llama 3 10.0M/7.0M, cl100k
-// 9.0M/7.5M, Mistral (Llama 2 style) 7.3M/6.6M, Gemma 5.5M/4.4M, Gemma 3
-// 5.2M/5.2M. Without the word cache (words=off) Mistral runs at 4.6M/5.4M
-// and Gemma at 3.3M/3.7M.
+// NB: uncached encoding of Qwen3, Llama 3 and cl100k runs at 27-40M
+// tokens per CPU-second with the hand-written pre-tokenizer, 25-35x the
+// regex-based cores measured side by side; on real prose and code
+// (BenchmarkEncodeRealText) 4.4-10.3M. Figures and conditions:
+// docs/experiments/tokenizer-throughput.md.
 //
 // All types here are safe for concurrent use once constructed.
 package tokenizer
