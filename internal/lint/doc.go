@@ -18,9 +18,16 @@
 //   - indexer, loads and mocker gate their self-checks behind
 //     internal/invariants, and a mocker test shows the gate fires.
 //
-// Every package: a doc.go with its package comment; .go files at most 800
-// lines (generated files exempt); comments name the design, not issue
-// numbers; tests do not sleep; only cmd/ prints.
+// Every package: a doc.go with its package comment, at most 150 lines (a
+// contract, not a lab notebook: experiment records go to
+// docs/experiments/); .go files at most 800 lines (generated files
+// exempt); comments name the design, not issue numbers; tests do not
+// sleep; only cmd/ prints. The README is at most 400 lines
+// (TestREADMELength, apart from TestDocLength).
+//
+// Commits after the base recorded in scripts/check-commits have a subject
+// of at most 72 characters and a body (TestCheckCommits runs the script on
+// a throwaway repository).
 //
 // TestCoreDeps runs `go list` and is skipped with -short.
 package lint

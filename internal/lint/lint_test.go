@@ -110,16 +110,7 @@ func parseTree(root string) ([]goFile, error) {
 			return err
 		}
 		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			if path != root {
-				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-					return filepath.SkipDir
-				}
-			}
-			return nil
+			return skipDir(root, path, d)
 		}
 		if !strings.HasSuffix(path, ".go") {
 			return nil
@@ -133,6 +124,21 @@ func parseTree(root string) ([]goFile, error) {
 		return nil
 	})
 	return out, err
+}
+
+// skipDir is a WalkDir step for a directory of the module tree: it skips
+// testdata, hidden directories and nested modules below root.
+func skipDir(root, path string, d fs.DirEntry) error {
+	name := d.Name()
+	if path != root && (name == "testdata" || strings.HasPrefix(name, ".")) {
+		return filepath.SkipDir
+	}
+	if path != root {
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+			return filepath.SkipDir
+		}
+	}
+	return nil
 }
 
 func importName(imp *ast.ImportSpec) (path, name string) {
