@@ -202,7 +202,7 @@ type DisaggConfig struct {
 // prompts pay the prefill pool and the KV pull. prefill-load and
 // isl-or-load (threshold 2 steps) shed long prompts onto the decode pool
 // and overload it on an even split; they helped a prefill-starved 2:6
-// fleet (see the sim package doc).
+// fleet (docs/experiments/sim-disagg.md).
 const DefaultDisaggPolicy = DisaggISL
 
 // DefaultDisaggConfig returns the defaults.

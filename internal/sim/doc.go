@@ -70,8 +70,8 @@
 // default cost all 12 cells (4 shipped traces x loads 0.5/0.7/0.9, 8
 // workers, --limit 4000) pass at seeds 1, 2 and 3, and kv's hit rate is
 // 0.923-0.995 of the pooled bound; with --preset dynamo it reaches
-// 0.60-0.68 on the conversation trace. The table, the commands and the variants tried and not kept are
-// in docs/experiments/sim-cost.md.
+// 0.60-0.68 on the conversation trace. The table, the commands and the
+// variants tried and not kept are in docs/experiments/sim-cost.md.
 //
 // # Disaggregation (DESIGN.md §10)
 //
