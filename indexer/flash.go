@@ -92,12 +92,9 @@ type fentry struct {
 // Removed event is ordered by its parent links instead (removeOrdered).
 // Measured (BenchmarkBytesPerBlock, flash heap bytes per block): unique
 // 52.6 -> 48.6, unique-sweep 53.9 -> 49.9.
-// Tried and left out: three entries and their parents to a 64-byte line
-// (256 lines a chunk), so that a store's or a removal's parent link is in
-// its entry's line (DESIGN.md §3): unique 45.15 -> 46.66, unique-sweep
-// 47.27 (max 48.71) -> 48.63 (50.06), past the 48 bytes per block aimed
-// at, and KVROUTER_BENCH_REQUESTS=0 BenchmarkApply flash no different
-// beyond the noise of 3 alternated rounds at load ~7.
+// Entries packed with their parents, three to a line, cost more bytes
+// per block (unique 45.15 -> 46.66) and saved no time
+// (docs/experiments/indexer-entry-layout.md).
 type fchunk struct {
 	e [fchunkSize]fentry
 	// parent is each entry's parent entry (noEntry at position 0). It

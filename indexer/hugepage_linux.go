@@ -14,9 +14,8 @@ import (
 // machine's THP mode is "madvise", so without it a large table sits on
 // 4 KiB pages and each random probe misses the TLB as well as the
 // caches. Used for Flash's id table; measured: see (*Flash).rehash.
-// (Tried and left out, measured no faster: entry chunks carved from
-// 2 MiB slabs, and the worker tables, 384 KiB each at 16384 blocks,
-// carved from advised 8 MiB slabs.)
+// Slabs of huge pages for the entry chunks and worker tables measured
+// no faster (docs/experiments/indexer-entry-layout.md).
 func adviseHuge(p unsafe.Pointer, n uintptr) {
 	off, size := hugeRange(uintptr(p), n)
 	if size == 0 {
