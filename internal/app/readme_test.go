@@ -84,8 +84,8 @@ func freePort(t *testing.T) int {
 }
 
 // TestServeStaticZMQFleet: serve --no-nats with a --worker carrying zmq= and
-// replay= endpoints (README: a static fleet of vLLM engines publishing KV
-// events over ZMQ) indexes the worker's events: a repeated long prompt
+// replay= endpoints (docs/engines.md: a static fleet of vLLM engines
+// publishing KV events over ZMQ) indexes the worker's events: a repeated long prompt
 // finds its blocks cached on that worker.
 func TestServeStaticZMQFleet(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

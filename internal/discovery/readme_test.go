@@ -6,8 +6,9 @@ import (
 	"github.com/kvrouter/kvrouter/internal/discovery"
 )
 
-// TestParseWorkerFlagREADME parses the --worker value of README.md's
-// static-fleet example (the bs= shorthand included).
+// TestParseWorkerFlagREADME parses the --worker value of the static-fleet
+// example in docs/engines.md ("Fleets: NATS or static"; the bs= shorthand
+// included).
 func TestParseWorkerFlagREADME(t *testing.T) {
 	w, err := discovery.ParseWorkerFlag("http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16")
 	if err != nil {

@@ -22,9 +22,10 @@ import (
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
 
-// The tests in this file show the README's claims about the frontend
-// (headers, forwarded bodies, /route tracking, metrics, workers coming
-// back, session and priority headers) on loopback fake workers.
+// The tests in this file show the claims about the frontend that README.md
+// and docs/operations.md make (headers, forwarded bodies, /route tracking,
+// metrics, workers coming back, session and priority headers) on loopback
+// fake workers; docs/CLAIMS.md maps each claim to its test.
 
 // newServerWith is newServer with a config hook; run also starts Run (the
 // load poller, the queue's release loop and the sweeper).
@@ -328,7 +329,8 @@ func hasMetric(lines []string, prefix string) bool {
 	return false
 }
 
-// TestMetricsREADME: GET /metrics exports the series the README lists:
+// TestMetricsREADME: GET /metrics exports the series README.md
+// ("Metrics") and docs/operations.md list:
 // decisions per worker, overlap and prompt blocks, cost, TTFT, queue
 // depth, event lag, index size per tier, rejected events by reason and
 // the KV usage each worker reports at GET /metrics (vLLM's gauge).
@@ -450,8 +452,9 @@ func TestSessionAndPriorityHeaders(t *testing.T) {
 	}
 }
 
-// TestDefaultsREADME: the frontend defaults the README states: retries 2,
-// GET /load polled every 250 ms, text prompts forwarded as token ids.
+// TestDefaultsREADME: the frontend defaults README.md and docs/operations.md
+// state: retries 2, engine /metrics polled every 250 ms, text prompts
+// forwarded as token ids.
 func TestDefaultsREADME(t *testing.T) {
 	c := DefaultConfig()
 	if c.Retries != 2 || c.LoadPollInterval != 250*time.Millisecond || !c.ForwardTokens {

@@ -114,22 +114,46 @@ func TestREADMEDependencies(t *testing.T) {
 	}
 }
 
-// TestREADMETestNames: every test README.md names (`TestX`, as the proof
-// of a claim) exists as a test function in the module.
-func TestREADMETestNames(t *testing.T) {
+// TestDocTestNames: every test and fuzz target that README.md or a page
+// under docs/ names (`TestX`, `FuzzX`: the proof of a claim, mapped in
+// docs/CLAIMS.md) exists as such a function in the module.
+func TestDocTestNames(t *testing.T) {
 	root := moduleRoot(t)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	files := []string{filepath.Join(root, "README.md")}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := map[string]bool{}
-	for _, m := range regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(string(readme), -1) {
-		named[m[1]] = false
+	if !slices.Contains(files, filepath.Join(root, "docs", "CLAIMS.md")) {
+		t.Fatal("docs/CLAIMS.md is missing: it maps each claim of the docs to its tests")
+	}
+	named := map[string][]string{} // name -> files naming it
+	ref := regexp.MustCompile("`((?:Test|Fuzz)[A-Za-z0-9_]+)`")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		for _, m := range ref.FindAllStringSubmatch(string(b), -1) {
+			if !slices.Contains(named[m[1]], rel) {
+				named[m[1]] = append(named[m[1]], rel)
+			}
+		}
 	}
 	if len(named) == 0 {
-		t.Fatal("README names no test")
+		t.Fatal("the docs name no test")
 	}
-	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)`)
+	found := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test[A-Za-z0-9_]+\(t \*testing\.T)|(?:Fuzz[A-Za-z0-9_]+\(f \*testing\.F))\)`)
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -145,18 +169,29 @@ func TestREADMETestNames(t *testing.T) {
 			return err
 		}
 		for _, m := range decl.FindAllSubmatch(b, -1) {
-			if _, ok := named[string(m[1])]; ok {
-				named[string(m[1])] = true
-			}
+			name, _, _ := strings.Cut(string(m[1]), "(")
+			found[name] = true
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, found := range named {
-		if !found {
-			t.Errorf("README names %s, which is no test function", name)
+	for name, in := range named {
+		if !found[name] {
+			t.Errorf("%s names %s, which is no test or fuzz function", strings.Join(in, ", "), name)
 		}
+	}
+}
+
+// TestREADMECitesNoTests: the README is the manual; which test shows which
+// claim is docs/CLAIMS.md's job, so the README names no test function.
+func TestREADMECitesNoTests(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile("`(?:Test|Fuzz)[A-Z][A-Za-z0-9_]*`").FindAllString(string(b), -1); len(m) > 0 {
+		t.Errorf("README.md names %d tests (first %s); map claims to tests in docs/CLAIMS.md", len(m), m[0])
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestHealthz: the simulated worker answers GET /healthz (README: "A
-// single simulated worker").
+// TestHealthz: the simulated worker answers GET /healthz (docs/study-tools.md:
+// "One simulated worker: kvrouter mocker").
 func TestHealthz(t *testing.T) {
 	_, hs, _ := newTestServer(t)
 	resp, err := http.Get(hs.URL + "/healthz")
