@@ -184,10 +184,10 @@ func checkWiring(t *testing.T, o objects, epp string) {
 	dep := findDeployment(t, o, epp)
 	svc := findService(t, o, epp)
 	c := dep.Spec.Template.Spec.Containers[0]
-	if c.Args[0] != "epp" {
-		t.Fatalf("%s runs %v, want kvrouter epp", epp, c.Args)
+	if len(c.Command) != 1 || c.Command[0] != "kvrouter-epp" {
+		t.Fatalf("%s runs %v %v, want kvrouter-epp", epp, c.Command, c.Args)
 	}
-	args := flags(c.Args[1:])
+	args := flags(c.Args)
 	port := func(name string) int32 {
 		for _, p := range svc.Spec.Ports {
 			if p.Name == name {

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// TestREADMEFlagsAndDefaults: the flags README.md names for up, serve,
-// mocker, replay and bench frontend exist, with the defaults it states
+// TestREADMEFlagsAndDefaults: the flags README.md names for up, serve
+// and mocker exist, with the defaults it states
 // ("" = any default).
 func TestREADMEFlagsAndDefaults(t *testing.T) {
 	for _, tc := range []struct {
@@ -29,11 +29,6 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"worker-max-num-seqs": "0", "worker-max-batched-tokens": "8192", "zmq-max-message-bytes": "16777216", "zmq-hold-max-bytes": "67108864"}},
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock", "role": ""}},
-		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",
-			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
-			"speedup-ratios": "[]"}},
-		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
-			"floor": "false"}},
 	} {
 		c := tc.cmd()
 		for name, def := range tc.flags {
