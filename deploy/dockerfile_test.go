@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"os"
-	"path/filepath"
 	"regexp"
 	"testing"
 )
@@ -36,18 +35,7 @@ func TestDockerfileShipsEveryCommand(t *testing.T) {
 			t.Errorf("Dockerfile does not build %s", want)
 		}
 	}
-	files, err := filepath.Glob("kubernetes/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no manifests: %v", err)
-	}
-	var o objects
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decode(t, f, data, &o)
-	}
+	o := decodeManifests(t)
 	decode(t, "helm/kvrouter-epp", renderChart(t, "helm/kvrouter-epp", "kvr", nil), &o)
 	n := 0
 	for _, d := range o.deployments {

@@ -99,6 +99,12 @@ func stripComments(doc []byte) []byte {
 // a manifest with an unknown field (a typo, a field of another API
 // version) fails here.
 func TestStrictDecodeAll(t *testing.T) {
+	checkWiring(t, decodeManifests(t), "kvrouter-epp")
+}
+
+// decodeManifests decodes every file of deploy/kubernetes strictly.
+func decodeManifests(t *testing.T) objects {
+	t.Helper()
 	files, err := filepath.Glob("kubernetes/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
@@ -111,7 +117,7 @@ func TestStrictDecodeAll(t *testing.T) {
 		}
 		decode(t, f, data, &o)
 	}
-	checkWiring(t, o, "kvrouter-epp")
+	return o
 }
 
 // TestStrictDecodeRejectsUnknown proves the decoding is strict.
