@@ -83,11 +83,11 @@ Dynamo's block cost and defaults (explicit flags still override).
 
 With --json stdout carries the JSON alone (text goes to stderr). The same
 flags and --seed always give the same figures.`,
-		Example: `  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
-  kvrouter sim --traces conversation,synth --loads 0.7 --preset dynamo
-  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
-  kvrouter sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
-  kvrouter sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
+		Example: `  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
+  kvrouter-study sim --traces conversation,synth --loads 0.7 --preset dynamo
+  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
+  kvrouter-study sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
+  kvrouter-study sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
