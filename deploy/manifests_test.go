@@ -99,6 +99,12 @@ func stripComments(doc []byte) []byte {
 // a manifest with an unknown field (a typo, a field of another API
 // version) fails here.
 func TestStrictDecodeAll(t *testing.T) {
+	checkWiring(t, decodeManifests(t), "kvrouter-epp")
+}
+
+// decodeManifests decodes every file of deploy/kubernetes strictly.
+func decodeManifests(t *testing.T) objects {
+	t.Helper()
 	files, err := filepath.Glob("kubernetes/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
@@ -111,7 +117,7 @@ func TestStrictDecodeAll(t *testing.T) {
 		}
 		decode(t, f, data, &o)
 	}
-	checkWiring(t, o, "kvrouter-epp")
+	return o
 }
 
 // TestStrictDecodeRejectsUnknown proves the decoding is strict.
@@ -184,10 +190,10 @@ func checkWiring(t *testing.T, o objects, epp string) {
 	dep := findDeployment(t, o, epp)
 	svc := findService(t, o, epp)
 	c := dep.Spec.Template.Spec.Containers[0]
-	if c.Args[0] != "epp" {
-		t.Fatalf("%s runs %v, want kvrouter epp", epp, c.Args)
+	if len(c.Command) != 1 || c.Command[0] != "kvrouter-epp" {
+		t.Fatalf("%s runs %v %v, want kvrouter-epp", epp, c.Command, c.Args)
 	}
-	args := flags(c.Args[1:])
+	args := flags(c.Args)
 	port := func(name string) int32 {
 		for _, p := range svc.Spec.Ports {
 			if p.Name == name {

@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -37,14 +38,14 @@ and a YAML file (--config), as for serve.`,
 		},
 	}
 	bindBridgeFlags(c.Flags(), &cfg)
-	configFlags(c.Flags(), &printConfig)
+	cli.ConfigFlags(c.Flags(), &printConfig)
 	return c
 }
 
 // bindBridgeFlags binds the bridge's flags to c's fields, each defaulting
 // to the field's current value.
 func bindBridgeFlags(fs *pflag.FlagSet, c *app.BridgeConfig) {
-	bindNATSFlags(fs, &c.NATS, "nats-port")
+	cli.BindNATS(fs, &c.NATS, "nats-port")
 	fs.StringVar(&c.ZMQ, "zmq", c.ZMQ, "engine ZMQ PUB endpoint (tcp://host:port; required)")
 	fs.StringVar(&c.Replay, "replay", c.Replay, "engine ZMQ replay endpoint (optional)")
 	fs.Uint64Var(&c.WorkerID, "worker-id", c.WorkerID, "router worker id of this engine (required)")

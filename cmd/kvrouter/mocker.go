@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -35,7 +36,7 @@ as for serve.`,
 		},
 	}
 	bindMockerFlags(c.Flags(), &cfg)
-	configFlags(c.Flags(), &printConfig)
+	cli.ConfigFlags(c.Flags(), &printConfig)
 	return c
 }
 
@@ -60,10 +61,10 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.Float64Var(&e.KVTransfer.Bandwidth, "kv-transfer-bandwidth", e.KVTransfer.Bandwidth, "disaggregated decode: bytes/s pulling a prefill worker's KV blocks")
 	f.DurationVar(&e.KVTransfer.Latency, "kv-transfer-latency", e.KVTransfer.Latency, "disaggregated decode: latency per KV pull")
 	f.DurationVar(&e.HoldTimeout, "hold-timeout", e.HoldTimeout, "disaggregated prefill: how long finished blocks wait for a decode worker's pull")
-	bindEngineTierFlags(f, &c.Tiers, e)
+	cli.BindEngineTiers(f, &c.Tiers, e)
 	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
 	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")
-	bindNATSAuthFlags(f, &c.NATS)
+	cli.BindNATSAuth(f, &c.NATS)
 	f.BoolVar(&c.NoRegister, "no-register", c.NoRegister, "with --nats, publish events but do not register")
 	f.StringVar(&c.ZMQPub, "zmq-pub", c.ZMQPub, "also publish KV events vLLM-style on a ZMQ PUB socket, e.g. tcp://127.0.0.1:5557")
 	f.StringVar(&c.ZMQReplay, "zmq-replay", c.ZMQReplay, "with --zmq-pub, serve replay requests on this ROUTER endpoint, e.g. tcp://127.0.0.1:5558")

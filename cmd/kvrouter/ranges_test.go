@@ -6,14 +6,13 @@ import (
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/app"
-	"github.com/kvrouter/kvrouter/internal/epp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 // rangedCommands are the long-running commands whose numeric flags are
 // range-checked before they start.
-var rangedCommands = []string{"serve", "epp", "up", "mocker", "bridge"}
+var rangedCommands = []string{"serve", "up", "mocker", "bridge"}
 
 func subcommand(t *testing.T, name string) *cobra.Command {
 	t.Helper()
@@ -27,12 +26,10 @@ func subcommand(t *testing.T, name string) *cobra.Command {
 }
 
 // TestEveryNumericFlagHasARange: every numeric flag (number or duration)
-// of serve, epp, up, mocker and bridge has a range in app.FlagRanges,
-// and its default is inside it (a default is never refused).
+// of serve, up, mocker and bridge has a range in app.FlagRanges, and
+// its default is inside it (a default is never refused); kvrouter-epp's
+// test checks the picker's.
 func TestEveryNumericFlagHasARange(t *testing.T) {
-	if app.FlagRanges["fallbacks"] != app.Ints(0, epp.MaxFallbacks) {
-		t.Errorf("--fallbacks range %v, want [0, epp.MaxFallbacks]", app.FlagRanges["fallbacks"])
-	}
 	for _, name := range rangedCommands {
 		n := 0
 		subcommand(t, name).Flags().VisitAll(func(f *pflag.Flag) {
@@ -94,9 +91,6 @@ func TestFlagRangeErrors(t *testing.T) {
 			want: []string{"--index-writers", "KVROUTER_INDEX_WRITERS", "[0, 1024]"}},
 		{args: []string{"serve"}, file: "router:\n  index:\n    concurrent:\n      writers: 5000\n",
 			want: []string{"--index-writers", "router.index.concurrent.writers", "5000"}},
-		{args: []string{"epp", "--fallbacks", "99"}, want: []string{"--fallbacks", "KVROUTER_FALLBACKS", "epp.fallbacks", "[0, 16]"}},
-		{args: []string{"epp", "--index-writers", "2000"}, want: []string{"--index-writers", "router.index.concurrent.writers"}},
-		{args: []string{"epp", "--pool-zmq-port", "70000"}, want: []string{"--pool-zmq-port", "pool.zmq_port", "[0, 65535]"}},
 		{args: []string{"mocker", "--num-blocks", "-1"}, want: []string{"--num-blocks", "KVROUTER_NUM_BLOCKS", "engine.num_blocks", "[1, 1073741824]"}},
 		{args: []string{"mocker", "--watermark", "1"}, want: []string{"--watermark", "[0, 1)"}},
 		{args: []string{"mocker", "--max-num-seqs", "0"}, want: []string{"--max-num-seqs", "[1, 1048576]"}},
@@ -135,7 +129,6 @@ func TestFlagRangeErrors(t *testing.T) {
 	// In range, the same commands print their config.
 	for _, args := range [][]string{
 		{"serve", "--index-writers", "1024", "--body-timeout", "-1s", "--tail-quantile", "0.99"},
-		{"epp", "--fallbacks", "16"},
 		{"mocker", "--watermark", "0.5"},
 		{"bridge", "--zmq", "tcp://127.0.0.1:1", "--worker-id", "1", "--dp-size", "8"},
 	} {

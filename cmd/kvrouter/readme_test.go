@@ -15,9 +15,9 @@ import (
 )
 
 // TestREADMEFlagsAndDefaults: the flags README.md and the docs/ pages name
-// for up, serve, mocker (README.md, docs/engines.md, docs/operations.md,
-// docs/study-tools.md), replay and bench frontend (docs/study-tools.md)
-// exist, with the defaults they state ("" = any default).
+// for up, serve and mocker (README.md, docs/engines.md, docs/operations.md,
+// docs/study-tools.md) exist, with the defaults they state ("" = any
+// default); replay's and bench frontend's are checked in cmd/kvrouter-study.
 func TestREADMEFlagsAndDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -38,11 +38,6 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"snapshot-interval": "1m0s", "stream-max-age": "1h0m0s", "stream-max-bytes": "1073741824", "print-config": "false"}},
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock", "role": ""}},
-		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",
-			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
-			"speedup-ratios": "[]"}},
-		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
-			"floor": "false"}},
 	} {
 		c := tc.cmd()
 		for name, def := range tc.flags {

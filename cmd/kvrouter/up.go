@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
@@ -80,22 +81,22 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl := c.Flags()
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
 	fl.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode mockers (instead of --workers)")
-	textVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always (default here, to show both hops), isl (serve's default), prefill-load or isl-or-load")
+	cli.TextVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always (default here, to show both hops), isl (serve's default), prefill-load or isl-or-load")
 	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg: prefill-to-decode KV transfer bandwidth, bytes/s")
 	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg: latency per KV transfer")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
-	textVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
+	cli.TextVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
 	fl.StringVar(&sc.Frontend.Index, "index", sc.Frontend.Index, "event-fed index: flash or radix")
 	fl.StringVar(&tok, "tokenizer", "builtin", "builtin, or a tokenizer.json file / model directory (router and workers)")
 	fl.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "tokens per KV block")
 	fl.IntVar(&eng.NumBlocks, "num-blocks", eng.NumBlocks, "KV capacity per worker, in blocks")
 	fl.Float64Var(&eng.SpeedupRatio, "speedup-ratio", eng.SpeedupRatio, "workers run this much faster than the modeled GPU (0 = no sleeping)")
-	bindEngineTierFlags(fl, &tiers, &eng)
+	cli.BindEngineTiers(fl, &tiers, &eng)
 	rsc := &sc.Frontend.Router.Selector
 	fl.Float64Var(&rsc.HostWeight, "host-weight", rsc.HostWeight, "router: credit per host-tier (G2) cached block beyond the device prefix")
 	fl.Float64Var(&rsc.DiskWeight, "disk-weight", rsc.DiskWeight, "router: credit per disk-tier (G3) cached block beyond the device and host prefixes")
-	bindTierFlags(fl, &sc.Frontend.Router)
+	cli.BindTiers(fl, &sc.Frontend.Router)
 	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
 	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")

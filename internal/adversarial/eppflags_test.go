@@ -16,14 +16,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// startEPP runs `kvrouter epp` over one mocker (static worker, no NATS)
+// startEPP runs kvrouter-epp over one mocker (static worker, no NATS)
 // and returns its HTTP side (for /metrics) and an ext_proc client.
 func startEPP(t *testing.T, extra ...string) (*e2e.Router, extprocv3.ExternalProcessorClient) {
 	t.Helper()
 	m := e2e.StartMocker(t, bins.Kvrouter, 1, "", "--speedup-ratio", "0", "--no-register")
 	ports := e2e.FreePorts(t, 2)
 	r := &e2e.Router{Name: "epp", Port: ports[0]}
-	r.Proc = e2e.Start(t, "epp", bins.Kvrouter, append([]string{"epp", "--no-nats",
+	r.Proc = e2e.Start(t, "epp", bins.EPP, append([]string{"--no-nats",
 		"--addr", "127.0.0.1:" + strconv.Itoa(ports[0]), "--grpc-addr", "127.0.0.1:" + strconv.Itoa(ports[1]),
 		"--worker", "http://127.0.0.1:" + strconv.Itoa(m.Port) + ",id=1", "--admin-key", admin}, extra...)...)
 	r.WaitReady(t, 60*time.Second)
@@ -211,7 +211,11 @@ func TestFlagRangesRefused(t *testing.T) {
 		{nil, []string{"mocker", "--num-blocks", "-1"}, "--num-blocks"},
 		{nil, []string{"bridge", "--zmq", "tcp://127.0.0.1:1", "--worker-id", "1", "--dp-size", "100000"}, "--dp-size"},
 	} {
-		p := e2e.StartEnv(t, c.args[0], bins.Kvrouter, c.env, c.args...)
+		bin, args := bins.Kvrouter, c.args
+		if args[0] == "epp" { // a binary of its own: kvrouter-epp FLAGS
+			bin, args = bins.EPP, args[1:]
+		}
+		p := e2e.StartEnv(t, c.args[0], bin, c.env, args...)
 		select {
 		case <-p.Done():
 		case <-time.After(30 * time.Second):

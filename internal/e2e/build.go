@@ -14,6 +14,7 @@ import (
 // Binaries are the executables the tests run.
 type Binaries struct {
 	Kvrouter   string // go build ./cmd/kvrouter
+	EPP        string // go build ./cmd/kvrouter-epp
 	NATSServer string // go build github.com/nats-io/nats-server/v2, the version in go.mod
 }
 
@@ -29,8 +30,8 @@ func Build(ctx context.Context, dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	b := Binaries{Kvrouter: filepath.Join(dir, "kvrouter"), NATSServer: filepath.Join(dir, "nats-server")}
-	for _, job := range [][2]string{{b.Kvrouter, "./cmd/kvrouter"}, {b.NATSServer, natsServerPkg}} {
+	b := Binaries{Kvrouter: filepath.Join(dir, "kvrouter"), EPP: filepath.Join(dir, "kvrouter-epp"), NATSServer: filepath.Join(dir, "nats-server")}
+	for _, job := range [][2]string{{b.Kvrouter, "./cmd/kvrouter"}, {b.EPP, "./cmd/kvrouter-epp"}, {b.NATSServer, natsServerPkg}} {
 		if err := goCmd(ctx, root, "build", "-o", job[0], job[1]); err != nil {
 			return Binaries{}, err
 		}

@@ -4,10 +4,11 @@
 // file that a failing test prints. Its tests check what users run, not an
 // in-process copy of it (DESIGN.md §9 replicas, §2 event plane).
 //
-// The package's TestMain builds both binaries once per test run (Build):
-// kvrouter from ./cmd/kvrouter and nats-server from the nats-server module
-// version go.mod already requires (the embedded server's), so no extra pin
-// and no network beyond the module cache. They are built without -race.
+// The package's TestMain builds the binaries once per test run (Build):
+// kvrouter from ./cmd/kvrouter, kvrouter-epp from ./cmd/kvrouter-epp and
+// nats-server from the nats-server module version go.mod already requires
+// (the embedded server's), so no extra pin and no network beyond the
+// module cache. They are built without -race.
 // Under -short nothing is built and every test skips.
 //
 // Harness API, for new end-to-end tests:

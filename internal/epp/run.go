@@ -24,7 +24,7 @@ const (
 	HealthReadiness = "readiness"
 )
 
-// Config is the whole configuration of `kvrouter epp`: the serve runtime
+// Config is the whole configuration of kvrouter-epp: the serve runtime
 // it wraps (router core, tokenizer, static workers, NATS and ZMQ events,
 // the HTTP side with /metrics, /readyz and /debug), the gRPC listener,
 // the ext_proc protocol and the InferencePool's pod discovery.
@@ -78,7 +78,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run runs `kvrouter epp` until ctx is done: the serve runtime built from
+// Run runs kvrouter-epp until ctx is done: the serve runtime built from
 // cfg.Serve, the pod discovery when cfg.Pool is on, and the gRPC server.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {

@@ -94,13 +94,19 @@ func goListDeps(dir string, tags string, pkgs ...string) (map[string][]string, e
 // chain is a shortest one) and returns one import chain per forbidden
 // package reached, not following exempt packages' imports.
 func forbiddenPaths(graph map[string][]string, root string, exempt map[string]string) []string {
+	return forbiddenPathsBy(graph, root, exempt, forbiddenDep)
+}
+
+// forbiddenPathsBy is forbiddenPaths with forbidden(p) saying why p is
+// forbidden, or "".
+func forbiddenPathsBy(graph map[string][]string, root string, exempt map[string]string, forbidden func(string) string) []string {
 	parent := map[string]string{root: ""}
 	queue := []string{root}
 	var out []string
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		if why := forbiddenDep(p); why != "" {
+		if why := forbidden(p); why != "" {
 			var chain []string
 			for x := p; x != ""; x = parent[x] {
 				chain = append(chain, x)

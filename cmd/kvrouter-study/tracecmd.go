@@ -46,8 +46,8 @@ of conversations (trace.Synth):
 Hash ids name 512-token blocks with their prefix, as in the Mooncake traces.
 The same flags and --seed give the same trace. The shipped "synth" trace is
 this command's defaults with --seed 1.`,
-		Example: `  kvrouter trace synth --out synth.jsonl.gz
-  kvrouter trace synth --requests 10000 --prefix-share 0.9 --turns 1 --burstiness 4 --out bursty.jsonl`,
+		Example: `  kvrouter-study trace synth --out synth.jsonl.gz
+  kvrouter-study trace synth --requests 10000 --prefix-share 0.9 --turns 1 --burstiness 4 --out bursty.jsonl`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			recs, err := trace.Synth(cfg, rand.New(rand.NewPCG(seed, 0)))
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -107,7 +108,7 @@ func applyRouterPreset(cmd *cobra.Command, rcfg *router.Config, name string) err
 	}
 	changed := map[string]string{}
 	cmd.Flags().Visit(func(f *pflag.Flag) { changed[f.Name] = f.Value.String() })
-	if err := presetRouter(rcfg, name); err != nil {
+	if err := cli.PresetRouter(rcfg, name); err != nil {
 		return err
 	}
 	for n, v := range changed {
@@ -115,21 +116,6 @@ func applyRouterPreset(cmd *cobra.Command, rcfg *router.Config, name string) err
 			return fmt.Errorf("--%s: %w", n, err)
 		}
 	}
-	return nil
-}
-
-// presetRouter replaces the router's cost knobs (selector config and
-// predicted side index) by the preset's (router.Preset). "" is a no-op.
-func presetRouter(rcfg *router.Config, name string) error {
-	if name == "" {
-		return nil
-	}
-	rc, err := router.Preset(name)
-	if err != nil {
-		return err
-	}
-	rcfg.Selector = rc.Selector
-	rcfg.Predict = rc.Predict
 	return nil
 }
 

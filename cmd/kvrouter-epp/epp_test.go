@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestEPPHelp: `kvrouter epp --help` documents every flag, with a usage
+// TestEPPHelp: `kvrouter-epp --help` documents every flag, with a usage
 // line.
 func TestEPPHelp(t *testing.T) {
 	c := newEPPCmd()
@@ -42,14 +42,14 @@ func TestEPPHelp(t *testing.T) {
 }
 
 // TestEPPManifestArgs: the picker's arguments in deploy/kubernetes parse
-// as `kvrouter epp` flags and give a valid configuration, the pod's
+// as kvrouter-epp flags and give a valid configuration, the pod's
 // environment (KVROUTER_POOL_NAMESPACE) included.
 func TestEPPManifestArgs(t *testing.T) {
 	raw, err := os.ReadFile("../../deploy/kubernetes/epp.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var args []string
+	var command, args []string
 	d := yaml.NewDecoder(bytes.NewReader(raw))
 	for {
 		var doc struct {
@@ -58,7 +58,8 @@ func TestEPPManifestArgs(t *testing.T) {
 				Template struct {
 					Spec struct {
 						Containers []struct {
-							Args []string `yaml:"args"`
+							Command []string `yaml:"command"`
+							Args    []string `yaml:"args"`
 						} `yaml:"containers"`
 					} `yaml:"spec"`
 				} `yaml:"template"`
@@ -68,14 +69,14 @@ func TestEPPManifestArgs(t *testing.T) {
 			break
 		}
 		if doc.Kind == "Deployment" {
-			args = doc.Spec.Template.Spec.Containers[0].Args
+			command, args = doc.Spec.Template.Spec.Containers[0].Command, doc.Spec.Template.Spec.Containers[0].Args
 		}
 	}
-	if len(args) == 0 || args[0] != "epp" {
-		t.Fatalf("deployment args %v", args)
+	if len(command) != 1 || command[0] != "kvrouter-epp" || len(args) == 0 {
+		t.Fatalf("deployment runs %v %v, want kvrouter-epp with flags", command, args)
 	}
 	c := newEPPCmd()
-	if err := c.ParseFlags(args[1:]); err != nil {
+	if err := c.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"KVROUTER_POOL_NAMESPACE": "llm"}

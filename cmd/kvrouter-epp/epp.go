@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/epp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,8 +15,10 @@ func newEPPCmd() *cobra.Command {
 	var printConfig bool
 	var preset string
 	c := &cobra.Command{
-		Use:   "epp",
-		Short: "Run the router as a Gateway API Inference Extension endpoint picker (Envoy ext_proc)",
+		Use:           "kvrouter-epp",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Short:         "Run the router as a Gateway API Inference Extension endpoint picker (Envoy ext_proc)",
 		Long: `Serves Envoy's external processing protocol (envoy.service.ext_proc.v3) as the
 Endpoint Picker of a Gateway API Inference Extension InferencePool: for each request the
 gateway sends the headers and the body (FULL_DUPLEX_STREAMED or BUFFERED); the picker
@@ -38,14 +41,14 @@ tcp://<pod-ip>:--pool-zmq-port (or its kvrouter.io/zmq-endpoint annotation), or 
 
 Every flag is also read from the environment (KVROUTER_<FLAG>) and from --config FILE,
 with serve's precedence: flag > environment > file > default.`,
-		Example: `  kvrouter epp --pool-selector app=vllm-llama3 --pool-target-port 8000 --zmq-bind tcp://0.0.0.0:5557 --tokenizer /models/llama3/
-  kvrouter epp --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557 --no-nats --grpc-addr 127.0.0.1:9002`,
+		Example: `  kvrouter-epp --pool-selector app=vllm-llama3 --pool-target-port 8000 --zmq-bind tcp://0.0.0.0:5557 --tokenizer /models/llama3/
+  kvrouter-epp --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557 --no-nats --grpc-addr 127.0.0.1:9002`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			def := epp.DefaultConfig()
 			if v, ok := os.LookupEnv(app.EnvName("preset")); ok && !cmd.Flags().Changed("preset") {
 				preset = v
 			}
-			if err := presetRouter(&def.Serve.Frontend.Router, preset); err != nil {
+			if err := cli.PresetRouter(&def.Serve.Frontend.Router, preset); err != nil {
 				return err
 			}
 			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.LookupEnv)
@@ -63,7 +66,7 @@ with serve's precedence: flag > environment > file > default.`,
 		},
 	}
 	bindEPPFlags(c.Flags(), &cfg)
-	configFlags(c.Flags(), &printConfig)
+	cli.ConfigFlags(c.Flags(), &printConfig)
 	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
 	return c
 }
@@ -71,7 +74,7 @@ with serve's precedence: flag > environment > file > default.`,
 // bindEPPFlags binds serve's flags (router, tokenizer, workers, events;
 // --addr is the HTTP side) and the picker's own.
 func bindEPPFlags(f *pflag.FlagSet, c *epp.Config) {
-	bindServeFlags(f, &c.Serve)
+	cli.BindServe(f, &c.Serve)
 	f.StringVar(&c.GRPCAddr, "grpc-addr", c.GRPCAddr, "ext_proc and gRPC health listen address")
 	f.StringVar(&c.Protocol.BodyMode, "body-mode", c.Protocol.BodyMode, "body mode assumed when Envoy sends no protocol_config: full-duplex-streamed, buffered, streamed or none")
 	f.StringVar(&c.Protocol.DestinationNamespace, "destination-namespace", c.Protocol.DestinationNamespace, "dynamic metadata namespace of the picked endpoint")

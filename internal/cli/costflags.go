@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/pflag"
@@ -6,12 +6,12 @@ import (
 	"github.com/kvrouter/kvrouter/router"
 )
 
-// bindCostKnobs binds the time cost's optional terms (selector package
+// BindCostKnobs binds the time cost's optional terms (selector package
 // doc: the pass model's refinements, the cache-value and tail terms, the
 // routing history), each off by default, so that serve, up and epp take
 // every knob sim measures. scope prefixes each help line ("router, " in
 // sim, where the engine's knobs sit beside them).
-func bindCostKnobs(f *pflag.FlagSet, rc *router.Config, scope string) {
+func BindCostKnobs(f *pflag.FlagSet, rc *router.Config, scope string) {
 	s := &rc.Selector
 	f.BoolVar(&s.Unclamped, "unclamped", s.Unclamped, scope+"let overlap credit push the prefill term below zero")
 	f.BoolVar(&s.ImposedOthers, "imposed-others", s.ImposedOthers, scope+"time cost: price the imposed term at U/(1-U), the delay to the requests behind it (false = 1/(1-U), its own service counted again)")

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strconv"
@@ -40,10 +40,10 @@ func (f onboardFlag) Set(s string) error {
 func (onboardFlag) Type() string     { return "bool" }
 func (onboardFlag) IsBoolFlag() bool { return true }
 
-// bindTierFlags binds the router's storage-tier knobs (DESIGN.md §7) that
+// BindTiers binds the router's storage-tier knobs (DESIGN.md §7) that
 // serve's other flags do not: the G4 credit, the cross-tier view and the
 // onboarding cost.
-func bindTierFlags(f *pflag.FlagSet, rc *router.Config) {
+func BindTiers(f *pflag.FlagSet, rc *router.Config) {
 	sc := &rc.Selector
 	f.Float64Var(&sc.SharedWeight, "shared-weight", sc.SharedWeight, "credit per block of the fleet's shared G4 store beyond the worker's own tiers (0 = G4 counts only after onboarding)")
 	f.BoolVar(&rc.TierChains, "tier-chains", rc.TierChains, "read a worker's KV as one prefix chain across tiers (a host block under a device parent is accepted; snapshots carry it)")
@@ -51,9 +51,9 @@ func bindTierFlags(f *pflag.FlagSet, rc *router.Config) {
 	fl.NoOptDefVal = "true"
 }
 
-// bindEngineTierFlags binds the engine's lower-tier flags (DESIGN.md §7),
+// BindEngineTiers binds the engine's lower-tier flags (DESIGN.md §7),
 // the same as sim's: the tier spec and the offload policy.
-func bindEngineTierFlags(f *pflag.FlagSet, spec *string, e *mocker.Config) {
+func BindEngineTiers(f *pflag.FlagSet, spec *string, e *mocker.Config) {
 	f.StringVar(spec, "tiers", *spec, "lower KV tiers: host=4x,disk=16x[,shared=N], each a multiple of --num-blocks or a block count (default: G1 only)")
 	f.BoolVar(&e.Tiers.WriteThrough, "write-through", e.Tiers.WriteThrough, "tiers: offload every computed block (default: offload on G1 eviction)")
 	f.IntVar(&e.Tiers.MinReuse, "offload-min-reuse", e.Tiers.MinReuse, "tiers: offload only blocks reused at least this many times (0 = all)")

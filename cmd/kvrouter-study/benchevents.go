@@ -22,9 +22,9 @@ func newBenchEventsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "events",
 		Short: "End-to-end KV event ingestion (publisher -> embedded NATS JetStream -> index): rate, lag, replica catch-up",
-		Example: "  kvrouter bench events                      # unpaced\n" +
-			"  kvrouter bench events --rate 100000 --blocks-per-event 1 --events 300000 --no-catchup   # lag goal: p99 <= 5ms\n" +
-			"  kvrouter bench events --blocks-per-event 64 --events 50000 --cpuprofile cpu.prof      # then: go tool pprof cpu.prof\n",
+		Example: "  kvrouter-study bench events                      # unpaced\n" +
+			"  kvrouter-study bench events --rate 100000 --blocks-per-event 1 --events 300000 --no-catchup   # lag goal: p99 <= 5ms\n" +
+			"  kvrouter-study bench events --blocks-per-event 64 --events 50000 --cpuprofile cpu.prof      # then: go tool pprof cpu.prof\n",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := eventplane.ParseFormat(format)
 			if err != nil {

@@ -44,9 +44,9 @@ The defaults (--limit 600, --speed 8, --speedup-ratio 4) finish in a few minutes
 A policy name with the suffix -nofit (kv-nofit) runs that policy with serve's online
 timing fit off (--timing-fit=false); --speedup-ratios 8,8,2,2 gives each worker its own
 speed (a mixed fleet, one ratio per worker) to measure what the fit buys.`,
-		Example: `  kvrouter replay --compare kv,load,round-robin
-  kvrouter replay --compare kv,kv-nofit,load --speedup-ratios 8,8,2,2
-  kvrouter replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
+		Example: `  kvrouter-study replay --compare kv,load,round-robin
+  kvrouter-study replay --compare kv,kv-nofit,load --speedup-ratios 8,8,2,2
+  kvrouter-study replay --url http://127.0.0.1:8080 --trace trace.jsonl --speed 10 --limit 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := router.Preset(preset); preset != "" && err != nil {
 				return err

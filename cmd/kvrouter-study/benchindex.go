@@ -59,7 +59,7 @@ Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
 every prompt at its recorded length, so a request is input_length/64 query
 blocks and the mocker's KV cache really evicts. --block-size 512 gives one
 block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
-		Example: "  kvrouter bench index --workers 64 --json\n  kvrouter bench index --trace synth --limit 2000\n  kvrouter bench index --index flash --duplicate 2 --length-factor 2 --lookup-blocks 64",
+		Example: "  kvrouter-study bench index --workers 64 --json\n  kvrouter-study bench index --trace synth --limit 2000\n  kvrouter-study bench index --index flash --duplicate 2 --length-factor 2 --lookup-blocks 64",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Indexes, err = benchindex.ParseIndexes(indexes); err != nil {

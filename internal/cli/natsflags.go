@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding"
@@ -7,22 +7,22 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// bindNATSFlags binds the NATS connection flags (URL, embedded server,
+// BindNATS binds the NATS connection flags (URL, embedded server,
 // credentials, TLS, stream retention) to cfg; portFlag names the embedded
 // server's port flag. Every flag's default is the field's current value.
-func bindNATSFlags(fs *pflag.FlagSet, cfg *eventplane.Config, portFlag string) {
+func BindNATS(fs *pflag.FlagSet, cfg *eventplane.Config, portFlag string) {
 	fs.StringVar(&cfg.URL, "nats", cfg.URL, "NATS server URL(s); empty starts an embedded server")
 	fs.StringVar(&cfg.StoreDir, "nats-store", cfg.StoreDir, "embedded NATS JetStream store dir (default: a temp dir)")
 	fs.IntVar(&cfg.Port, portFlag, cfg.Port, "embedded NATS port (0 = any free port)")
-	bindNATSAuthFlags(fs, cfg)
+	BindNATSAuth(fs, cfg)
 	fs.DurationVar(&cfg.Stream.MaxAge, "stream-max-age", cfg.Stream.MaxAge, "KV events stream retention by age (0 = 1h)")
 	fs.Int64Var(&cfg.Stream.MaxBytes, "stream-max-bytes", cfg.Stream.MaxBytes, "KV events stream retention by size (0 = 1 GiB)")
 	fs.IntVar(&cfg.Stream.Replicas, "stream-replicas", cfg.Stream.Replicas, "replication factor of the stream and kvrouter's buckets on a NATS cluster (0 = 1 for new ones, keep existing)")
 }
 
-// bindNATSAuthFlags binds the credential and TLS flags of an external
+// BindNATSAuth binds the credential and TLS flags of an external
 // NATS server.
-func bindNATSAuthFlags(fs *pflag.FlagSet, cfg *eventplane.Config) {
+func BindNATSAuth(fs *pflag.FlagSet, cfg *eventplane.Config) {
 	fs.StringVar(&cfg.User, "nats-user", cfg.User, "NATS user")
 	fs.StringVar(&cfg.Password, "nats-password", cfg.Password, "NATS password (secret; prefer KVROUTER_NATS_PASSWORD)")
 	fs.StringVar(&cfg.Token, "nats-token", cfg.Token, "NATS token (secret; prefer KVROUTER_NATS_TOKEN)")
@@ -54,5 +54,5 @@ func (f textFlag) String() string {
 func (f textFlag) Set(s string) error { return f.p.UnmarshalText([]byte(s)) }
 func (textFlag) Type() string         { return "string" }
 
-// textVar binds a text flag to p (its current value is the default).
-func textVar(fs *pflag.FlagSet, p text, name, usage string) { fs.Var(textFlag{p}, name, usage) }
+// TextVar binds a text flag to p (its current value is the default).
+func TextVar(fs *pflag.FlagSet, p text, name, usage string) { fs.Var(textFlag{p}, name, usage) }

@@ -1,4 +1,4 @@
-package sim
+package charts
 
 import (
 	"fmt"
@@ -12,20 +12,22 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/kvrouter/kvrouter/internal/sim"
 )
 
-// WriteCharts writes two PNG charts of r into dir: ttft-cdf<suffix>.png
-// (the TTFT CDF of every policy, log-scaled time axis; needs
-// Config.KeepSamples) and hitrate<suffix>.png (block hit rate per policy,
-// with the two bounds as reference lines).
-func WriteCharts(r *Report, dir, suffix string) error {
+// WriteSim writes two PNG charts of the sim run r into dir:
+// ttft-cdf<suffix>.png (the TTFT CDF of every policy, log-scaled time
+// axis; needs sim.Config.KeepSamples) and hitrate<suffix>.png (block hit
+// rate per policy, with the two bounds as reference lines).
+func WriteSim(r *sim.Report, dir, suffix string) error {
 	if err := writeTTFTCDF(r, filepath.Join(dir, "ttft-cdf"+suffix+".png")); err != nil {
 		return err
 	}
 	return writeHitRate(r, filepath.Join(dir, "hitrate"+suffix+".png"))
 }
 
-func writeTTFTCDF(r *Report, path string) error {
+func writeTTFTCDF(r *sim.Report, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("TTFT CDF (%d workers, rate x%.3g)", r.Workers, r.RateScale)
 	p.X.Label.Text = "TTFT (ms, log scale)"
@@ -50,7 +52,7 @@ func writeTTFTCDF(r *Report, path string) error {
 		pts = append(pts, plotter.XY{X: math.Max(s[len(s)-1], 0.1), Y: 1})
 		l, err := plotter.NewLine(pts)
 		if err != nil {
-			return fmt.Errorf("sim: ttft chart: %w", err)
+			return fmt.Errorf("charts: ttft chart: %w", err)
 		}
 		l.Color = plotutil.Color(i)
 		l.Dashes = plotutil.Dashes(i)
@@ -61,7 +63,7 @@ func writeTTFTCDF(r *Report, path string) error {
 	return save(p, path)
 }
 
-func writeHitRate(r *Report, path string) error {
+func writeHitRate(r *sim.Report, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Block hit rate per policy (%d workers, rate x%.3g)", r.Workers, r.RateScale)
 	p.Y.Label.Text = "block hit rate (%)"
@@ -73,7 +75,7 @@ func writeHitRate(r *Report, path string) error {
 	}
 	bars, err := plotter.NewBarChart(vals, vg.Points(28))
 	if err != nil {
-		return fmt.Errorf("sim: hit-rate chart: %w", err)
+		return fmt.Errorf("charts: hit-rate chart: %w", err)
 	}
 	bars.Color = plotutil.Color(0)
 	bars.LineStyle.Width = 0
@@ -90,7 +92,7 @@ func writeHitRate(r *Report, path string) error {
 	} {
 		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: b.v}, {X: n - 0.5, Y: b.v}})
 		if err != nil {
-			return fmt.Errorf("sim: hit-rate chart: %w", err)
+			return fmt.Errorf("charts: hit-rate chart: %w", err)
 		}
 		l.Color = b.c
 		l.Dashes = plotutil.Dashes(k + 1)
@@ -106,10 +108,10 @@ func writeHitRate(r *Report, path string) error {
 
 func save(p *plot.Plot, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("sim: %w", err)
+		return fmt.Errorf("charts: %w", err)
 	}
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, path); err != nil {
-		return fmt.Errorf("sim: save %s: %w", path, err)
+		return fmt.Errorf("charts: save %s: %w", path, err)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/internal/charts"
+	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/router"
@@ -81,11 +83,11 @@ Dynamo's block cost and defaults (explicit flags still override).
 
 With --json stdout carries the JSON alone (text goes to stderr). The same
 flags and --seed always give the same figures.`,
-		Example: `  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
-  kvrouter sim --traces conversation,synth --loads 0.7 --preset dynamo
-  kvrouter sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
-  kvrouter sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
-  kvrouter sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
+		Example: `  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
+  kvrouter-study sim --traces conversation,synth --loads 0.7 --preset dynamo
+  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
+  kvrouter-study sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
+  kvrouter-study sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
@@ -230,7 +232,7 @@ flags and --seed always give the same figures.`,
 	f.IntVar(&cfg.Engine.Tiers.MinReuse, "offload-min-reuse", 0, "tiers: offload only blocks reused at least this many times (0 = all)")
 	// Router knobs (kv, approx, load).
 	s := &cfg.Router.Selector
-	textVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
+	cli.TextVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
 	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
 	f.Float64Var(&s.HostWeight, "host-weight", s.HostWeight, "router: credit per host-tier block (1 with --disk-weight 1: tier-blind; 0 ignores the tier)")
 	f.Float64Var(&s.DiskWeight, "disk-weight", s.DiskWeight, "router: credit per disk-tier block (0 ignores the tier)")
@@ -250,7 +252,7 @@ flags and --seed always give the same figures.`,
 	f.BoolVar(&cfg.Router.Predict.Active, "predict-active", cfg.Router.Predict.Active, "router: credit the prefix a worker's active requests hold (kv; resident until they end, whatever the events say yet)")
 	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
 	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
-	bindCostKnobs(f, &cfg.Router, "router, ")
+	cli.BindCostKnobs(f, &cfg.Router, "router, ")
 	f.DurationVar(&cfg.Router.Index.Approx.TTL, "approx-ttl", cfg.Router.Index.Approx.TTL, "router: approx TTL")
 	// Disaggregated prefill and decode (DESIGN.md §10).
 	f.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode workers (sets --workers to P+D); every router policy runs once per --disagg-policy")
@@ -348,7 +350,7 @@ func simWriteOut(dir string, reps []sim.Report, fractions []float64) error {
 		if len(fractions) > 0 {
 			suffix = fmt.Sprintf("-load%.0f", 100*fractions[i])
 		}
-		if err := sim.WriteCharts(&reps[i], dir, suffix); err != nil {
+		if err := charts.WriteSim(&reps[i], dir, suffix); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/kvrouter/kvrouter/internal/app"
@@ -6,11 +6,11 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// bindServeHardeningFlags binds serve's trust-boundary flags: the client
+// BindServeHardening binds serve's trust-boundary flags: the client
 // bounds and where the embedded NATS listens (beyond loopback only with
 // --nats-user/--nats-password, --nats-token or --nats-nkey).
-func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
-	bindHardeningFlags(f, &c.Frontend.Hardening)
+func BindServeHardening(f *pflag.FlagSet, c *app.ServeConfig) {
+	bindHardening(f, &c.Frontend.Hardening)
 	aff := &c.Frontend.Router.Affinity
 	f.IntVar(&aff.MaxIDBytes, "session-id-max-bytes", aff.MaxIDBytes, "longest x-session-id / session_id accepted; longer is a 400 (0 = no bound)")
 	f.IntVar(&aff.MaxSessions, "affinity-max-sessions", aff.MaxSessions, "session bindings held (own and other replicas'); beyond, the least recently bound are evicted (0 = no bound)")
@@ -23,8 +23,8 @@ func bindServeHardeningFlags(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Int64Var(&c.ZMQHoldMaxBytes, "zmq-hold-max-bytes", c.ZMQHoldMaxBytes, "--zmq-bind: bytes of messages held for pods no worker has yet (also 1024 messages, 30s); oldest dropped beyond")
 }
 
-// bindHardeningFlags binds the frontend's client bounds (frontend.Hardening).
-func bindHardeningFlags(f *pflag.FlagSet, h *frontend.Hardening) {
+// bindHardening binds the frontend's client bounds (frontend.Hardening).
+func bindHardening(f *pflag.FlagSet, h *frontend.Hardening) {
 	f.IntVar(&h.MaxModelLen, "max-model-len", h.MaxModelLen, "the model's context in tokens: prompt + max_tokens beyond it is a 400 context_length_exceeded (0 = unknown: max_tokens bounded by 2^24)")
 	f.DurationVar(&h.BodyTimeout, "body-timeout", h.BodyTimeout, "a request's headers and body must arrive within this (negative = no bound)")
 	f.DurationVar(&h.IdleTimeout, "idle-timeout", h.IdleTimeout, "close keep-alive connections idle this long (negative = never)")

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestREADMEFlagsAndDefaults: the flags docs/study-tools.md names for replay and
+// bench frontend exist, with the defaults it states ("" = any default).
+func TestREADMEFlagsAndDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cmd   func() *cobra.Command
+		flags map[string]string
+	}{
+		{"replay", newReplayCmd, map[string]string{"url": "", "trace": "conversation", "speed": "8", "limit": "600", "rate": "0",
+			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
+			"speedup-ratios": "[]"}},
+		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
+			"floor": "false"}},
+	} {
+		c := tc.cmd()
+		for name, def := range tc.flags {
+			f := c.Flags().Lookup(name)
+			if f == nil {
+				t.Errorf("%s has no --%s", tc.name, name)
+				continue
+			}
+			if def != "" && f.DefValue != def {
+				t.Errorf("%s --%s defaults to %q, README says %q", tc.name, name, f.DefValue, def)
+			}
+		}
+	}
+}
