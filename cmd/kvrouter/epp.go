@@ -48,7 +48,7 @@ with serve's precedence: flag > environment > file > default.`,
 			if err := presetRouter(&def.Serve.Frontend.Router, preset); err != nil {
 				return err
 			}
-			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.Environ())
 			if err != nil {
 				return err
 			}

@@ -78,8 +78,8 @@ func TestEPPManifestArgs(t *testing.T) {
 	if err := c.ParseFlags(args[1:]); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"KVROUTER_POOL_NAMESPACE": "llm"}
-	cfg, err := app.Resolve(c.Flags(), epp.DefaultConfig(), bindEPPFlags, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	env := []string{"KVROUTER_POOL_NAMESPACE=llm"}
+	cfg, err := app.Resolve(c.Flags(), epp.DefaultConfig(), bindEPPFlags, env)
 	if err != nil {
 		t.Fatal(err)
 	}

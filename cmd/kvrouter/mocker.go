@@ -21,7 +21,7 @@ in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.
 Flags are also read from KVROUTER_* environment variables and a YAML file (--config),
 as for serve.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.Environ())
 			if err != nil {
 				return err
 			}

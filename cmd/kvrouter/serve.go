@@ -59,7 +59,7 @@ effective config in the file's shape.`,
 			if err := presetRouter(&def.Frontend.Router, preset); err != nil {
 				return err
 			}
-			eff, err := app.Resolve(cmd.Flags(), def, bindServeFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), def, bindServeFlags, os.Environ())
 			if err != nil {
 				return err
 			}
