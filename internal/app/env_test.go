@@ -43,7 +43,9 @@ func TestCheckEnv(t *testing.T) {
 // environment, refuses an unknown KVROUTER_* variable before building
 // anything (it used to be ignored: the config came out as if unset).
 func TestResolveRefusesUnknownEnv(t *testing.T) {
-	bind := func(fs *pflag.FlagSet, c *MockerConfig) { fs.IntVar(&c.Mocker.Engine.NumBlocks, "num-blocks", c.Mocker.Engine.NumBlocks, "") }
+	bind := func(fs *pflag.FlagSet, c *MockerConfig) {
+		fs.IntVar(&c.Mocker.Engine.NumBlocks, "num-blocks", c.Mocker.Engine.NumBlocks, "")
+	}
 	parsed := pflag.NewFlagSet("mocker", pflag.ContinueOnError)
 	def := DefaultMockerConfig()
 	bind(parsed, &def)
