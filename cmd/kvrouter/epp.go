@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/epp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,7 +66,17 @@ with serve's precedence: flag > environment > file > default.`,
 	bindEPPFlags(c.Flags(), &cfg)
 	configFlags(c.Flags(), &printConfig)
 	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
+	clihelp.Apply(c, clihelp.Help{EnvPrefix: app.EnvPrefix, Sections: eppSections()})
 	return c
+}
+
+// eppSections groups epp's flags for --help: the picker's own, then
+// serve's, showing what deploy/kubernetes/epp.yaml sets.
+func eppSections() []clihelp.Section {
+	own := clihelp.Section{Name: "Endpoint picker", Shown: "grpc-addr pool-selector pool-namespace pool-target-port pool-zmq-port",
+		More: "pool-zmq-replay-port pool-resync kubeconfig body-mode destination-namespace subset-namespace fallbacks"}
+	return append([]clihelp.Section{own}, clihelp.Reshow(serveSections,
+		"zmq-bind no-nats worker model tokenizer tokenizer-url block-size policy addr config print-config log-level")...)
 }
 
 // bindEPPFlags binds serve's flags (router, tokenizer, workers, events;

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 )
 
@@ -34,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(clihelp.FlagError) // did-you-mean on every command
 	root.AddCommand(
 		newHashCmd(),
 		newEventsCmd(),

@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/app"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -36,7 +37,21 @@ as for serve.`,
 	}
 	bindMockerFlags(c.Flags(), &cfg)
 	configFlags(c.Flags(), &printConfig)
+	clihelp.Apply(c, clihelp.Help{EnvPrefix: app.EnvPrefix, Sections: mockerSections})
 	return c
+}
+
+// mockerSections groups the mocker's flags for --help.
+var mockerSections = []clihelp.Section{
+	{Name: "Worker", Shown: "addr advertise-url worker-id model tokenizer",
+		More: "default-max-tokens drain-timeout"},
+	{Name: "Engine", Shown: "block-size num-blocks speedup-ratio",
+		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching"},
+	{Name: "KV events and registration", Shown: "nats zmq-pub zmq-replay", More: "no-register"},
+	{Name: "NATS credentials", More: "nats-user nats-password nats-token nats-nkey nats-creds nats-tls-ca nats-tls-cert nats-tls-key nats-tls-insecure"},
+	{Name: "KV tiers", More: "tiers write-through offload-min-reuse"},
+	{Name: "Disaggregated prefill and decode", More: "role kv-transfer-bandwidth kv-transfer-latency hold-timeout"},
+	{Name: "Config and logs", Shown: "config print-config log-level"},
 }
 
 // bindMockerFlags binds the mocker's flags to c's fields, each defaulting

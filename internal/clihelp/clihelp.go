@@ -123,17 +123,17 @@ func (h Help) Write(w io.Writer, c *cobra.Command, all bool) error {
 		if example == "" {
 			example = "log-level"
 		}
-		fmt.Fprintf(&b, "Every flag is also the environment variable %s<FLAG>, the name upper-cased with '-' as '_'\n"+
-			"(--%s: %s; a list's items separated by spaces); a %s* variable that names\nno flag is an error.",
+		fmt.Fprintf(&b, "Every flag is also the environment variable %s<FLAG>: the name upper-cased, '-' as '_'\n"+
+			"  (--%s: %s; a list's items separated by spaces).\n"+
+			"A %s* variable that names no flag is an error.\n",
 			h.EnvPrefix, example, EnvName(h.EnvPrefix, example), h.EnvPrefix)
 		if c.Flags().Lookup("config") != nil {
-			b.WriteString(" Every setting is also a key of the YAML file --config reads")
+			b.WriteString("Every setting is also a key of the YAML file --config reads")
 			if c.Flags().Lookup("print-config") != nil {
-				b.WriteString(" (--print-config\nprints them all)")
+				b.WriteString(" (--print-config prints them all)")
 			}
-			b.WriteString(". Precedence: flag > environment > file > default.")
+			b.WriteString(".\nPrecedence: flag > environment > file > default.\n")
 		}
-		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -206,4 +206,27 @@ func flagError(c *cobra.Command, err error, renamed map[string]string) error {
 		return fmt.Errorf("%w (did you mean --%s?)", err, s)
 	}
 	return err
+}
+
+// Reshow returns a copy of sections in which exactly the flags named in
+// shown are Shown, each staying in its section (in Shown then More order):
+// for a command that binds another's flags but needs others first.
+func Reshow(sections []Section, shown string) []Section {
+	want := map[string]bool{}
+	for _, n := range strings.Fields(shown) {
+		want[n] = true
+	}
+	out := make([]Section, len(sections))
+	for i, s := range sections {
+		var sh, more []string
+		for _, n := range strings.Fields(s.Shown + " " + s.More) {
+			if want[n] {
+				sh = append(sh, n)
+			} else {
+				more = append(more, n)
+			}
+		}
+		out[i] = Section{Name: s.Name, Shown: strings.Join(sh, " "), More: strings.Join(more, " ")}
+	}
+	return out
 }
