@@ -3,5 +3,6 @@
 // library's config; the work is done by the packages at the module root and
 // under internal/ (serve, mocker and bridge: internal/app's runtimes, which
 // read flags, KVROUTER_* environment variables and --config files through
-// app.Resolve).
+// app.Resolve). Each command with many flags declares its help sections
+// beside them (internal/clihelp: --help, --help-all).
 package main

@@ -17,10 +17,7 @@ func newMockerCmd() *cobra.Command {
 		Short: "Run one simulated vLLM worker (OpenAI API, KV events, load metrics) in real time",
 		Long: `Runs the mocker engine core in real time behind an OpenAI-compatible HTTP API.
 With --nats it publishes its KV events to the JetStream stream and registers itself
-in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.
-
-Flags are also read from KVROUTER_* environment variables and a YAML file (--config),
-as for serve.`,
+in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.Environ())
 			if err != nil {

@@ -61,7 +61,7 @@ func Apply(c *cobra.Command, h Help) {
 	}
 }
 
-// notSettings are the flags every command has that are in no section.
+// notSetting reports the flags every command has that are in no section.
 func notSetting(name string) bool { return name == "help" || name == HelpAll }
 
 // Write prints c's help: with all every flag, else the Shown ones and a
@@ -128,9 +128,9 @@ func (h Help) Write(w io.Writer, c *cobra.Command, all bool) error {
 			"A %s* variable that names no flag is an error.\n",
 			h.EnvPrefix, example, EnvName(h.EnvPrefix, example), h.EnvPrefix)
 		if c.Flags().Lookup("config") != nil {
-			b.WriteString("Every setting is also a key of the YAML file --config reads")
+			b.WriteString("Every setting is also a key of the YAML file --config reads (unknown keys are errors)")
 			if c.Flags().Lookup("print-config") != nil {
-				b.WriteString(" (--print-config prints them all)")
+				b.WriteString(",\nin the shape --print-config prints")
 			}
 			b.WriteString(".\nPrecedence: flag > environment > file > default.\n")
 		}
