@@ -42,12 +42,12 @@ func (p Policy) String() string {
 	return fmt.Sprintf("policy(%d)", p)
 }
 
-// ParsePolicy parses a policy name. "kv-approx" is accepted as a
-// deprecated alias of "approx" (the simulator's former spelling).
+// ParsePolicy parses a policy name (PolicyNames). The simulator's former
+// spelling "kv-approx" is an error naming "approx": one name per policy.
 func ParsePolicy(s string) (Policy, error) {
 	s = strings.TrimSpace(s)
 	if s == "kv-approx" {
-		return PolicyApprox, nil
+		return 0, fmt.Errorf("router: policy %q is now %q", s, PolicyApprox)
 	}
 	for i, n := range policyNames {
 		if n == s {

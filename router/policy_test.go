@@ -16,7 +16,7 @@ func TestParsePolicy(t *testing.T) {
 	}{
 		{"kv", PolicyKV, false},
 		{"approx", PolicyApprox, false},
-		{"kv-approx", PolicyApprox, false}, // deprecated alias
+		{"kv-approx", 0, true}, // the former spelling: an error naming approx
 		{"load", PolicyLoad, false},
 		{"round-robin", PolicyRoundRobin, false},
 		{"random", PolicyRandom, false},

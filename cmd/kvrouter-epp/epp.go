@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/epp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -51,7 +52,7 @@ with serve's precedence: flag > environment > file > default.`,
 			if err := cli.PresetRouter(&def.Serve.Frontend.Router, preset); err != nil {
 				return err
 			}
-			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), def, bindEPPFlags, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -68,7 +69,17 @@ with serve's precedence: flag > environment > file > default.`,
 	bindEPPFlags(c.Flags(), &cfg)
 	cli.ConfigFlags(c.Flags(), &printConfig)
 	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
+	clihelp.Apply(c, clihelp.Help{EnvPrefix: app.EnvPrefix, Sections: eppSections()})
 	return c
+}
+
+// eppSections groups epp's flags for --help: the picker's own, then
+// serve's, showing what deploy/kubernetes/epp.yaml sets.
+func eppSections() []clihelp.Section {
+	own := clihelp.Section{Name: "Endpoint picker", Shown: "grpc-addr pool-selector pool-namespace pool-target-port pool-zmq-port",
+		More: "pool-zmq-replay-port pool-resync kubeconfig body-mode destination-namespace subset-namespace fallbacks"}
+	return append([]clihelp.Section{own}, clihelp.Reshow(cli.ServeSections,
+		"zmq-bind no-nats worker model tokenizer tokenizer-url block-size policy addr config print-config log-level")...)
 }
 
 // bindEPPFlags binds serve's flags (router, tokenizer, workers, events;

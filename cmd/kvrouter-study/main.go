@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +19,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(clihelp.FlagError) // did-you-mean on every command
 	root.AddCommand(
 		newSimCmd(),
 		newReplayCmd(),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/charts"
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/router"
@@ -30,7 +31,7 @@ func newSimCmd() *cobra.Command {
 		policies, loadsFlag, capPolicy, outDir, cpuProfile string
 		dumpPath                                           string
 		asJSON, quiet, findCap, full                       bool
-		speed, capScale, loadJitter                        float64
+		capScale, loadJitter                               float64
 		seedList                                           string
 	)
 	c := &cobra.Command{
@@ -44,8 +45,7 @@ finishes drive the router's load tracker. Every policy in --policies runs on
 the same trace and fleet, side by side:
 
   kv           the default router (KV events)
-  approx       the router in approximate mode (no events; routing history;
-               "kv-approx" is a deprecated alias)
+  approx       the router in approximate mode (no events; routing history)
   load         the router with overlap credit 0 (load only)
   round-robin  cycle through workers
   random       uniform, seeded
@@ -57,7 +57,7 @@ tokens computed vs cached, the block hit rate and its ratio to two bounds
 (the trace's infinite-cache hit rate and that of one LRU cache as large as
 the whole fleet), throughput and load imbalance.
 
-Arrival rate: --rate-scale (alias --speed) multiplies the trace's arrival
+Arrival rate: --rate-scale multiplies the trace's arrival
 rate. --find-capacity measures the fleet's capacity (the saturated
 throughput of --capacity-policy with every request arriving at once) and
 --loads 0.5,0.7,0.9 runs the table at those fractions of it.
@@ -92,9 +92,6 @@ flags and --seed always give the same figures.`,
 			var err error
 			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("speed") {
-				cfg.RateScale = speed
 			}
 			if err := applySimPreset(cmd, &cfg, preset); err != nil {
 				return err
@@ -214,7 +211,6 @@ flags and --seed always give the same figures.`,
 	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
 	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
 	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
-	f.Float64Var(&speed, "speed", 1, "alias of --rate-scale")
 	f.DurationVar(&cfg.EventDelay, "event-delay", cfg.EventDelay, "simulated delay of KV events to the kv policy's index")
 	f.DurationVar(&cfg.MetricsDelay, "metrics-delay", cfg.MetricsDelay, "simulated delay of worker KV usage reports (busy thresholds)")
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random source")
@@ -280,7 +276,27 @@ flags and --seed always give the same figures.`,
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	f.StringVar(&dumpPath, "dump-requests", "", "write every completed request of every policy and run to this file as JSON lines: worker, predicted vs cached blocks, predicted vs actual TTFT and the chosen candidate's cost terms, the engine's queue on arrival (not with --seeds)")
+	clihelp.Apply(c, clihelp.Help{Sections: simSections, Renamed: map[string]string{"speed": "rate-scale"}})
 	return c
+}
+
+// simSections groups sim's flags for --help.
+var simSections = []clihelp.Section{
+	{Name: "Traces and load", Shown: "traces trace workers loads seeds limit",
+		More: "rate-scale find-capacity capacity-rate-scale capacity-policy load-jitter seed parallel"},
+	{Name: "Policies", Shown: "policies preset"},
+	{Name: "Engine", Shown: "block-size num-blocks",
+		More: "max-num-seqs max-num-batched-tokens watermark event-delay metrics-delay"},
+	{Name: "Router", More: "cost overlap-credit prefill-load-scale credit-decay active-request-weight imposed-weight " +
+		"pass-model tie-utilization temperature busy-kv-usage busy-prefill-fraction queue-threshold predict-ttl " +
+		"predict-active track-output-blocks exact-output approx-ttl unclamped"},
+	{Name: "Cost experiments", More: "imposed-others delay-others cache-value cache-exclusive tail-weight tail-quantile " +
+		"decode-phase pass-arrivals pass-overdue history-ttl history-weight history-tie"},
+	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight onboard-cost"},
+	{Name: "Disaggregated prefill and decode", More: "disagg disagg-policy disagg-isl-threshold disagg-load-threshold " +
+		"disagg-transfer-weight kv-transfer-bandwidth kv-transfer-latency"},
+	{Name: "Cache-aware baseline", More: "ca-cache-threshold ca-balance-abs ca-balance-rel ca-eviction-interval ca-max-tree-tokens"},
+	{Name: "Output", Shown: "json out quiet full", More: "cpuprofile dump-requests"},
 }
 
 func parseSimFractions(s string) ([]float64, error) {

@@ -76,7 +76,7 @@ func TestSimTableAndOutputs(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	js := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--json", "--policies", "kv,round-robin", "--speed", "2")
+	js := runSimCmd(t, "--trace", tr, "--workers", "2", "--num-blocks", "512", "--quiet", "--json", "--policies", "kv,round-robin", "--rate-scale", "2")
 	var rep struct {
 		RateScale float64 `json:"rate_scale"`
 		Policies  []struct {

@@ -24,7 +24,7 @@ and a YAML file (--config), as for serve.`,
 		Example: "  kvrouter bridge --zmq tcp://engine:5557 --replay tcp://engine:5558 --worker-id 3 \\\n" +
 			"    --block-size 16 --model llama --nats nats://nats:4222",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := app.Resolve(cmd.Flags(), app.DefaultBridgeConfig(), bindBridgeFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), app.DefaultBridgeConfig(), bindBridgeFlags, os.Environ())
 			if err != nil {
 				return err
 			}

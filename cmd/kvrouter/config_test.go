@@ -178,6 +178,7 @@ func TestMockerAndBridgeConfig(t *testing.T) {
 	if m.WorkerID != 7 || m.Mocker.Engine.NumBlocks != 512 || m.Mocker.Engine.BlockSize != app.DefaultBlockSize || m.Mocker.Model != app.DefaultModel {
 		t.Errorf("mocker config %+v", m)
 	}
+	os.Unsetenv("KVROUTER_NUM_BLOCKS") // no flag of bridge's: refused there
 	root = newRootCmd()
 	out.Reset()
 	root.SetOut(&out)

@@ -7,5 +7,7 @@
 // kvrouter-study are in internal/cli. The endpoint picker (kvrouter-epp)
 // and the study tools (kvrouter-study: sim, replay, bench, trace) are
 // binaries of their own, so that this one links no Kubernetes, gRPC or
-// plotting code (internal/lint checks it).
+// plotting code (internal/lint checks it). Each command with many flags
+// declares its help sections beside them (internal/clihelp: --help,
+// --help-all).
 package main

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -17,12 +18,9 @@ func newMockerCmd() *cobra.Command {
 		Short: "Run one simulated vLLM worker (OpenAI API, KV events, load metrics) in real time",
 		Long: `Runs the mocker engine core in real time behind an OpenAI-compatible HTTP API.
 With --nats it publishes its KV events to the JetStream stream and registers itself
-in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.
-
-Flags are also read from KVROUTER_* environment variables and a YAML file (--config),
-as for serve.`,
+in the NATS KV bucket, so a 'kvrouter serve --nats ...' finds it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), app.DefaultMockerConfig(), bindMockerFlags, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -37,7 +35,21 @@ as for serve.`,
 	}
 	bindMockerFlags(c.Flags(), &cfg)
 	cli.ConfigFlags(c.Flags(), &printConfig)
+	clihelp.Apply(c, clihelp.Help{EnvPrefix: app.EnvPrefix, Sections: mockerSections})
 	return c
+}
+
+// mockerSections groups the mocker's flags for --help.
+var mockerSections = []clihelp.Section{
+	{Name: "Worker", Shown: "addr advertise-url worker-id model tokenizer",
+		More: "default-max-tokens drain-timeout"},
+	{Name: "Engine", Shown: "block-size num-blocks speedup-ratio",
+		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching"},
+	{Name: "KV events and registration", Shown: "nats zmq-pub zmq-replay", More: "no-register"},
+	{Name: "NATS credentials", More: "nats-user nats-password nats-token nats-nkey nats-creds nats-tls-ca nats-tls-cert nats-tls-key nats-tls-insecure"},
+	{Name: "KV tiers", More: "tiers write-through offload-min-reuse"},
+	{Name: "Disaggregated prefill and decode", More: "role kv-transfer-bandwidth kv-transfer-latency hold-timeout"},
+	{Name: "Config and logs", Shown: "config print-config log-level"},
 }
 
 // bindMockerFlags binds the mocker's flags to c's fields, each defaulting

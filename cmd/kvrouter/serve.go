@@ -5,6 +5,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 )
 
@@ -31,13 +32,7 @@ come from the JetStream stream, or over ZMQ from vLLM/SGLang engines in one of t
            other than the worker's is dropped (counted). ZMQ is unauthenticated: any
            publisher that reaches the bound port can add or clear any pod's blocks, so
            only the engines may reach it (bind an address of their network, firewall it).
-With neither --nats nor --worker an embedded NATS server is started.
-
-Every flag is also read from the environment, KVROUTER_ and the flag name upper-cased
-with '-' as '_' (--busy-kv-usage: KVROUTER_BUSY_KV_USAGE; list flags: items separated
-by spaces), and from a YAML file (--config FILE or KVROUTER_CONFIG; unknown keys are
-errors). Precedence: flag > environment > file > default. --print-config prints the
-effective config in the file's shape.`,
+With neither --nats nor --worker an embedded NATS server is started.`,
 		Example: `  kvrouter serve --nats nats://127.0.0.1:4222 --tokenizer ./Qwen3-8B/
   kvrouter serve --worker http://10.0.0.5:8000,id=1,zmq=tcp://10.0.0.5:5557,replay=tcp://10.0.0.5:5558,bs=16 --block-size 16
   kvrouter serve --zmq-bind tcp://10.0.0.1:5557 --worker http://10.0.0.5:8000 --worker http://10.0.0.6:8000
@@ -52,7 +47,7 @@ effective config in the file's shape.`,
 			if err := cli.PresetRouter(&def.Frontend.Router, preset); err != nil {
 				return err
 			}
-			eff, err := app.Resolve(cmd.Flags(), def, cli.BindServe, os.LookupEnv)
+			eff, err := app.Resolve(cmd.Flags(), def, cli.BindServe, os.Environ())
 			if err != nil {
 				return err
 			}
@@ -68,5 +63,6 @@ effective config in the file's shape.`,
 	cli.BindServe(c.Flags(), &cfg)
 	cli.ConfigFlags(c.Flags(), &printConfig)
 	c.Flags().StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); file, env and flags override single knobs (env KVROUTER_PRESET)")
+	clihelp.Apply(c, clihelp.Help{EnvPrefix: app.EnvPrefix, Sections: cli.ServeSections})
 	return c
 }

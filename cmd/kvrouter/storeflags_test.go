@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/app"
@@ -24,6 +25,7 @@ func TestStoreBoundFlags(t *testing.T) {
 		t.Errorf("set: tokenize queue bytes %d, max streams %d, stream buffer bytes %d, sync max peers %d",
 			h.TokenizeQueueBytes, h.MaxStreams, h.MaxStreamBufferBytes, cfg.Replica.Sync.MaxPeers)
 	}
+	os.Unsetenv("KVROUTER_MAX_STREAMS") // no flag of bridge's: refused there
 	for _, tc := range []struct {
 		args []string
 		want int64

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/cli"
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
@@ -25,7 +25,6 @@ func newUpCmd() *cobra.Command {
 	// The router and the workers take serve's and mocker's defaults.
 	sc := app.DefaultServeConfig()
 	sc.Frontend.MaxPromptTokens = 131072
-	sc.Frontend.DrainTimeout = 5 * time.Second // Ctrl-C should not hang on a long stream
 	// A local --disagg fleet shows both hops on every request; serve's
 	// default (router.DefaultDisaggPolicy) keeps short prompts together.
 	sc.Frontend.Router.Disagg.Policy = router.DisaggAlways
@@ -60,7 +59,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
 				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers}
 			fc.Prefill, fc.Decode = pools.Prefill, pools.Decode
-			f, err := fleet.New(fc)
+			f, err := newFleet(fc)
 			if err != nil {
 				return err
 			}
@@ -99,9 +98,23 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	cli.BindTiers(fl, &sc.Frontend.Router)
 	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
 	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
+	fl.DurationVar(&sc.Frontend.DrainTimeout, "drain-timeout", sc.Frontend.DrainTimeout, "how long Ctrl-C waits for in-flight streams")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	clihelp.Apply(c, clihelp.Help{Sections: upSections})
 	return c
 }
+
+// upSections groups up's flags for --help.
+var upSections = []clihelp.Section{
+	{Name: "Fleet", Shown: "workers disagg speedup-ratio tokenizer", More: "block-size num-blocks"},
+	{Name: "Router", Shown: "port host policy api-key", More: "index max-prompt-tokens drain-timeout"},
+	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
+	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},
+	{Name: "Logs", Shown: "log-level"},
+}
+
+// newFleet builds up's fleet (a test sees the config up built).
+var newFleet = fleet.New
 
 func printBanner(f *fleet.Fleet, keys []string) {
 	auth := ""

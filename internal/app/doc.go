@@ -13,7 +13,9 @@
 // affinity configs) and has one Default...() with DESIGN.md's defaults.
 // Resolve applies the precedence flag > KVROUTER_* environment variable >
 // YAML file (--config; unknown keys are errors) > default; EnvName gives a
-// flag's variable (--busy-kv-usage: KVROUTER_BUSY_KV_USAGE). WriteYAML
+// flag's variable (--busy-kv-usage: KVROUTER_BUSY_KV_USAGE); a KVROUTER_*
+// variable that names no flag of the command is an error (CheckEnv), with
+// the closest name. WriteYAML
 // prints a config in the file's shape (--print-config), so it reads back
 // to the same config. The effective config is logged once at start, one
 // record with dotted keys, secrets masked (Redacted).

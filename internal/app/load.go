@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/tokenizer"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -21,9 +22,7 @@ const EnvPrefix = "KVROUTER_"
 // EnvName is the environment variable of a flag: EnvPrefix, then the flag
 // name upper-cased with '-' as '_' (--busy-kv-usage: KVROUTER_BUSY_KV_USAGE;
 // --config: KVROUTER_CONFIG).
-func EnvName(flag string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-}
+func EnvName(flag string) string { return clihelp.EnvName(EnvPrefix, flag) }
 
 // Resolve builds a command's effective configuration with the precedence
 // flag > environment > file > default:
@@ -34,17 +33,22 @@ func EnvName(flag string) string {
 //   - every flag bind declares is then taken from parsed when it was set
 //     on the command line, else from its environment variable (EnvName)
 //     when that is set. A list flag's variable holds the items separated
-//     by white space;
+//     by white space. A KVROUTER_* variable that names no flag of parsed
+//     is an error (CheckEnv), so a typo is not silently ignored;
 //   - every numeric flag is then checked against FlagRanges, whichever
 //     source set it (CheckFlagRanges).
 //
 // bind must bind each flag to a field of the config it is given, with the
 // field's current value as the flag's default (so binding changes
 // nothing); parsed is the flag set the command line was parsed into (bound
-// by the same bind to another copy). lookupEnv is os.LookupEnv outside
+// by the same bind to another copy). environ is os.Environ() outside
 // tests.
-func Resolve[T any](parsed *pflag.FlagSet, def T, bind func(*pflag.FlagSet, *T), lookupEnv func(string) (string, bool)) (T, error) {
+func Resolve[T any](parsed *pflag.FlagSet, def T, bind func(*pflag.FlagSet, *T), environ []string) (T, error) {
 	cfg := def
+	if err := CheckEnv(parsed, environ); err != nil {
+		return cfg, err
+	}
+	lookupEnv := envLookup(environ)
 	path := ""
 	if f := parsed.Lookup("config"); f != nil && f.Changed {
 		path = f.Value.String()

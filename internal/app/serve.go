@@ -331,7 +331,7 @@ func (s *Serve) Run(ctx context.Context) error {
 	g.Go(func() error { return s.signalReady(gctx, natsUp) })
 
 	log.Info("router listening", "url", s.URL(), "policy", s.cfg.Frontend.Router.Policy.String(),
-		"index", fe.IndexKind(), "block_size", s.cfg.Frontend.Router.BlockSize,
+		"index", indexLabel(s.cfg.Frontend.Router.Policy, fe.IndexKind()), "block_size", s.cfg.Frontend.Router.BlockSize,
 		"tokenizer", s.cfg.Tokenizer, "static_workers", len(s.static), "nats", s.usesNATS(),
 		"auth", len(s.cfg.Frontend.APIKeys) > 0)
 	err := fe.Serve(feCtx, s.ln)
@@ -347,6 +347,20 @@ func (s *Serve) Run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// indexLabel names the index the router reads overlap from, for the
+// start-up log: the event-fed index's kind (kind, flash or radix) under
+// the kv policy, "approx" under the approx policy, "none" under the
+// policies that read no index.
+func indexLabel(p router.Policy, kind string) string {
+	switch {
+	case kind != "":
+		return kind
+	case p == router.PolicyApprox:
+		return "approx"
+	}
+	return "none"
 }
 
 // startReplica builds the replica (and its load sync, when on) on conn

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/internal/app"
@@ -90,4 +91,34 @@ func BindServe(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion text prompts as token ids to workers that passed the tokenizer self-test (only with the model's own tokenizer)")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	BindServeHardening(f, c)
+}
+
+// ServeSections groups serve's flags (epp's too) for --help: Shown is what
+// a first deployment sets (README's quick start and deployments).
+var ServeSections = []clihelp.Section{
+	{Name: "Workers and KV events", Shown: "worker workers-file nats no-nats zmq-bind",
+		More: "load-poll worker-max-num-seqs worker-max-batched-tokens lora-adapter zmq-max-message-bytes zmq-hold-max-bytes"},
+	{Name: "Model", Shown: "model tokenizer block-size",
+		More: "tokenizer-url forward-tokens max-model-len kv-bytes-per-token"},
+	{Name: "Routing", Shown: "policy preset",
+		More: "seed retries stale-limit index jump-stride index-writers approx-ttl"},
+	{Name: "Cost", More: "cost overlap-credit prefill-load-scale active-request-weight credit-decay temperature " +
+		"imposed-weight pass-model tie-utilization timing-fit predict-ttl predict-active unclamped"},
+	{Name: "Cost experiments", More: "imposed-others delay-others cache-value cache-exclusive tail-weight tail-quantile " +
+		"decode-phase pass-arrivals pass-overdue history-ttl history-weight history-tie"},
+	{Name: "Busy workers and queue", More: "busy-kv-usage busy-prefill-tokens busy-prefill-fraction queue-threshold queue-policy queue-capacity"},
+	{Name: "Session affinity", More: "session-affinity affinity-ttl session-id-max-bytes affinity-max-sessions affinity-max-bytes"},
+	{Name: "KV tiers", More: "host-weight disk-weight shared-weight tier-chains onboard-cost"},
+	{Name: "Disaggregated prefill and decode", More: "disagg-policy disagg-isl-threshold disagg-load-threshold disagg-transfer-weight prefill-timeout"},
+	{Name: "HTTP API", Shown: "addr api-key admin-key drain-timeout",
+		More: "max-body-bytes max-prompt-tokens metrics-auth pprof"},
+	{Name: "Client bounds", More: "body-timeout idle-timeout max-bodies prompt-bytes-per-token tokenizers tokenize-queue " +
+		"tokenize-queue-bytes booking-ttl max-tracked-per-key max-bookings max-booking-bytes stream-write-timeout " +
+		"max-answer-bytes max-streams max-stream-buffer-bytes"},
+	{Name: "NATS", More: "nats-user nats-password nats-token nats-nkey nats-creds nats-tls-ca nats-tls-cert nats-tls-key " +
+		"nats-tls-insecure stream-max-age stream-max-bytes stream-replicas reset-states reset-states-force " +
+		"nats-store embedded-nats-port embedded-nats-host embedded-nats-tls-cert embedded-nats-tls-key"},
+	{Name: "Replicas", More: "replica-id replica-sync snapshot-interval snapshot-keep snapshot-max-bytes lease-ttl " +
+		"sync-heartbeat sync-timeout sync-max-peers"},
+	{Name: "Config and logs", Shown: "config print-config log-level"},
 }

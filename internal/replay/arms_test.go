@@ -12,12 +12,12 @@ import (
 // when the shared Frontend adjustment turns it on; a plain arm keeps the
 // default (on); every fleet gets the per-worker speedup ratios.
 func TestArmsFleetConfig(t *testing.T) {
-	arms, err := ParseArms("kv, kv-nofit,load,kv-approx-nofit")
+	arms, err := ParseArms("kv, kv-nofit,load,approx-nofit")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Arm{{"kv", router.PolicyKV, false}, {"kv-nofit", router.PolicyKV, true},
-		{"load", router.PolicyLoad, false}, {"kv-approx-nofit", router.PolicyApprox, true}}
+		{"load", router.PolicyLoad, false}, {"approx-nofit", router.PolicyApprox, true}}
 	if !slices.Equal(arms, want) {
 		t.Fatalf("ParseArms = %+v, want %+v", arms, want)
 	}

@@ -24,8 +24,7 @@ const (
 	// events delivered after Config.EventDelay.
 	PolicyKV Policy = "kv"
 	// PolicyKVApprox is router.PolicyApprox: no events, overlap from the
-	// routing history (TTL side index). Named "approx" ("kv-approx" still
-	// parses, as a deprecated alias).
+	// routing history (TTL side index).
 	PolicyKVApprox Policy = "approx"
 	// PolicyLoad is router.PolicyLoad: the same cost function, cache
 	// ignored.
@@ -39,8 +38,8 @@ const (
 	PolicyCacheAware Policy = "cache-aware"
 )
 
-// ParsePolicy parses one policy name: the router's (router.ParsePolicy,
-// aliases included) or "cache-aware".
+// ParsePolicy parses one policy name: the router's (router.ParsePolicy)
+// or "cache-aware".
 func ParsePolicy(s string) (Policy, error) {
 	s = strings.TrimSpace(s)
 	if Policy(s) == PolicyCacheAware {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/kvrouter/kvrouter/internal/clihelp"
+)
+
+// TestSimHelp: sim's --help shows its sections and --help-all every flag
+// (clihelp.Verify); sim reads no environment, so its help does not claim
+// it; the removed --speed names its replacement.
+func TestSimHelp(t *testing.T) {
+	h := clihelp.Help{Sections: simSections}
+	if err := h.Check(newSimCmd()); err != nil {
+		t.Error(err)
+	}
+	if err := clihelp.Verify(newRootCmd, []string{"sim"}, h); err != nil {
+		t.Error(err)
+	}
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs([]string{"sim", "--help"})
+	if err := root.Execute(); err != nil || strings.Contains(out.String(), "KVROUTER_") {
+		t.Errorf("sim --help: %v\n%s", err, out.String())
+	}
+	for args, want := range map[string]string{"sim --speed 2": "--speed is now --rate-scale", "replay --limt 3": "(did you mean --limit?)"} {
+		root := newRootCmd()
+		root.SetOut(&bytes.Buffer{})
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(strings.Fields(args))
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", args, err, want)
+		}
+	}
+}
