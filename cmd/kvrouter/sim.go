@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -14,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/router"
@@ -95,6 +97,9 @@ flags and --seed always give the same figures.`,
 				cfg.RateScale = speed
 			}
 			if err := applySimPreset(cmd, &cfg, preset); err != nil {
+				return err
+			}
+			if err := app.LogFeatures(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cfg.Router.EnableFeature); err != nil {
 				return err
 			}
 			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
