@@ -29,10 +29,9 @@
 // active requests hold (Config.Predict.Active; resident until they end,
 // however late their events) and the recent decisions' blocks
 // (Config.Predict.TTL). So kv knows what approx's routing history knows of
-// running requests, and the evictions besides. A routing history
-// (Config.Predict.HistoryTTL, off) can also credit what a worker recently
-// held and evicted since (selector Config.HistoryWeight, measured not to
-// help: selector package doc). PolicyApprox has no
+// running requests, and the evictions besides (crediting what a worker
+// recently held and evicted since was measured not to help:
+// docs/experiments/cost-terms.md). PolicyApprox has no
 // events: on every decision the router inserts the request's blocks for
 // the chosen worker into the approximate side index (TTL, DESIGN.md §3)
 // and reads device overlap from it. PolicyLoad never looks at caches.
@@ -48,8 +47,8 @@
 // What the events add over approx's routing history, measured in the
 // simulator (sim --dump-requests, whole conversation trace, 8 workers,
 // 50% load): kv with Predict.TTL at approx's 2 minutes decides exactly
-// as approx does (also at 70%, and with PassArrivals and TailWeight 10),
-// while TTLs of 5 to 45 s, Active off, or an event delay of 0 or 100 ms
+// as approx does (also at 70%, and with the features pass-arrivals and
+// tail-guard), while TTLs of 5 to 45 s, Active off, or an event delay of 0 or 100 ms
 // leave kv unchanged. The one difference is the evictions the events
 // report within those 2 minutes. Rescoring each of kv's decisions with a
 // 2-minute index of its own decisions merged in, as approx credits,
@@ -63,8 +62,8 @@
 // requests whose first token comes with one full chunked-prefill pass
 // (16% take 170 to 190 ms, ~95 per ms near the median: 0.17 ms is 35
 // requests), and at rates 0.1% to 0.3% apart kv's p50 minus approx's
-// ranges from -0.27 to +0.40 ms (mean +0.04; PassArrivals with
-// TailWeight 10: -0.19 to +0.28, mean +0.07), its p99 lower by 37 to 95
+// ranges from -0.27 to +0.40 ms (mean +0.04; pass-arrivals with
+// tail-guard: -0.19 to +0.28, mean +0.07), its p99 lower by 37 to 95
 // ms and its mean by 4 to 8 at every rate. Seeds alone change only tie
 // draws (5 of these decisions), so without --load-jitter they repeat one
 // run. On azure-conv (whole trace; kv's p50 above approx's by 0.04, 0.03
