@@ -90,19 +90,17 @@ func EnabledFeatures(enable []string) ([]FeatureInfo, error) {
 }
 
 // features resolves cfg's features (Validate has checked the names).
-// Both change only the time cost with a scoring policy.
+// pass-arrivals needs the pass model; the tail guard, the time cost and
+// a scoring policy (the estimate would follow no decision).
 func features(cfg *Config) featureSet {
 	var fs featureSet
 	on, _ := EnabledFeatures(cfg.EnableFeature)
-	if cfg.Selector.Cost != selector.CostTime || cfg.Policy.blind() {
-		return fs
-	}
 	for _, f := range on {
 		switch f.Name {
 		case FeaturePassArrivals:
 			fs.passArrivals = cfg.Selector.PassModel
 		case FeatureTailGuard:
-			fs.tailGuard = true
+			fs.tailGuard = cfg.Selector.Cost == selector.CostTime && !cfg.Policy.blind()
 		}
 	}
 	return fs

@@ -13,9 +13,10 @@ import (
 // a (2 blocks) at 0 ms with its first token at 50 ms, so a decodes from
 // there; b (2000 tokens) at 500 ms; and c (1 block) at cAt. It returns
 // the breakdown of c's candidate and the router's config.
-func decodingScenario(t *testing.T, enable []string, cAt time.Duration) (Decision, Config) {
+func decodingScenario(t *testing.T, policy Policy, enable []string, cAt time.Duration) (Decision, Config) {
 	t.Helper()
 	cfg := DefaultConfig()
+	cfg.Policy = policy
 	cfg.BlockSize = 4
 	cfg.EnableFeature = enable
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
@@ -51,14 +52,19 @@ func decodingScenario(t *testing.T, enable []string, cAt time.Duration) (Decisio
 // routed at 500.5 ms, sees that decode pass in flight (0.21 ms left) with
 // b's 2000 tokens waiting behind it, as the engine has them. Without the
 // feature the roll puts b in the pass after the first decode pass, long
-// over, so nothing waits.
+// over, so nothing waits. A blind policy's candidates are predicted alike
+// (the simulator's dumps compare them).
 func TestPassArrivals(t *testing.T) {
-	for _, on := range []bool{false, true} {
+	for _, tc := range []struct {
+		policy Policy
+		on     bool
+	}{{PolicyKV, false}, {PolicyKV, true}, {PolicyRoundRobin, true}} {
+		on := tc.on
 		var enable []string
 		if on {
 			enable = []string{FeaturePassArrivals}
 		}
-		d, cfg := decodingScenario(t, enable, 500*time.Millisecond+500*time.Microsecond)
+		d, cfg := decodingScenario(t, tc.policy, enable, 500*time.Millisecond+500*time.Microsecond)
 		cand := d.Candidates[0]
 		dec := cfg.Selector.Timing.DecodeTime(5.0 / 1000)
 		wantLeft, wantWaiting := 75*dec-450.5, 2000.0
@@ -66,8 +72,8 @@ func TestPassArrivals(t *testing.T) {
 			wantWaiting = 0
 		}
 		if math.Abs(cand.Waiting-wantWaiting) > 1e-9 || (on && math.Abs(cand.InFlight-wantLeft) > 1e-9) {
-			t.Errorf("pass-arrivals %v: inflight %.4f ms, waiting %.0f; want waiting %.0f (and inflight %.4f when on)",
-				on, cand.InFlight, cand.Waiting, wantWaiting, wantLeft)
+			t.Errorf("%v, pass-arrivals %v: inflight %.4f ms, waiting %.0f; want waiting %.0f (and inflight %.4f when on)",
+				tc.policy, on, cand.InFlight, cand.Waiting, wantWaiting, wantLeft)
 		}
 	}
 }
