@@ -265,11 +265,6 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		st.pass = Pass{Start: now, Tokens: e.PrefillTokens}
 		st.arr = st.arr[:0]
 	} else {
-		if st.load.PrefillRequests == 0 {
-			// Every active request decodes: the prefill joins the pass
-			// after the decode-only one in flight (Pass.Arrived).
-			st.pass.Arrived = now
-		}
 		st.arrive(now, e.PrefillTokens)
 	}
 	st.load.DecodeBlocks += e.OutputBlocks

@@ -22,13 +22,6 @@ type Pass struct {
 	Start time.Time
 	// Tokens is the rank's PrefillTokens at Start.
 	Tokens int
-	// Arrived is when prefill last came to the rank while every active
-	// request decoded, if since Start (zero otherwise). Such a rank runs
-	// decode-only passes, whose boundaries the router does not see: the
-	// new prefill waits for the one in flight, begun at some moment in
-	// the last decode pass, not for passes rolled forward from Start
-	// with tokens that were not there yet.
-	Arrived time.Time
 }
 
 // String formats p as "pass start=15:04:05.000 tokens=N", or "idle".
@@ -36,11 +29,7 @@ func (p Pass) String() string {
 	if p.Start.IsZero() {
 		return "idle"
 	}
-	s := fmt.Sprintf("pass start=%s tokens=%d", p.Start.UTC().Format("15:04:05.000"), p.Tokens)
-	if !p.Arrived.IsZero() {
-		s += " arrived=" + p.Arrived.UTC().Format("15:04:05.000")
-	}
-	return s
+	return fmt.Sprintf("pass start=%s tokens=%d", p.Start.UTC().Format("15:04:05.000"), p.Tokens)
 }
 
 // PassAt returns the pass model of the worker at slot s (see Slot).
@@ -49,9 +38,9 @@ func (t *Tracker) PassAt(s int) Pass { return t.slots[s].pass }
 // PassParts returns PassAt(s)'s fields. A caller that reads every slot's
 // gets them in registers, where a Pass (seven words) is copied through
 // memory, twice, with a stall on each copy's overlapping loads.
-func (t *Tracker) PassParts(s int) (start time.Time, tokens int, arrived time.Time) {
+func (t *Tracker) PassParts(s int) (start time.Time, tokens int) {
 	p := &t.slots[s].pass
-	return p.Start, p.Tokens, p.Arrived
+	return p.Start, p.Tokens
 }
 
 // PassOf returns w's pass model (idle when w has no slot).

@@ -83,11 +83,6 @@ type PredictConfig struct {
 	// (PolicyApprox) knows of running requests. Default true; false =
 	// off (Dynamo's behaviour, preset "dynamo").
 	Active bool `yaml:"active"`
-	// HistoryTTL keeps every decision's blocks this long in a routing
-	// history (history.go), which the selector credits beyond what the
-	// events say (selector Config.HistoryWeight, HistoryTie). Default 0 =
-	// no history.
-	HistoryTTL time.Duration `yaml:"history_ttl"`
 }
 
 // Config composes the router's component configurations.
@@ -138,6 +133,11 @@ type Config struct {
 	// DESIGN.md §10); it only matters with workers of RolePrefill.
 	// Default DefaultDisaggConfig().
 	Disagg DisaggConfig `yaml:"disagg"`
+	// EnableFeature names the live hypotheses about the cost to switch on
+	// (features.go; FeatureNames lists them; items may hold several names
+	// separated by commas). Unknown names are refused. Default none: the
+	// default cost model.
+	EnableFeature []string `yaml:"enable_feature"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §4.
@@ -212,8 +212,8 @@ func (c Config) Validate() error {
 	if c.Predict.TTL < 0 {
 		errs = append(errs, fmt.Errorf("router: predict TTL %v must be >= 0", c.Predict.TTL))
 	}
-	if c.Predict.HistoryTTL < 0 {
-		errs = append(errs, fmt.Errorf("router: history TTL %v must be >= 0", c.Predict.HistoryTTL))
+	if _, err := EnabledFeatures(c.EnableFeature); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Disagg.Validate(); err != nil {
 		errs = append(errs, err)

@@ -29,10 +29,9 @@
 // active requests hold (Config.Predict.Active; resident until they end,
 // however late their events) and the recent decisions' blocks
 // (Config.Predict.TTL). So kv knows what approx's routing history knows of
-// running requests, and the evictions besides. A routing history
-// (Config.Predict.HistoryTTL, off) can also credit what a worker recently
-// held and evicted since (selector Config.HistoryWeight, measured not to
-// help: selector package doc). PolicyApprox has no
+// running requests, and the evictions besides (crediting what a worker
+// recently held and evicted since was measured not to help:
+// docs/experiments/cost-terms.md). PolicyApprox has no
 // events: on every decision the router inserts the request's blocks for
 // the chosen worker into the approximate side index (TTL, DESIGN.md §3)
 // and reads device overlap from it. PolicyLoad never looks at caches.

@@ -108,9 +108,6 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		if r.predict != nil && len(b.Locals) > 0 {
 			r.predict.InsertSeq(b.Worker, p.idBuf, now)
 		}
-		if r.history != nil && len(b.Locals) > 0 {
-			r.history.InsertSeq(b.Worker, p.idBuf, now)
-		}
 		putPending(p)
 	case BookPrefillDone:
 		if err := r.loads.PrefillDone(key, now); err != nil {

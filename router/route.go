@@ -53,14 +53,13 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.ids, now)
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
-	r.lookupHistory(p, now)
 	outBlocks := r.outputBlocks(req)
 	cands := r.candidates(p, ov, outBlocks, now)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
 	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
 		Utilization: r.utilization(len(cands), r.candBusy, r.candStep, now)}
-	if r.tailOn() {
+	if r.feat.tailGuard {
 		sreq.TailTTFT = r.tail[req.Hop].Value()
 	}
 	if req.Hop == HopDecode && r.cfg.Disagg.TransferWeight > 0 && sreq.Overrides.TransferWeight == nil {
@@ -97,7 +96,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		return Decision{RequestID: req.ID, ISL: p.isl, Blocks: len(p.locals), Candidates: res.Breakdowns},
 			dispatched, fmt.Errorf("router: request %q: %w", req.ID, err)
 	}
-	if r.tailOn() {
+	if r.feat.tailGuard {
 		r.observeTail(req.Hop, res.Breakdowns)
 	}
 	chosen, aff := res.Chosen, false
@@ -138,7 +137,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// The router's fields in locals: the stores through c could alias
 	// them, so each would be reloaded per candidate.
 	tr, refs, hop := r.loads, r.rankRefs, p.req.Hop
-	arrivals := r.cfg.Selector.PassArrivals && r.cfg.Selector.PassModel
+	arrivals := r.feat.passArrivals
 	wall := wallClock(now) // the passes' times through sinceMs
 	// Every rank's slot indexes the running utilizations: grown here,
 	// not tested per rank.
@@ -175,17 +174,16 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			busy++
 		}
 		c.Utilization = rankUtil(utilW, s, inPrefill, ua)
-		start, tokens, arrived := tr.PassParts(int(s))
+		start, tokens := tr.PassParts(int(s))
 		c.PassKnown, c.PassElapsed, c.PassTokens = !start.IsZero(), 0, tokens
 		if c.PassKnown {
 			c.PassElapsed = sinceMs(now, start, wall)
 		}
-		c.PassArrived, c.PassArrivedElapsed = c.PassKnown && !arrived.IsZero(), 0
-		if c.PassArrived {
-			c.PassArrivedElapsed = sinceMs(now, arrived, wall)
-		}
-		c.PassQueue = c.PassQueue[:0]
-		if arrivals {
+		// Nil without the feature: the pending prefill came at once.
+		if !arrivals {
+			c.PassQueue = nil
+		} else {
+			c.PassQueue = c.PassQueue[:0]
 			for _, a := range tr.PassArrivals(int(s)) {
 				c.PassQueue = append(c.PassQueue, selector.PassArrival{Ago: sinceMs(now, a.At, wall), Tokens: a.Tokens})
 			}
@@ -213,25 +211,12 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 			od = max(0, nids-nb[s])
 		}
 		c.Overlap = [kvevents.NumTiers]int{od, 0, 0, ext}
-		c.History = 0
 	}
 	cands = cands[:k]
 	r.candBusy = busy
 	mergeDevice(cands, ov[kvevents.TierDevice], active)
 	mergeOverlaps(cands, ov[kvevents.TierHostPinned], kvevents.TierHostPinned, false)
 	mergeOverlaps(cands, ov[kvevents.TierDisk], kvevents.TierDisk, false)
-	if hist := r.hist; len(hist) > 0 {
-		pos := 0
-		for i := range cands {
-			var h int
-			if h, pos = overlapOf(hist, pos, cands[i].Worker); h != 0 {
-				cands[i].History = h
-			}
-			if pos == len(hist) {
-				break
-			}
-		}
-	}
 	return cands
 }
 
@@ -377,9 +362,6 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 	}
 	if r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd {
 		r.predict.InsertSeq(c.Worker, p.ids, now)
-	}
-	if r.history != nil && len(p.locals) > 0 {
-		r.history.InsertSeq(c.Worker, p.ids, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)

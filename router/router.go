@@ -116,7 +116,7 @@ type Router struct {
 	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
-	history  *indexer.Approx // routing history (Config.Predict.HistoryTTL, history.go)
+	feat     featureSet      // Config.EnableFeature resolved (features.go)
 	loads    *loads.Tracker
 	queue    *queue.Queue[*pending]
 	aff      *affinity.Table
@@ -140,12 +140,11 @@ type Router struct {
 	candBusy  int                  // candidates with a request in prefill (utilization)
 	candStep  float64              // rankUtilStep at the candidates' decision (utilization)
 	predicted indexer.Overlaps     // predicted overlaps of the decision
-	hist      indexer.Overlaps     // history overlaps of the decision
 	merged    indexer.Overlaps     // mergeMax scratch
 	slab      []selector.Breakdown // see breakdowns
 
 	// The fleet's tail of predicted time to first token, per hop
-	// (selector.Config.TailWeight, tail.go).
+	// (FeatureTailGuard, tail.go).
 	tail [len(hopNames)]selector.TailTracker
 
 	// predictAtEnd: a local booking reaches predict when it ends
@@ -190,7 +189,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 			MaxBytes: cfg.Affinity.MaxBytes}),
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
-		history:  newHistory(cfg),
+		feat:     features(&cfg),
 	}
 	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
 		pc := cfg.Index.Approx
@@ -348,9 +347,6 @@ func (r *Router) RemoveWorker(id uint64) []string {
 	}
 	if r.predict != nil {
 		r.predict.RemoveWorker(id)
-	}
-	if r.history != nil {
-		r.history.RemoveWorker(id)
 	}
 	delete(r.workers, id)
 	for i, w := range r.ranks {
@@ -616,7 +612,7 @@ func (r *Router) prepare(req *Request) (*pending, error) {
 	p := getPending()
 	p.req, p.isl = *req, isl
 	// The router names a prompt's blocks in its own structures (the
-	// loads tracker, the predicted and history side indexes) by their
+	// loads tracker, the predicted side index) by their
 	// prefix ids, which Flash reads too; the sequence chain of DESIGN.md
 	// §1 (a 13-cycle step per block, the hashing's bound) is computed only
 	// for PolicyApprox's side index (Options.Approx is keyed by it).

@@ -9,15 +9,17 @@ import (
 	"github.com/kvrouter/kvrouter/selector"
 )
 
-// TestTailEstimate: with selector.Config.TailWeight the router passes each
+// TestTailEstimate: with FeatureTailGuard the router passes each
 // decision the tail estimate of the decisions before it and feeds the
 // estimate the fastest prediction among the scored candidates; off, it
 // keeps none.
 func TestTailEstimate(t *testing.T) {
-	for _, weight := range []float64{0, 10} {
+	for _, on := range []bool{false, true} {
 		cfg := DefaultConfig()
 		cfg.BlockSize = 4
-		cfg.Selector.TailWeight = weight
+		if on {
+			cfg.EnableFeature = []string{FeatureTailGuard}
+		}
 		r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
 		if err != nil {
 			t.Fatal(err)
@@ -36,7 +38,7 @@ func TestTailEstimate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if weight == 0 {
+			if !on {
 				if r.sreq.TailTTFT != 0 || r.tail[0].Value() != 0 {
 					t.Fatalf("off: request %d passed tail %v, estimate %v; want none", i, r.sreq.TailTTFT, r.tail[0].Value())
 				}
@@ -52,12 +54,12 @@ func TestTailEstimate(t *testing.T) {
 			if i > 0 && best <= 0 {
 				t.Fatalf("request %d: fastest prediction %v", i, best)
 			}
-			want.Observe(best, selector.DefaultTailQuantile)
+			want.Observe(best, selector.TailQuantile)
 			if r.tail[0].Value() != want.Value() {
 				t.Errorf("after request %d the estimate is %v, want %v", i, r.tail[0].Value(), want.Value())
 			}
 		}
-		if weight > 0 && want.Value() == 0 {
+		if on && want.Value() == 0 {
 			t.Fatal("no estimate formed")
 		}
 	}

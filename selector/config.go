@@ -84,46 +84,6 @@ type Config struct {
 	// the first one (with the predicted side index). Default
 	// DefaultImposedWeight; 0 = this request's time to first token only.
 	ImposedWeight float64 `yaml:"imposed_weight"`
-	// ImposedOthers (CostTime only) prices ImposedWeight's term at
-	// U/(1-U) instead of 1/(1-U): the waiting the request's prefill adds
-	// to the requests behind it, without its own service, which the time
-	// to first token already counts. Default false.
-	ImposedOthers bool `yaml:"imposed_others"`
-	// DelayOthers (CostTime with PassModel only) charges the request for
-	// the first tokens it delays: the requests pending on the rank whose
-	// first token comes at the end of the pass its first chunk joins
-	// each wait the time that chunk adds to the pass (delay.go). A
-	// request that joins a pass others wait for pays for making it
-	// longer. Default false.
-	DelayOthers bool `yaml:"delay_others"`
-	// CacheValue (CostTime only) credits the prefill time the request's
-	// cache hit saves (PrefillSpan of the whole prompt minus that of its
-	// uncached part) CacheValue/(1-U) times more: the future value of
-	// reusing the cached prefix where it lives instead of computing a
-	// duplicate elsewhere, which takes cache room (and the prefill again)
-	// from later requests. Default 0 = no such credit.
-	CacheValue float64 `yaml:"cache_value"`
-	// CacheExclusive restricts CacheValue to the blocks of the hit that
-	// no other candidate holds: a prefix cached elsewhere too is not lost
-	// by computing it again here. Default false.
-	CacheExclusive bool `yaml:"cache_exclusive"`
-	// TailWeight (CostTime only) charges the predicted time to first
-	// token above the fleet's tail (Request.TailTTFT, the router's
-	// running TailQuantile of each request's fastest prediction)
-	// TailWeight times more, scaled by the square of the share of that
-	// tail the request's own prefill on an idle worker would take
-	// (tail.go): a cache hit may then buy a long prompt a slower worker
-	// only while it stays out of the fleet's slowest, whose time sets
-	// the p99, where the tail is made of long prompts; where it is made
-	// of queueing the charge fades and hits that shorten the queue are
-	// kept. Default 0 = off (no charge, and the router keeps no
-	// estimate).
-	TailWeight float64 `yaml:"tail_weight"`
-	// TailQuantile is the quantile of the fleet's fastest predicted time
-	// to first token per request that TailWeight guards, in (0, 1).
-	// Default 0, which means DefaultTailQuantile (0.98); read only with
-	// TailWeight > 0.
-	TailQuantile float64 `yaml:"tail_quantile"`
 	// PassModel (CostTime only) prices the queue as the engine schedules
 	// it (pass.go): the request waits out the pass in flight, which it
 	// cannot join, then shares passes of max_batched_tokens with the
@@ -134,48 +94,6 @@ type Config struct {
 	// Default true; false = the whole queue ahead in passes of its own,
 	// then the request's (the pass in flight charged in full).
 	PassModel bool `yaml:"pass_model"`
-	// DecodePhase (CostTime with PassModel only) dates the pass in flight
-	// of a rank whose requests all decoded when its pending prefill came
-	// (Candidate.PassArrived): the engine was running decode-only passes,
-	// which no first token dates, so the prefill waits for the one then
-	// in flight, begun at an unknown moment within one decode pass: half
-	// of one on average. The passes roll forward from there (pass.go).
-	// Without it they roll from the last dated pass as if the prefill had
-	// been pending since, which, long after that pass, places its first
-	// pass in the past (the wrap in pass.go then guesses). Default false:
-	// with PassOverdue it cuts the pass model's TTFT underestimates, but
-	// load balancing (overlap credit 0) gains more than kv, which then
-	// loses a cell of the project's standard simulator measurement (the
-	// package doc has the figures).
-	DecodePhase bool `yaml:"decode_phase"`
-	// PassArrivals (CostTime with PassModel only) rolls the passes with
-	// the moment each pending request came (Candidate.PassQueue): a
-	// rolled pass takes only the prefill routed before it began, as the
-	// engine does, and the rest waits behind it. Without it every token
-	// routed since the dated pass is taken by the next rolled pass, so
-	// a request routed behind a pass the engine began without them is
-	// told they are being computed and the queue behind is empty.
-	// Default false (the package doc has the measurements).
-	PassArrivals bool `yaml:"pass_arrivals"`
-	// PassOverdue (CostTime with PassModel only): the first prefill pass
-	// the model rolls (the dated one, or the first after decode-only
-	// passes) that took every token pending when it began ends with
-	// first tokens; while none has come it is still in flight, however
-	// long the timing model said it would take, and the tokens routed
-	// since wait for the next pass. Default false (see DecodePhase):
-	// roll on past the modeled end, placing later requests in a pass the
-	// engine has not started.
-	PassOverdue bool `yaml:"pass_overdue"`
-	// HistoryWeight is the credit per leading block the worker's routing
-	// history holds (Candidate.History) beyond every tier's prefix: blocks
-	// recently routed there that the events say it evicted since. Default
-	// 0 = the history is not credited.
-	HistoryWeight float64 `yaml:"history_weight"`
-	// HistoryTie (temperature 0) widens the cost tie to the candidates
-	// within HistoryTie (relative) of the lowest cost, and among them
-	// prefers those holding or having held (Candidate.History) the deepest
-	// prefix of the request, then the lowest cost. Default 0 = off.
-	HistoryTie float64 `yaml:"history_tie"`
 	// TransferWeight, when > 0, says the request's prompt KV arrives by
 	// transfer from another worker instead of being computed (the decode
 	// hop of a disaggregated request, DESIGN.md §10): the candidate's own
@@ -258,14 +176,7 @@ func (c Config) Validate() error {
 	}
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
 	nonneg("ImposedWeight", c.ImposedWeight)
-	nonneg("CacheValue", c.CacheValue)
 	nonneg("TransferWeight", c.TransferWeight)
-	nonneg("TailWeight", c.TailWeight)
-	if q := c.TailQuantile; math.IsNaN(q) || q < 0 || q >= 1 {
-		errs = append(errs, fmt.Errorf("selector: TailQuantile = %v must be in [0, 1) (0: default)", q))
-	}
-	nonneg("HistoryWeight", c.HistoryWeight)
-	nonneg("HistoryTie", c.HistoryTie)
 	nonneg("Temperature", c.Temperature)
 	nonneg("BusyKVUsage", c.BusyKVUsage)
 	nonneg("BusyPrefillFraction", c.BusyPrefillFraction)
@@ -276,15 +187,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("selector: BusyPrefillTokens = %d must be >= 0", c.BusyPrefillTokens))
 	}
 	return errors.Join(errs...)
-}
-
-// Tail returns the quantile TailWeight guards: TailQuantile, or
-// DefaultTailQuantile when zero.
-func (c *Config) Tail() float64 {
-	if c.TailQuantile > 0 {
-		return c.TailQuantile
-	}
-	return DefaultTailQuantile
 }
 
 // Overrides are per-request replacements of Config knobs; nil keeps the

@@ -22,10 +22,8 @@ const maxRolledPasses = 256
 // prefill nor decoding requests the engine idles until the next arrival,
 // which starts a pass at once. A model that runs ahead of the engine
 // (no first token yet where it expects one) charges the request less
-// queue; the next first token dates a pass again. With overdue
-// (Config.PassOverdue) a first prefill pass that took every token come
-// when it began and has outrun its model is still in flight instead.
-func (t *Timing) inFlight(elapsed float64, started int, arr []PassArrival, pending float64, chunk int, dec float64, overdue bool) (left, waiting float64) {
+// queue; the next first token dates a pass again.
+func (t *Timing) inFlight(elapsed float64, started int, arr []PassArrival, pending float64, chunk int, dec float64) (left, waiting float64) {
 	elapsed = max(elapsed, 0)
 	c := float64(max(chunk, 1))
 	unknown := arr == nil
@@ -46,14 +44,6 @@ func (t *Timing) inFlight(elapsed float64, started int, arr []PassArrival, pendi
 			d := dec + t.prefillTime(batch)
 			if elapsed < tau+d {
 				return tau + d - elapsed, max(0, pending-done-batch)
-			}
-			if overdue && done == 0 && come <= c {
-				// The first prefill pass took every token come when it
-				// began, so it ends with first tokens, and none has
-				// come: it is still in flight, ending any moment, and
-				// the tokens routed since wait for the next
-				// (Config.PassOverdue).
-				return 0, max(0, pending-batch)
 			}
 			tau += d
 			done += batch

@@ -16,7 +16,6 @@ func TestInFlight(t *testing.T) {
 		started               int
 		pending               float64
 		dec                   float64
-		overdue               bool
 		wantLeft, wantWaiting float64
 	}{
 		{name: "idle", elapsed: 10},
@@ -38,22 +37,8 @@ func TestInFlight(t *testing.T) {
 		// on the pending tokens; it cycles through them again.
 		{name: "wraps", elapsed: 2*full + 30, started: 8192, pending: 8192,
 			wantLeft: full - 30},
-		// Config.PassOverdue: the dated pass holds all 100 tokens pending
-		// at its start, so it ends with a first token; none came 10 ms
-		// past its modeled end: still in flight, the 600 routed since
-		// wait for the next pass.
-		{name: "overdue", elapsed: tm.PrefillTime(100) + 10, started: 100, pending: 700, overdue: true,
-			wantWaiting: 600},
-		{name: "overdue, as above", elapsed: 2*full + 30, started: 8192, pending: 8192, overdue: true},
-		// A dated pass of 20000 tokens takes only the first 8192: it need
-		// not end with a first token, so the passes roll on.
-		{name: "overdue needs every request in the pass", elapsed: full + 10, started: 20000, pending: 20000, overdue: true,
-			wantLeft: full - 10, wantWaiting: 20000 - 2*8192},
-		// Before its modeled end a pass is in flight either way.
-		{name: "not yet overdue", elapsed: 9, started: 100, pending: 700, overdue: true,
-			wantLeft: tm.PrefillTime(100) - 9, wantWaiting: 600},
 	} {
-		left, waiting := tm.inFlight(tc.elapsed, tc.started, nil, tc.pending, 8192, tc.dec, tc.overdue)
+		left, waiting := tm.inFlight(tc.elapsed, tc.started, nil, tc.pending, 8192, tc.dec)
 		if math.Abs(left-tc.wantLeft) > 1e-9 || math.Abs(waiting-tc.wantWaiting) > 1e-9 {
 			t.Errorf("%s: inFlight = %.4f ms left, %.0f waiting; want %.4f, %.0f", tc.name, left, waiting, tc.wantLeft, tc.wantWaiting)
 		}
@@ -67,18 +52,16 @@ func TestInFlightBounds(t *testing.T) {
 	for _, elapsed := range []float64{0, 1, 169, 1e3, 1e5, 1e9} {
 		for _, pending := range []float64{0, 1, 8191, 8192, 1e5, 1e7} {
 			for _, dec := range []float64{0, 7.5} {
-				for _, overdue := range []bool{false, true} {
-					left, waiting := tm.inFlight(elapsed, int(pending), nil, pending, 8192, dec, overdue)
-					if left < 0 || left > tm.PrefillTime(8192)+dec || waiting < 0 || waiting > pending {
-						t.Errorf("inFlight(%g, %g, dec %g, overdue %v) = %g, %g", elapsed, pending, dec, overdue, left, waiting)
-					}
+				left, waiting := tm.inFlight(elapsed, int(pending), nil, pending, 8192, dec)
+				if left < 0 || left > tm.PrefillTime(8192)+dec || waiting < 0 || waiting > pending {
+					t.Errorf("inFlight(%g, %g, dec %g) = %g, %g", elapsed, pending, dec, left, waiting)
 				}
 			}
 		}
 	}
 }
 
-// With the moments the pending prefill came (Config.PassArrivals), a
+// With the moments the pending prefill came (Candidate.PassQueue), a
 // rolled pass takes only what came before it began, as the engine does.
 func TestInFlightArrivals(t *testing.T) {
 	tm := DefaultTiming()
@@ -120,43 +103,9 @@ func TestInFlightArrivals(t *testing.T) {
 			arr:      []PassArrival{{Ago: 5, Tokens: 400}},
 			wantLeft: pt(400) - 5},
 	} {
-		left, waiting := tm.inFlight(tc.elapsed, tc.started, tc.arr, tc.pending, 8192, tc.dec, false)
+		left, waiting := tm.inFlight(tc.elapsed, tc.started, tc.arr, tc.pending, 8192, tc.dec)
 		if math.Abs(left-tc.wantLeft) > 1e-9 || math.Abs(waiting-tc.wantWaiting) > 1e-9 {
 			t.Errorf("%s: inFlight = %.4f ms left, %.0f waiting; want %.4f, %.0f", tc.name, left, waiting, tc.wantLeft, tc.wantWaiting)
-		}
-	}
-}
-
-// delayed counts the pending requests whose first token comes at the end
-// of the pass the request's first chunk joins, and what it adds to it.
-func TestDelayed(t *testing.T) {
-	tm := DefaultTiming()
-	pt := tm.PrefillTime
-	arr := []PassArrival{{Tokens: 3000}, {Tokens: 500}, {Tokens: 700}}
-	for _, tc := range []struct {
-		name              string
-		started           int
-		consumed, waiting float64
-		own, c            float64
-		wantN             int
-		wantEach          float64
-	}{
-		// 100 started and 3000 computed: the 500 and 700 wait; 1000
-		// more join their pass.
-		{name: "two wait", started: 100, consumed: 3100, waiting: 1200, own: 1000, c: 8192,
-			wantN: 2, wantEach: pt(2200) - pt(1200)},
-		// Chunks of 1000: the 1200 waiting fill one pass and 200 of the
-		// next, where only the 700 ends; 800 of the request's join it.
-		{name: "the last pass only", started: 100, consumed: 3100, waiting: 1200, own: 1000, c: 1000,
-			wantN: 1, wantEach: pt(1000) - pt(200)},
-		// Nothing waits: a pass of its own.
-		{name: "none", started: 100, consumed: 4300, own: 1000, c: 8192},
-		// A multiple of the chunk waits: its pass is its own.
-		{name: "full passes", started: 100, consumed: 3100, waiting: 1000, own: 500, c: 500},
-	} {
-		n, each := tm.delayed(arr, tc.started, tc.consumed, tc.waiting, tc.own, tc.c)
-		if n != tc.wantN || math.Abs(each-tc.wantEach) > 1e-9 {
-			t.Errorf("%s: delayed = %d, %.4f; want %d, %.4f", tc.name, n, each, tc.wantN, tc.wantEach)
 		}
 	}
 }

@@ -44,11 +44,6 @@ type Candidate struct {
 	// Overlap is the number of leading request blocks held per storage
 	// tier (indexed by kvevents.Tier).
 	Overlap [kvevents.NumTiers]int
-	// History is the number of leading request blocks the router's
-	// recent decisions put on the worker (its routing history), whether
-	// or not the worker still holds them; Config.HistoryWeight credits
-	// those beyond Overlap. 0: none or unknown.
-	History int
 	// ActivePrefillTokens, ActiveDecodeBlocks and ActiveRequests are the
 	// rank's current load (package loads).
 	ActivePrefillTokens int
@@ -83,16 +78,11 @@ type Candidate struct {
 	PassKnown   bool
 	PassElapsed float64
 	PassTokens  int
-	// PassArrived says the rank's prefill pending now came while every
-	// active request decoded, PassArrivedElapsed ms ago (loads.Pass.Arrived):
-	// the engine runs decode-only passes, the one in flight of unknown
-	// phase. Config.DecodePhase then rolls the passes from there.
-	PassArrived        bool
-	PassArrivedElapsed float64
 	// PassQueue is the prefill routed to the rank since its dated pass
 	// started (loads.PassArrivals), oldest first: a pass rolled forward
 	// from there takes each only if it began after it came (pass.go).
-	// Nil: every pending token beyond PassTokens counts as come at once.
+	// Nil: every pending token beyond PassTokens counts as come at once
+	// (the router fills it only with its feature pass-arrivals).
 	PassQueue []PassArrival
 }
 
@@ -133,8 +123,9 @@ type Request struct {
 	// costs the system 1/(1-U) of response time. 0: unknown or idle.
 	Utilization float64
 	// TailTTFT is the router's running estimate of the fleet's tail of
-	// predicted time to first token, in ms (Config.TailWeight,
-	// TailTracker). 0: unknown, no tail charge.
+	// predicted time to first token, in ms (TailTracker), which CostTime
+	// then guards (tail.go; the router's feature tail-guard). 0: unknown
+	// or off, no tail charge.
 	TailTTFT float64
 }
 
@@ -190,10 +181,8 @@ type Breakdown struct {
 	Passes int
 	Usage  float64
 	// Imposed is CostTime's ImposedWeight term (before PrefillLoadScale):
-	// the request's own prefill time times ImposedWeight/(1-U) (U/(1-U)
-	// with Config.ImposedOthers), plus the first tokens it delays
-	// (Config.DelayOthers), less the future value of its hit
-	// (Config.CacheValue), plus the tail charge (Config.TailWeight).
+	// the request's own prefill time times ImposedWeight/(1-U), plus the
+	// tail guard's charge (Request.TailTTFT, tail.go).
 	Imposed float64
 	// InFlight is, under Config.PassModel, the modeled time left of the
 	// rank's pass in flight in ms (the request cannot join it), and
@@ -359,14 +348,6 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	cmin := math.Inf(1)
 	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
 	sc.tail = req.TailTTFT
-	if cfg.CacheExclusive {
-		// The deepest two device overlaps.
-		for i := range cands {
-			if o := cands[i].Overlap[kvevents.TierDevice]; out[i] == ReasonNone && o > sc.top2 {
-				sc.top1, sc.top2 = max(sc.top1, o), min(sc.top1, o)
-			}
-		}
-	}
 	// The slices in locals of the candidates' length: no bounds tests,
 	// and nothing to reload from res after each call.
 	bd := res.Breakdowns[:len(cands)]
@@ -380,10 +361,6 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		// The cost as returned, not read back from b: that load would
 		// wait for the store just made.
 		cmin = lower(cmin, sc.costInto(&cands[i], b))
-	}
-	if cfg.HistoryTie > 0 && cfg.Temperature <= 0 {
-		res.Chosen = pickHistory(cfg, res.Breakdowns, cands, cmin, rng)
-		return res, nil
 	}
 	if cfg.TieUtilization && cfg.Temperature <= 0 {
 		res.Chosen = pickLeastBusy(res.Breakdowns, cands, cmin, rng)
@@ -418,7 +395,6 @@ type scorer struct {
 	ownTm         Timing  // own.orDefault()
 	ownFull       float64 // as defFull, for ownTm
 	ownChunk      int
-	top1, top2    int     // the deepest two device overlaps among the candidates
 	tail          float64 // Request.TailTTFT
 }
 
@@ -470,12 +446,6 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 		w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 		credit = tierCredit(&c.Overlap, &w)
 	}
-	if cfg.HistoryWeight > 0 {
-		// Added only when there can be a history credit: credit is never
-		// -0, so adding 0 would change nothing, but it lengthened the
-		// chain of dependent operations each candidate's cost waits on.
-		credit += historyCredit(cfg, c, decay)
-	}
 	out.Worker = c.Worker
 	out.Overlap = c.Overlap
 	out.Decay = decay
@@ -488,7 +458,12 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 			w := [kvevents.NumTiers]float64{wd, cfg.HostWeight, cfg.DiskWeight, cfg.SharedWeight}
 			load = onboardTime(cfg, c, &w, s.b)
 		}
-		return s.costTimeInto(c, credit, load, out)
+		cost := s.costTimeInto(c, credit, load, out)
+		if s.tail > 0 {
+			// The tail guard, on the default model's figures.
+			cost = s.tailGuard(c, out)
+		}
+		return cost
 	}
 	out.Queue, out.Passes, out.Usage, out.Imposed, out.Onboard = 0, 0, 0, 0, 0
 	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0

@@ -88,24 +88,6 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.ImposedWeight = fnum(t, v)
 		case "pass-model":
 			c.PassModel = v == "true"
-		case "decode-phase":
-			c.DecodePhase = v == "true"
-		case "pass-overdue":
-			c.PassOverdue = v == "true"
-		case "pass-arrivals":
-			c.PassArrivals = v == "true"
-		case "delay-others":
-			c.DelayOthers = v == "true"
-		case "imposed-others":
-			c.ImposedOthers = v == "true"
-		case "cache-value":
-			c.CacheValue = fnum(t, v)
-		case "cache-exclusive":
-			c.CacheExclusive = v == "true"
-		case "tail-weight":
-			c.TailWeight = fnum(t, v)
-		case "tail-quantile":
-			c.TailQuantile = fnum(t, v)
 		case "chunk":
 			c.Timing.MaxBatchedTokens = inum(t, v)
 		case "credit":
@@ -189,8 +171,6 @@ func TestDataDriven(t *testing.T) {
 						c.PassKnown, c.PassElapsed = true, fnum(t, v)
 					case "pass-tokens":
 						c.PassKnown, c.PassTokens = true, inum(t, v)
-					case "pass-arrived":
-						c.PassArrived, c.PassArrivedElapsed = true, fnum(t, v)
 					case "pass-queue":
 						// ago:tokens/ago:tokens..., oldest first.
 						for _, e := range strings.Split(v, "/") {

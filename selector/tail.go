@@ -2,12 +2,15 @@ package selector
 
 import "math"
 
-// DefaultTailQuantile is the default Config.TailQuantile: the fleet's
-// 98th percentile of each request's fastest predicted time to first
-// token. Guarding it, with PassArrivals, kept kv's p99 at or below load
-// balancing's on azure-conv at 50% load in the simulator while most hits
-// stay taken (package doc).
-const DefaultTailQuantile = 0.98
+// TailQuantile is the quantile of each request's fastest predicted time
+// to first token that the tail guard takes as the fleet's tail (the
+// router's TailTracker): the 98th percentile.
+const TailQuantile = 0.98
+
+// TailWeight is the tail guard's weight: predicted time above the tail
+// costs this many times more (scaled as tailCharge says). 10 was the
+// best measured (docs/experiments/cost-terms.md).
+const TailWeight = 10.0
 
 // tailStep is TailTracker's step in log space: an estimate below a
 // sample rises by a factor exp(q*tailStep), one at or above it falls by
@@ -16,26 +19,43 @@ const DefaultTailQuantile = 0.98
 // hundred samples and keeps its jitter about 2%.
 const tailStep = 0.02
 
-// tailCharge is Config.TailWeight's term (CostTime): the predicted time
-// to first token pred above the fleet's tail (ms) costs weight times
-// more, scaled by min(1, whole/tail)², whole being the request's own
-// prefill on an idle worker. It keeps a cache hit from buying a request
-// a predicted wait that puts it among the fleet's slowest. The scale
-// keeps the charge where the tail is made of long prompts (a request
-// whose own prefill is most of the tail: its extra wait is the tail)
-// and fades it where the tail is made of queueing (bursts, high load),
-// where the hits that shorten the queue matter more than any one
-// request's wait: on azure-code at 50% load and azure-conv at 90% the
-// unscaled charge cost 3 to 4 points of hit rate. The scale depends on
-// the request, not the candidate, so the charge keeps the cost
-// increasing in pred (load balancing still picks the fastest). 0 when
-// tail is unknown (0) or pred is at or below it.
-func tailCharge(weight, tail, pred, whole float64) float64 {
-	if !(weight > 0) || !(tail > 0) || !(pred > tail) {
+// tailCharge is the tail guard's term (CostTime, Request.TailTTFT > 0):
+// the predicted time to first token pred above the fleet's tail (ms)
+// costs TailWeight times more, scaled by min(1, whole/tail)², whole
+// being the request's own prefill on an idle worker. It keeps a cache
+// hit from buying a request a predicted wait that puts it among the
+// fleet's slowest. The scale keeps the charge where the tail is made of
+// long prompts (a request whose own prefill is most of the tail: its
+// extra wait is the tail) and fades it where the tail is made of
+// queueing (bursts, high load), where the hits that shorten the queue
+// matter more than any one request's wait. The scale depends on the
+// request, not the candidate, so the charge keeps the cost increasing
+// in pred (load balancing still picks the fastest). 0 when tail is
+// unknown (0) or pred is at or below it.
+func tailCharge(tail, pred, whole float64) float64 {
+	if !(tail > 0) || !(pred > tail) {
 		return 0
 	}
 	share := min(1, whole/tail)
-	return weight * share * share * (pred - tail)
+	return TailWeight * share * share * (pred - tail)
+}
+
+// tailGuard adds tailCharge to the imposed term and the cost of out,
+// costTimeInto's breakdown of c, and returns the cost: the guard applies
+// after the default model, not inside it.
+func (s *scorer) tailGuard(c *Candidate, out *Breakdown) float64 {
+	tm := &s.def
+	if c.Timing != nil {
+		tm, _, _ = s.timing(c)
+	}
+	whole, _ := tm.PrefillSpan(float64(s.isl), passChunk(c, tm))
+	charge := tailCharge(s.tail, out.Prefill+out.Decode, whole)
+	if charge == 0 {
+		return out.Cost
+	}
+	out.Imposed += charge
+	out.Cost = scaled(out.Prefill+out.Imposed, s.cfg.PrefillLoadScale) + out.Decode + out.Requests
+	return out.Cost
 }
 
 // TailTracker is a running estimate of a quantile of the fleet's fastest

@@ -179,9 +179,7 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 //	mine     = PrefillSpan(own)              its own prefill, after max(ahead, load)
 //	usage    = KV usage + new_blocks / total_kv_blocks
 //	decode   = (passes of ahead + mine) * DecodeTime(usage)   if the worker has active requests
-//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor;
-//	           U/(1-U) with ImposedOthers), + the first tokens it delays (DelayOthers)
-//	           - CacheValue * (PrefillSpan(isl) - mine) / (1-U)  (CacheValue, CacheExclusive)
+//	imposed  = ImposedWeight * mine / (1-U)  what its prefill work costs the fleet (queueFactor)
 //	cost     = PrefillLoadScale*(max(ahead, load) + mine + imposed) + decode + ActiveRequestWeight*active_requests
 //
 // The queued prefill is mostly in the pass running now, which the
@@ -191,7 +189,8 @@ func (t *Timing) prefillSpan(q, c, full float64) (ms float64, passes int) {
 // With Config.PassModel and a dated pass (Candidate.PassKnown) below its
 // sequence cap, ahead + mine is instead the time left of the pass in
 // flight, then PrefillSpan(waiting + own): the request shares passes
-// with the prefill pending behind it (pass.go, the package doc). With
+// with the prefill pending behind it (pass.go, the package doc); the
+// pending prefill came at once unless Candidate.PassQueue dates it. With
 // Unclamped, a credit beyond the prompt (own < 1) shortens the queue ahead
 // instead.
 func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown) float64 {
@@ -214,12 +213,8 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		}
 		own = 1
 	}
-	chunk := c.MaxNumBatchedTokens
-	if chunk <= 0 {
-		chunk = tm.MaxBatchedTokens
-	}
 	decoding := max(0, c.ActiveRequests-c.PrefillRequests)
-	chunk = max(1, chunk-decoding)
+	chunk := passChunk(c, tm)
 	if chunk != *fullChunk {
 		*full, *fullChunk = tm.prefillTime(float64(chunk)), chunk
 	}
@@ -231,7 +226,6 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	usage = atMost(usage, 1)
 	mine, n := tm.prefillSpan(own, cf, *full)
 	prefill, passes := 0.0, 0
-	others := 0.0 // the first tokens it delays (Config.DelayOthers)
 	out.InFlight, out.Waiting, out.SlotWait = 0, 0, 0
 	if cfg.PassModel && c.PassKnown && (c.MaxNumSeqs <= 0 || c.ActiveRequests < c.MaxNumSeqs) {
 		// The pass in flight, then the pending prefill and the request's
@@ -240,24 +234,10 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		if decoding > 0 {
 			dec = tm.decodeTime(c.KVUsage)
 		}
-		elapsed, started := c.PassElapsed, c.PassTokens
-		if cfg.DecodePhase && c.PassArrived {
-			// A decode-only pass was in flight when the prefill came,
-			// half of it run on average.
-			elapsed, started = c.PassArrivedElapsed+dec/2, 0
-		}
-		var queue []PassArrival // nil: the tokens routed since came at once
-		if cfg.PassArrivals {
-			queue = c.PassQueue
-		}
-		left, waiting := tm.inFlight(elapsed, started, queue, ahead, chunk, dec, cfg.PassOverdue)
+		left, waiting := tm.inFlight(c.PassElapsed, c.PassTokens, c.PassQueue, ahead, chunk, dec)
 		prefill, passes = tm.prefillSpan(waiting+own, cf, *full)
 		prefill = max(left, load) + prefill
 		out.InFlight, out.Waiting = left, waiting
-		if cfg.DelayOthers {
-			k, each := tm.delayed(queue, started, ahead-waiting, waiting, own, cf)
-			others = float64(k) * each
-		}
 		ahead = waiting
 	} else {
 		if ahead > 0 {
@@ -275,37 +255,10 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 		prefill += c.SlotWait
 		out.SlotWait = c.SlotWait
 	}
-	factor := s.queueFactor
-	if cfg.ImposedOthers {
-		factor-- // U/(1-U)
-	}
-	imposed := scaled(scaled(mine, cfg.ImposedWeight), factor)
-	if cfg.DelayOthers {
-		// Added only when set (a product of non-negative factors is
-		// never -0, so adding 0 changes nothing): one dependent addition
-		// fewer on the cost's chain.
-		imposed += others
-	}
-	if cfg.CacheValue > 0 && own < float64(s.isl) {
-		saved := float64(s.isl)
-		if cfg.CacheExclusive {
-			// Only the blocks no other candidate holds.
-			o, other := c.Overlap[0], s.top1
-			if o >= s.top1 {
-				other = s.top2
-			}
-			saved = own + float64(max(0, o-other)*s.b)
-		}
-		whole, _ := tm.prefillSpan(min(saved, float64(s.isl)), cf, *full)
-		imposed -= cfg.CacheValue * max(0, whole-mine) * s.queueFactor
-	}
+	imposed := scaled(scaled(mine, cfg.ImposedWeight), s.queueFactor)
 	decode := 0.0
 	if c.ActiveRequests > 0 {
 		decode = float64(passes) * tm.decodeTime(usage)
-	}
-	if cfg.TailWeight > 0 && s.tail > 0 {
-		whole, _ := tm.prefillSpan(float64(s.isl), cf, *full)
-		imposed += tailCharge(cfg.TailWeight, s.tail, prefill+decode, whole)
 	}
 	reqs := cfg.ActiveRequestWeight * float64(c.ActiveRequests)
 	out.Prefill = prefill
@@ -318,6 +271,17 @@ func (s *scorer) costTimeInto(c *Candidate, credit, load float64, out *Breakdown
 	out.Onboard = load
 	out.Cost = scaled(prefill+imposed, cfg.PrefillLoadScale) + decode + reqs
 	return out.Cost
+}
+
+// passChunk is the prefill token budget of c's passes: its
+// max_batched_tokens (tm's when unknown) less one token per decoding
+// request, at least 1.
+func passChunk(c *Candidate, tm *Timing) int {
+	chunk := c.MaxNumBatchedTokens
+	if chunk <= 0 {
+		chunk = tm.MaxBatchedTokens
+	}
+	return max(1, chunk-max(0, c.ActiveRequests-c.PrefillRequests))
 }
 
 // MaxUtilization caps the utilization estimate in queueFactor, so a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -14,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/charts"
 	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/clihelp"
@@ -94,6 +96,9 @@ flags and --seed always give the same figures.`,
 				return err
 			}
 			if err := applySimPreset(cmd, &cfg, preset); err != nil {
+				return err
+			}
+			if err := app.LogFeatures(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cfg.Router.EnableFeature); err != nil {
 				return err
 			}
 			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
@@ -290,8 +295,7 @@ var simSections = []clihelp.Section{
 	{Name: "Router", More: "cost overlap-credit prefill-load-scale credit-decay active-request-weight imposed-weight " +
 		"pass-model tie-utilization temperature busy-kv-usage busy-prefill-fraction queue-threshold predict-ttl " +
 		"predict-active track-output-blocks exact-output approx-ttl unclamped"},
-	{Name: "Cost experiments", More: "imposed-others delay-others cache-value cache-exclusive tail-weight tail-quantile " +
-		"decode-phase pass-arrivals pass-overdue history-ttl history-weight history-tie"},
+	{Name: "Experimental", More: "enable-feature"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg disagg-policy disagg-isl-threshold disagg-load-threshold " +
 		"disagg-transfer-weight kv-transfer-bandwidth kv-transfer-latency"},

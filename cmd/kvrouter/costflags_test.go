@@ -1,34 +1,51 @@
 package main
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
-	"time"
 )
 
-// TestServeCostKnobs: the time cost's optional terms that sim measures
-// are serve flags too, off by default, and reach the router config from
-// flags and from the environment.
+// TestServeCostKnobs: the cost's experimental features are off by
+// default and reach the router config from --enable-feature (repeated
+// or comma-separated, each kept once), from KVROUTER_ENABLE_FEATURE and
+// from the YAML key router.enable_feature; an unknown name is refused
+// naming the known ones, and the deleted cost flags are unknown flags.
 func TestServeCostKnobs(t *testing.T) {
 	cfg, text := printConfig(t, "serve")
 	rc := cfg.Frontend.Router
-	s := rc.Selector
-	if s.TailWeight != 0 || s.PassArrivals || s.DelayOthers || s.CacheValue != 0 || rc.Predict.HistoryTTL != 0 || s.Unclamped {
+	if len(rc.EnableFeature) != 0 || rc.Selector.Unclamped {
 		t.Fatalf("defaults are not off:\n%s", text)
 	}
-	cfg, text = printConfig(t, "serve", "--tail-weight", "10", "--tail-quantile", "0.95", "--pass-arrivals", "--delay-others",
-		"--cache-value", "0.5", "--cache-exclusive", "--imposed-others", "--decode-phase", "--pass-overdue",
-		"--history-ttl", "5s", "--history-weight", "0.25", "--history-tie", "0.01", "--unclamped")
+	cfg, text = printConfig(t, "serve", "--enable-feature", "tail-guard", "--enable-feature", "pass-arrivals,tail-guard", "--unclamped")
 	rc = cfg.Frontend.Router
-	s = rc.Selector
-	if s.TailWeight != 10 || s.TailQuantile != 0.95 || !s.PassArrivals || !s.DelayOthers || s.CacheValue != 0.5 || !s.CacheExclusive ||
-		!s.ImposedOthers || !s.DecodePhase || !s.PassOverdue || rc.Predict.HistoryTTL != 5*time.Second || s.HistoryWeight != 0.25 ||
-		s.HistoryTie != 0.01 || !s.Unclamped {
-		t.Fatalf("flags did not reach the router config:\n%s", text)
+	if !slices.Equal(rc.EnableFeature, []string{"tail-guard", "pass-arrivals"}) || !rc.Selector.Unclamped {
+		t.Fatalf("flags did not reach the router config: %q\n%s", rc.EnableFeature, text)
 	}
-	t.Setenv("KVROUTER_TAIL_WEIGHT", "3")
-	t.Setenv("KVROUTER_PASS_ARRIVALS", "true")
+	t.Setenv("KVROUTER_ENABLE_FEATURE", "pass-arrivals")
 	cfg, text = printConfig(t, "serve")
-	if s := cfg.Frontend.Router.Selector; s.TailWeight != 3 || !s.PassArrivals {
-		t.Fatalf("environment: tail weight %v, pass arrivals %v\n%s", s.TailWeight, s.PassArrivals, text)
+	if got := cfg.Frontend.Router.EnableFeature; !slices.Equal(got, []string{"pass-arrivals"}) {
+		t.Fatalf("environment: %q\n%s", got, text)
+	}
+	os.Unsetenv("KVROUTER_ENABLE_FEATURE") // t.Setenv restores it
+	t.Setenv("KVROUTER_CONFIG", writeFile(t, "router:\n  enable_feature: [tail-guard]\n"))
+	cfg, text = printConfig(t, "serve")
+	if got := cfg.Frontend.Router.EnableFeature; !slices.Equal(got, []string{"tail-guard"}) {
+		t.Fatalf("YAML: %q\n%s", got, text)
+	}
+	root := newRootCmd()
+	root.SetArgs([]string{"serve", "--enable-feature", "delay-others", "--print-config"})
+	err := root.Execute()
+	if err == nil || !strings.Contains(err.Error(), `"delay-others"`) || !strings.Contains(err.Error(), "known: pass-arrivals, tail-guard") {
+		t.Fatalf("unknown feature: %v", err)
+	}
+	for _, gone := range []string{"--pass-arrivals", "--decode-phase", "--pass-overdue", "--delay-others", "--imposed-others",
+		"--cache-value=1", "--cache-exclusive", "--tail-weight=10", "--tail-quantile=0.9", "--history-ttl=1m", "--history-weight=1", "--history-tie=0.1"} {
+		root := newRootCmd()
+		root.SetArgs([]string{"serve", gone, "--print-config"})
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+			t.Errorf("serve %s: %v, want an unknown flag", gone, err)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func TestFlagRangeErrors(t *testing.T) {
 		{args: []string{"serve", "--snapshot-keep", "-1"}, want: []string{"--snapshot-keep", "KVROUTER_SNAPSHOT_KEEP", "replica.snapshot_keep", "[0, 100]"}},
 		{args: []string{"serve", "--busy-kv-usage", "1.5"}, want: []string{"--busy-kv-usage", "[0, 1]"}},
 		{args: []string{"serve", "--temperature", "NaN"}, want: []string{"--temperature", "finite"}},
-		{args: []string{"serve", "--tail-quantile", "1"}, want: []string{"--tail-quantile", "[0, 1)"}},
+		{args: []string{"mocker", "--watermark", "1"}, want: []string{"--watermark", "[0, 1)"}},
 		{args: []string{"serve", "--body-timeout", "48h"}, want: []string{"--body-timeout", "or negative (off)"}},
 		{args: []string{"serve"}, env: [2]string{"KVROUTER_INDEX_WRITERS", "-1"},
 			want: []string{"--index-writers", "KVROUTER_INDEX_WRITERS", "[0, 1024]"}},
@@ -128,7 +128,7 @@ func TestFlagRangeErrors(t *testing.T) {
 	}
 	// In range, the same commands print their config.
 	for _, args := range [][]string{
-		{"serve", "--index-writers", "1024", "--body-timeout", "-1s", "--tail-quantile", "0.99"},
+		{"serve", "--index-writers", "1024", "--body-timeout", "-1s"},
 		{"mocker", "--watermark", "0.5"},
 		{"bridge", "--zmq", "tcp://127.0.0.1:1", "--worker-id", "1", "--dp-size", "8"},
 	} {

@@ -41,6 +41,9 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err := app.CheckFlagRanges(cmd.Flags(), nil); err != nil {
 				return err // before a worker is started
 			}
+			if _, err := router.EnabledFeatures(sc.Frontend.Router.EnableFeature); err != nil {
+				return err
+			}
 			pools, err := sim.ParseDisagg(disagg)
 			if err != nil {
 				return err
@@ -96,6 +99,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.Float64Var(&rsc.HostWeight, "host-weight", rsc.HostWeight, "router: credit per host-tier (G2) cached block beyond the device prefix")
 	fl.Float64Var(&rsc.DiskWeight, "disk-weight", rsc.DiskWeight, "router: credit per disk-tier (G3) cached block beyond the device and host prefixes")
 	cli.BindTiers(fl, &sc.Frontend.Router)
+	cli.BindEnableFeature(fl, &sc.Frontend.Router, "router: ")
 	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
 	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.DurationVar(&sc.Frontend.DrainTimeout, "drain-timeout", sc.Frontend.DrainTimeout, "how long Ctrl-C waits for in-flight streams")
@@ -110,6 +114,7 @@ var upSections = []clihelp.Section{
 	{Name: "Router", Shown: "port host policy api-key", More: "index max-prompt-tokens drain-timeout"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},
+	{Name: "Experimental", More: "enable-feature"},
 	{Name: "Logs", Shown: "log-level"},
 }
 

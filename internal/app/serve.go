@@ -85,6 +85,9 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := LogFeatures(log, cfg.Frontend.Router.EnableFeature); err != nil {
+		return nil, err
+	}
 	static := append([]discovery.Worker(nil), cfg.StaticWorkers...)
 	for _, spec := range cfg.Workers {
 		w, err := discovery.ParseWorkerFlag(spec)

@@ -104,8 +104,7 @@ var ServeSections = []clihelp.Section{
 		More: "seed retries stale-limit index jump-stride index-writers approx-ttl"},
 	{Name: "Cost", More: "cost overlap-credit prefill-load-scale active-request-weight credit-decay temperature " +
 		"imposed-weight pass-model tie-utilization timing-fit predict-ttl predict-active unclamped"},
-	{Name: "Cost experiments", More: "imposed-others delay-others cache-value cache-exclusive tail-weight tail-quantile " +
-		"decode-phase pass-arrivals pass-overdue history-ttl history-weight history-tie"},
+	{Name: "Experimental", More: "enable-feature"},
 	{Name: "Busy workers and queue", More: "busy-kv-usage busy-prefill-tokens busy-prefill-fraction queue-threshold queue-policy queue-capacity"},
 	{Name: "Session affinity", More: "session-affinity affinity-ttl session-id-max-bytes affinity-max-sessions affinity-max-bytes"},
 	{Name: "KV tiers", More: "host-weight disk-weight shared-weight tier-chains onboard-cost"},
