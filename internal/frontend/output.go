@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/router"
 )
 

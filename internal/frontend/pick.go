@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/internal/tokenizer/remote"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )

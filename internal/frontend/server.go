@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/bounds"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"

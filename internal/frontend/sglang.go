@@ -12,7 +12,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // SGLang's PD protocol (DESIGN.md §10), chosen per prefill worker: one
