@@ -315,7 +315,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	h.Set(HeaderPrefillWorker, strconv.FormatUint(pre.d.Worker.ID, 10))
 	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))
 	fw := &firstWrite{ResponseWriter: w}
-	s.relay(fw, r, &dj, &d, resp, nil)
+	s.relay(fw, r, &dj, s.newFlight(&dj, &d, nil), resp)
 	s.observeDecodeFirst(resp, dj.stream, fw.at, t0)
 	return false
 }

@@ -60,6 +60,7 @@ type Server struct {
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
+	flights  *flightRecorder    // what proxied requests teach (flight.go)
 	eng      *engineState       // per-worker health (engine.go)
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
 	adapters *adapterSet        // LoRA adapter names (adapters.go)
@@ -160,6 +161,8 @@ func New(cfg Config) (*Server, error) {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
+	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
+		predict: s.observePrediction, onFree: cfg.Events.OnFree}
 	s.handler = s.routes()
 	return s, nil
 }
