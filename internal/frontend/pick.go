@@ -55,29 +55,6 @@ func HostPort(workerURL string) string {
 	return u.Host
 }
 
-// WorkersAt returns the ids of the known workers whose HostPort is one of
-// endpoints, in endpoints' order (unknown endpoints are skipped). Its
-// cost is linear in the endpoints plus the workers: the list comes from
-// the proxy and may be long.
-func (s *Server) WorkersAt(endpoints []string) []uint64 {
-	s.mu.RLock()
-	n := len(s.ids)
-	at := make(map[string][]uint64, n)
-	for _, id := range s.ids {
-		if w := s.workers[id]; !w.down {
-			hp := HostPort(w.URL)
-			at[hp] = append(at[hp], id)
-		}
-	}
-	s.mu.RUnlock()
-	out := make([]uint64, 0, min(len(endpoints), n))
-	for _, ep := range endpoints {
-		out = append(out, at[ep]...)
-		delete(at, ep) // each worker once
-	}
-	return out
-}
-
 // PickRequest is one HTTP request a shell forwards itself (the Envoy
 // endpoint picker): the router routes it as serve would, and the shell
 // reports its response through the returned Picked.
@@ -188,7 +165,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		if err != nil {
 			return fail(routeError(err))
 		}
-		wk, ok := s.worker(d.Worker.ID)
+		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			_ = s.rt.Fail(j.id, time.Now())
 			continue

@@ -218,10 +218,10 @@ func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedPr
 	s.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
 	s.m.eng.reported.WithLabelValues(w).Add(float64(reportedCached))
 	s.m.eng.gap.Observe(float64(predicted - reportedCached))
-	s.eng.mu.Lock()
-	h := s.eng.w[worker]
+	s.pool.eng.mu.Lock()
+	h := s.pool.eng.w[worker]
 	mismatch := h != nil && h.engineBS != 0 && h.engineBS != bs
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Unlock()
 	// An engine that counts a prompt at another length tokenized it
 	// differently; a few tokens of difference are a template's or
 	// special tokens' and change no full block.

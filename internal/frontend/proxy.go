@@ -333,7 +333,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			return
 		}
 		f := s.newFlight(j, &d, s.fits.begin(&d, time.Now()))
-		wk, ok := s.worker(d.Worker.ID)
+		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			f.abort(time.Now())
 			tried = append(tried, d.Worker.ID)
@@ -348,7 +348,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 				return
 			}
 			s.log.Warn("worker unreachable", "worker", wk.ID, "request_id", j.id, "err", err)
-			s.markDown(wk.ID)
+			s.pool.markDown(wk.ID)
 			if attempt < s.cfg.Retries {
 				s.m.retries.Inc()
 				tried = append(tried, wk.ID)
@@ -395,7 +395,7 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
 	}
 	if len(tried) > 0 {
-		ids := s.candidateIDs(tried)
+		ids := s.pool.candidates(tried)
 		if allow := req.Constraints.Allow; allow != nil {
 			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(allow, id) })
 		}
@@ -427,28 +427,6 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		_ = s.rt.Free(id, time.Now())
 		return router.Decision{}, ctx.Err()
 	}
-}
-
-func (s *Server) candidateIDs(exclude []uint64) []uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]uint64, 0, len(s.ids))
-	for _, id := range s.ids {
-		if w := s.workers[id]; w.down {
-			continue
-		}
-		skip := false
-		for _, x := range exclude {
-			if x == id {
-				skip = true
-				break
-			}
-		}
-		if !skip {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (*http.Response, error) {

@@ -190,9 +190,9 @@ func (s *Server) forwardIDs(id uint64) bool {
 	if !s.cfg.ForwardTokens || !s.cfg.OwnTokenizer {
 		return false
 	}
-	s.eng.mu.Lock()
-	defer s.eng.mu.Unlock()
-	h := s.eng.w[id]
+	s.pool.eng.mu.Lock()
+	defer s.pool.eng.mu.Unlock()
+	h := s.pool.eng.w[id]
 	return h != nil && h.tok.res.Outcome == SelfTestMatch
 }
 
@@ -203,9 +203,9 @@ func (s *Server) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
 	if w.down {
 		return 0, false
 	}
-	s.eng.mu.Lock()
-	defer s.eng.mu.Unlock()
-	h := s.eng.w[w.ID]
+	s.pool.eng.mu.Lock()
+	defer s.pool.eng.mu.Unlock()
+	h := s.pool.eng.w[w.ID]
 	if h == nil || h.tok.busy || h.fails > 0 || h.refused != "" {
 		return 0, false
 	}
@@ -228,8 +228,8 @@ func (s *Server) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTes
 	tctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	res := s.selfTest(tctx, w)
 	cancel()
-	s.eng.mu.Lock()
-	h := s.eng.w[w.ID]
+	s.pool.eng.mu.Lock()
+	h := s.pool.eng.w[w.ID]
 	stale := h == nil || h.tok.gen != gen || ctx.Err() != nil
 	if h != nil && h.tok.gen == gen {
 		h.tok.busy = false
@@ -241,7 +241,7 @@ func (s *Server) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTes
 		}
 		h.tok.res = res
 	}
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Unlock()
 	if stale { // removed, reset meanwhile, or shutting down: not an outcome
 		return res
 	}
@@ -280,11 +280,11 @@ func (s *Server) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *
 // resetSelfTest makes id's self-test due again (the worker came back or
 // its engine restarted); its ids stop being forwarded until it passes.
 func (s *Server) resetSelfTest(id uint64) {
-	s.eng.mu.Lock()
-	if h := s.eng.w[id]; h != nil {
+	s.pool.eng.mu.Lock()
+	if h := s.pool.eng.w[id]; h != nil {
 		h.tok.reset()
 	}
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Unlock()
 }
 
 // noteEngineStart resets id's self-test when the engine's process start
@@ -293,14 +293,14 @@ func (s *Server) noteEngineStart(w *Worker, start float64) {
 	if start == 0 {
 		return
 	}
-	s.eng.mu.Lock()
-	h := s.eng.get(w.ID)
+	s.pool.eng.mu.Lock()
+	h := s.pool.eng.get(w.ID)
 	restarted := h.tok.start != 0 && h.tok.start != start
 	h.tok.start = start
 	if restarted {
 		h.tok.reset()
 	}
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Unlock()
 	if restarted {
 		s.log.Info("engine restarted: tokenizer self-test again", "worker", w.ID, "url", w.URL)
 	}
@@ -308,12 +308,12 @@ func (s *Server) noteEngineStart(w *Worker, start float64) {
 
 // selfTestState is id's self-test for GET /debug/index.
 func (s *Server) selfTestState(id uint64) SelfTest {
-	s.eng.mu.Lock()
+	s.pool.eng.mu.Lock()
 	var res SelfTest
-	if h := s.eng.w[id]; h != nil {
+	if h := s.pool.eng.w[id]; h != nil {
 		res = h.tok.res
 	}
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Unlock()
 	if res.Outcome == "" {
 		res.Outcome = selfTestPending
 	}

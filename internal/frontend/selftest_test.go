@@ -73,9 +73,9 @@ func selfTestNow(t *testing.T, s *Server, id uint64) SelfTest {
 		t.Fatalf("no worker %d", id)
 	}
 	w := s.Workers()[i]
-	s.eng.mu.Lock()
-	s.eng.get(id)
-	s.eng.mu.Unlock()
+	s.pool.eng.mu.Lock()
+	s.pool.eng.get(id)
+	s.pool.eng.mu.Unlock()
 	gen, due := s.selfTestDue(&w, time.Now())
 	if !due {
 		t.Fatalf("worker %d: self-test not due", id)
