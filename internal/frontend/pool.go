@@ -62,10 +62,12 @@ type selfTester interface {
 	resetSelfTest(id uint64)
 }
 
-func newPool(cfg *Config, client *http.Client, rt fleetRouter, m *metrics, adapters *adapterSet, tests selfTester) *pool {
-	return &pool{cfg: cfg, log: cfg.Logger, client: client, rt: rt, m: m,
-		eng: &engineState{w: map[uint64]*workerHealth{}}, adapters: adapters, tests: tests,
-		workers: make(map[uint64]*Worker)}
+// init readies a zero pool (New's field).
+func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *metrics, adapters *adapterSet, tests selfTester) {
+	p.cfg, p.log, p.client, p.rt, p.m = cfg, cfg.Logger, client, rt, m
+	p.eng = &engineState{w: map[uint64]*workerHealth{}}
+	p.adapters, p.tests = adapters, tests
+	p.workers = make(map[uint64]*Worker)
 }
 
 // add adds (or updates) a worker. A block size different from the

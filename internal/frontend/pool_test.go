@@ -62,7 +62,9 @@ func newTestPool(t *testing.T) (*pool, *poolLog) {
 	cfg := &Config{Logger: slog.New(slog.DiscardHandler)}
 	cfg.Events.OnWorkerDown = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerDown %d", id)) }
 	cfg.Events.OnWorkerUp = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerUp %d", id)) }
-	return newPool(cfg, nil, l, testMetrics(), newAdapterSet(nil), l), l
+	p := &pool{}
+	p.init(cfg, nil, l, testMetrics(), newAdapterSet(nil), l)
+	return p, l
 }
 
 // testMetrics are the counters the pool and the sink touch, unregistered.

@@ -63,8 +63,8 @@ type Server struct {
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
 	adapters *adapterSet        // LoRA adapter names (adapters.go)
 
-	sink *sink // KV events into the index (sink.go)
-	pool *pool // the workers (pool.go)
+	sink sink // KV events into the index (sink.go)
+	pool pool // the workers (pool.go)
 
 	reqSeq atomic.Uint64
 	prefix string
@@ -119,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	// goroutine, lookups stay inline on the request goroutines. The
 	// writers report outcomes, so metrics and Events.OnEvent see an
 	// event once it is visible to lookups, not when it was queued.
-	s.sink = &sink{log: cfg.Logger, m: s.m, stored: s.preds.sawStored, onEvent: cfg.Events.OnEvent}
+	s.sink.log, s.sink.m, s.sink.stored, s.sink.onEvent = cfg.Logger, s.m, s.preds.sawStored, cfg.Events.OnEvent
 	icfg := cfg.Router.Index.Concurrent
 	icfg.Events = indexer.Events{
 		OnApplied:  func(ev *kvevents.Event) { s.sink.event(ev, nil) },
@@ -149,8 +149,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
-	s.pool = newPool(&s.cfg, s.client, rt, s.m, s.adapters, s)
-	s.sink.rt, s.sink.ranks = rt, s.pool
+	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters, s)
+	s.sink.rt, s.sink.ranks = rt, &s.pool
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}
