@@ -31,6 +31,9 @@ type flight struct {
 	status, outcome string // the client's status and the outcome label
 	prefilled       bool   // PrefillDone sent
 	done            bool   // Free or Fail sent
+	// unread: the answer was not read through (Picked.Unparsed), so the
+	// flight teaches nothing; noCheck: no prediction check (Pick).
+	unread, noCheck bool
 	lastTouch       time.Time
 
 	tokens int // streamed output events counted
@@ -111,12 +114,16 @@ func (f *flight) fail(outcome string) { f.outcome = outcome }
 
 // data: one streamed event's data (not "[DONE]") was relayed at now.
 func (f *flight) data(now time.Time, data []byte) {
+	f.chunk(now)
+	f.event(now, data)
+}
+
+// chunk: answer bytes reached the client at now. The first marks the
+// prefill done (the first token is out); later ones keep the booking
+// fresh.
+func (f *flight) chunk(now time.Time) {
 	if f.done {
 		return
-	}
-	if isToken(data) {
-		f.fit.token(now)
-		f.tokens++
 	}
 	if !f.prefilled {
 		f.prefill(now)
@@ -124,6 +131,18 @@ func (f *flight) data(now time.Time, data []byte) {
 	} else if now.Sub(f.lastTouch) > touchEvery {
 		_ = f.bk.Touch(f.id, now)
 		f.lastTouch = now
+	}
+}
+
+// event reads one streamed event's data (not "[DONE]") seen at now: an
+// output token, a usage report.
+func (f *flight) event(now time.Time, data []byte) {
+	if f.done {
+		return
+	}
+	if isToken(data) {
+		f.fit.token(now)
+		f.tokens++
 	}
 	if bytes.Contains(data, []byte(`"usage":{`)) {
 		f.usage(data)
@@ -169,13 +188,13 @@ func (f *flight) land(now time.Time) {
 	_ = f.bk.Free(f.id, now)
 	l := &landing{id: f.id, endpoint: f.endpoint, model: f.model, worker: f.d.Worker.ID,
 		status: f.status, outcome: f.outcome, elapsed: now.Sub(f.start)}
-	if f.outcome == "ok" {
+	if f.outcome == "ok" && !f.unread {
 		l.fit = f.fit
 		l.output = f.tokens
 		if f.reportedOutput > 0 {
 			l.output = f.reportedOutput
 		}
-		if f.reportedCached >= 0 {
+		if f.reportedCached >= 0 && !f.noCheck {
 			l.check = &predictionCheck{overlapBlocks: f.d.Overlap[kvevents.TierDevice], isl: f.d.ISL,
 				reportedPrompt: f.reportedPrompt, cached: f.reportedCached}
 		}

@@ -77,6 +77,8 @@ var (
 //	body P C O           a whole JSON answer with that usage
 //	long                 a JSON answer too long to read its usage
 //	fail OUTCOME         the relay's outcome
+//	chunk                answer bytes that are no whole event (Picked)
+//	nocheck | unread     Pick's flags: no prediction check; answer not read through
 //	land | abort         the end
 //	wait DURATION        time passes
 func runFlight(t *testing.T, script string) []string {
@@ -118,6 +120,12 @@ func runFlight(t *testing.T, script string) []string {
 			f.body(now, nil)
 		case "fail":
 			f.fail(args[1])
+		case "chunk":
+			f.chunk(now)
+		case "nocheck":
+			f.noCheck = true
+		case "unread":
+			f.unread = true
 		case "land":
 			f.land(now)
 		case "abort":
@@ -302,6 +310,37 @@ land`,
 			"usage prompt=40 cached=0 completion=5",
 			"Free r1 @1ms",
 			"landed completions worker=3 status=200 outcome=ok elapsed=1ms output=5 fit=ttft=0s gaps=1 check=overlap=2 isl=40 prompt=40 cached=0",
+		},
+	}, {
+		name: "a pick: the first chunk prefills, no prediction check",
+		script: `
+nocheck
+answered 200
+wait 3ms
+chunk
+wait 1100ms
+chunk
+usage 40 32 1
+land`,
+		want: []string{
+			"PrefillDone r1 @4ms", "ttft 4ms",
+			"Touch r1 @1.104s",
+			"usage prompt=40 cached=32 completion=1",
+			"Free r1 @1.104s",
+			"landed completions worker=3 status=200 outcome=ok elapsed=1.104s output=1 fit=none check=none",
+		},
+	}, {
+		name: "an answer not read through teaches nothing",
+		script: `
+unread
+answered 200
+token
+token
+land`,
+		want: []string{
+			"PrefillDone r1 @1ms", "ttft 1ms",
+			"Free r1 @1ms",
+			"landed completions worker=3 status=200 outcome=ok elapsed=1ms output=0 fit=none check=none",
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -155,16 +155,6 @@ func (m *metrics) onEvent(ev *kvevents.Event, err error) {
 	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
-// observeUsage counts a worker's usage report and returns it (ok false:
-// no usage in data).
-func (m *metrics) observeUsage(data []byte) (u usage, ok bool) {
-	u, ok = parseUsage(data)
-	if ok {
-		m.countUsage(u)
-	}
-	return u, ok
-}
-
 // countUsage counts a worker's usage report.
 func (m *metrics) countUsage(u usage) {
 	m.workerPrompt.Add(float64(u.prompt))

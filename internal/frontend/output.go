@@ -55,13 +55,6 @@ func (s *Server) expectedOutput(j *job) int {
 // trailing usage-only chunk).
 func isToken(data []byte) bool { return !bytes.Contains(data, []byte(`"choices":[]`)) }
 
-// observeOutput records a completed stream's output length.
-func (s *Server) observeOutput(j *job, tokens int) {
-	if s.outAvg != nil {
-		s.outAvg.Observe(j.model, tokens)
-	}
-}
-
 func newOutputAverage(rc router.Config) *router.OutputAverage {
 	if !rc.TrackOutputBlocks {
 		return nil
