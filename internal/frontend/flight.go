@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -78,7 +79,7 @@ type landing struct {
 }
 
 // predictionCheck is a routing prediction and the engine's report of the
-// same request (observePrediction).
+// same request (checkPrediction).
 type predictionCheck struct {
 	overlapBlocks, isl     int
 	reportedPrompt, cached int
@@ -228,15 +229,22 @@ func parseUsage(data []byte) (u usage, ok bool) {
 	return u, true
 }
 
-// flightRecorder is the frontend's flightObserver.
+// flightRecorder is the frontend's flightObserver: the online learning
+// (timing fit, output-length averages, prediction checks) and the
+// request metrics.
 type flightRecorder struct {
-	m       *metrics
-	gm      *guardMetrics
-	fits    *timingFits
-	outAvg  *router.OutputAverage
-	kick    func() // lets queued requests try again
-	predict func(worker uint64, overlapBlocks, isl, reportedPrompt, reportedCached int)
-	onFree  func(id string, worker uint64) // Events.OnFree; nil none
+	m      *metrics
+	gm     *guardMetrics
+	fits   *timingFits
+	outAvg *router.OutputAverage
+	kick   func()                         // lets queued requests try again
+	onFree func(id string, worker uint64) // Events.OnFree; nil none
+	// The prediction check (predict.go): the router's block size, the
+	// engines' reported ones, the per-worker tallies.
+	blockSize int
+	eng       *engineState
+	preds     *predictionTracker
+	log       *slog.Logger
 }
 
 func (r *flightRecorder) firstToken(ttft time.Duration) {
@@ -259,7 +267,7 @@ func (r *flightRecorder) landed(l *landing) {
 		r.outAvg.Observe(l.model, l.output)
 	}
 	if c := l.check; c != nil {
-		r.predict(l.worker, c.overlapBlocks, c.isl, c.reportedPrompt, c.cached)
+		r.checkPrediction(l.worker, c)
 	}
 	if r.onFree != nil {
 		r.onFree(l.id, l.worker)

@@ -156,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
 	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
-		predict: s.observePrediction, onFree: cfg.Events.OnFree}
+		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, eng: s.pool.eng, preds: s.preds, log: s.log}
 	s.handler = s.routes()
 	return s, nil
 }
