@@ -311,7 +311,7 @@ func (s *Server) IndexSummaries() IndexReport {
 		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.down, wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
 		x.Timing = s.fits.summary(wk.ID)
 		x.Health, x.Prediction = s.pool.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
-		st := s.selfTestState(wk.ID)
+		st := s.pool.selfTestState(wk.ID)
 		x.Tokenizer = &st
 	}
 	var recs []dumpRecord

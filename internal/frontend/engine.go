@@ -304,7 +304,7 @@ func (p *pool) pollLoads(ctx context.Context) {
 			}(&ws[i])
 		}
 		wg.Wait()
-		p.tests.selfTests(ctx, ws, time.Now(), &tests)
+		p.selfTests(ctx, ws, time.Now(), &tests)
 	}
 }
 
@@ -362,7 +362,7 @@ func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 		}
 		return
 	}
-	p.tests.noteEngineStart(w, rep.StartTime)
+	p.noteEngineStart(w, rep.StartTime)
 	p.eng.mu.Lock()
 	h.fails = 0
 	learn := !now.Before(h.modelsAt)

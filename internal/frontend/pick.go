@@ -168,7 +168,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		fbs := s.fallbacks(&d, in.Fallbacks)
 		body := s.bodyFor(j, wk.ID)
 		for i := 0; i < len(fbs) && j.textPrompt; i++ {
-			if !s.forwardIDs(fbs[i].Worker.ID) {
+			if !s.pool.forwardIDs(fbs[i].Worker.ID) {
 				body = j.body // one body goes down the whole list
 				break
 			}

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -19,10 +17,10 @@ import (
 
 // pool is the frontend's engine membership: the workers it knows, which
 // of them are up, and what their polls say (engine.go: load, health,
-// block size; adapters.go: LoRA adapters; budget.go: SGLang budgets). It
-// keeps the router's worker list in step (fleetRouter) and drives the
-// tokenizer self-test of each engine it polls (selfTester). The proxy
-// reads it (get, candidates) and reports unreachable workers (markDown).
+// block size; adapters.go: LoRA adapters; budget.go: SGLang budgets;
+// selftest.go: each engine's tokenizer self-test). It keeps the router's
+// worker list in step (fleetRouter). The proxy reads it (get, candidates,
+// forwardIDs) and reports unreachable workers (markDown).
 //
 // A pool is safe for concurrent use.
 type pool struct {
@@ -33,7 +31,6 @@ type pool struct {
 	m        *metrics
 	eng      *engineState // per-worker health (engine.go), shared with the self-test
 	adapters *adapterSet
-	tests    selfTester
 
 	mu      sync.RWMutex
 	workers map[uint64]*Worker
@@ -50,23 +47,11 @@ type fleetRouter interface {
 
 var _ fleetRouter = (*router.Router)(nil)
 
-// selfTester is the tokenizer self-test the pool's polls drive
-// (selftest.go; *Server).
-type selfTester interface {
-	// noteEngineStart sees an engine's process start time.
-	noteEngineStart(w *Worker, start float64)
-	// selfTests starts the due self-tests of ws, adding them to wg.
-	selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup)
-	// resetSelfTest forgets a worker's result (it came back: maybe a
-	// new engine).
-	resetSelfTest(id uint64)
-}
-
 // init readies a zero pool (New's field).
-func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *metrics, adapters *adapterSet, tests selfTester) {
+func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *metrics, adapters *adapterSet) {
 	p.cfg, p.log, p.client, p.rt, p.m = cfg, cfg.Logger, client, rt, m
 	p.eng = &engineState{w: map[uint64]*workerHealth{}}
-	p.adapters, p.tests = adapters, tests
+	p.adapters = adapters
 	p.workers = make(map[uint64]*Worker)
 }
 
@@ -186,7 +171,7 @@ func (p *pool) markUp(id uint64) {
 		w.down = false
 	}
 	p.mu.Unlock()
-	p.tests.resetSelfTest(id) // maybe a new engine
+	p.resetSelfTest(id) // maybe a new engine
 	p.log.Info("worker back", "worker", id)
 	if p.cfg.Events.OnWorkerUp != nil {
 		p.cfg.Events.OnWorkerUp(id)

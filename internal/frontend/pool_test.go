@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,18 +41,7 @@ func (l *poolLog) UpdateWorkerMetrics(w kvevents.Worker, m router.Metrics) error
 	return nil
 }
 
-func (l *poolLog) noteEngineStart(w *Worker, start float64) {}
-
-func (l *poolLog) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup) {}
-
-func (l *poolLog) resetSelfTest(id uint64) {
-	l.calls = append(l.calls, fmt.Sprintf("resetSelfTest %d", id))
-}
-
-var (
-	_ fleetRouter = (*poolLog)(nil)
-	_ selfTester  = (*poolLog)(nil)
-)
+var _ fleetRouter = (*poolLog)(nil)
 
 // newTestPool builds a pool on fakes: no router, no HTTP.
 func newTestPool(t *testing.T) (*pool, *poolLog) {
@@ -63,7 +51,7 @@ func newTestPool(t *testing.T) (*pool, *poolLog) {
 	cfg.Events.OnWorkerDown = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerDown %d", id)) }
 	cfg.Events.OnWorkerUp = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerUp %d", id)) }
 	p := &pool{}
-	p.init(cfg, nil, l, testMetrics(), newAdapterSet(nil), l)
+	p.init(cfg, nil, l, testMetrics(), newAdapterSet(nil))
 	return p, l
 }
 
@@ -146,10 +134,16 @@ func TestPoolMembership(t *testing.T) {
 		t.Errorf("at = %v, want [3 1] (2 is down)", got)
 	}
 
+	p.eng.mu.Lock()
+	p.eng.get(2).tok.res.Outcome = SelfTestMatch
+	p.eng.mu.Unlock()
 	p.markUp(2)
 	p.markUp(2)
-	if got := l.take(); got != "router.AddWorker 2; resetSelfTest 2; OnWorkerUp 2" {
+	if got := l.take(); got != "router.AddWorker 2; OnWorkerUp 2" {
 		t.Errorf("markUp twice: %s", got)
+	}
+	if st := p.selfTestState(2); st.Outcome != selfTestPending {
+		t.Errorf("self-test after markUp = %q, want it due again (maybe a new engine)", st.Outcome)
 	}
 	if got := p.candidates(nil); !slices.Equal(got, []uint64{1, 2, 3}) {
 		t.Errorf("candidates after markUp = %v", got)

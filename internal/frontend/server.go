@@ -149,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
-	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters, s)
+	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters)
 	s.sink.rt, s.sink.ranks = rt, &s.pool
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
