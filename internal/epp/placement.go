@@ -4,7 +4,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 
 	"github.com/kvrouter/kvrouter/internal/frontend"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // Placement metadata: the gateway's own (trusted) placement of a request,

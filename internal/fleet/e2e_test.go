@@ -16,7 +16,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/eventplane/eventplanetest"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"

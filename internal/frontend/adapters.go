@@ -102,12 +102,12 @@ type engineModel struct {
 }
 
 // fetchModels asks base/v1/models.
-func (s *Server) fetchModels(ctx context.Context, base string) ([]engineModel, error) {
+func (p *pool) fetchModels(ctx context.Context, base string) ([]engineModel, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -140,16 +140,16 @@ func decodeModels(r io.Reader) ([]engineModel, error) {
 }
 
 // learnAdapters reads a worker's /v1/models and logs new adapters.
-func (s *Server) learnAdapters(ctx context.Context, w *Worker) {
-	models, err := s.fetchModels(ctx, w.URL)
+func (p *pool) learnAdapters(ctx context.Context, w *Worker) {
+	models, err := p.fetchModels(ctx, w.URL)
 	if err != nil {
 		return
 	}
-	for _, name := range s.adapters.learn(models) {
-		s.log.Info("LoRA adapter learnt: requests for it are hashed with its name as salt", "adapter", name, "worker", w.ID)
+	for _, name := range p.adapters.learn(models) {
+		p.log.Info("LoRA adapter learnt: requests for it are hashed with its name as salt", "adapter", name, "worker", w.ID)
 	}
-	if s.adapters.warnOnce() {
-		s.log.Warn("LoRA adapter names beyond the bounds not learnt", "worker", w.ID,
+	if p.adapters.warnOnce() {
+		p.log.Warn("LoRA adapter names beyond the bounds not learnt", "worker", w.ID,
 			"max_adapters", maxLearntAdapters, "max_name_bytes", maxAdapterName)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -200,7 +200,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
 	out.TierOverlap = tierInts(&d.Overlap)
-	if wk, ok := s.worker(d.Worker.ID); ok {
+	if wk, ok := s.pool.get(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
 	rc := s.rt.Config()
@@ -219,7 +219,7 @@ func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
 	tierCandidate(&out, &c, rc)
-	if wk, ok := s.worker(c.Worker.ID); ok {
+	if wk, ok := s.pool.get(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}
 	return out
@@ -310,8 +310,8 @@ func (s *Server) IndexSummaries() IndexReport {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.down, wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
 		x.Timing = s.fits.summary(wk.ID)
-		x.Health, x.Prediction = s.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
-		st := s.selfTestState(wk.ID)
+		x.Health, x.Prediction = s.pool.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
+		st := s.pool.selfTestState(wk.ID)
 		x.Tokenizer = &st
 	}
 	var recs []dumpRecord
@@ -341,8 +341,8 @@ func (s *Server) IndexSummaries() IndexReport {
 		recs = appendRecords(recs, ev.Tier, &ev)
 	}
 	rep.DumpHash = hashRecords(recs)
-	for _, id := range s.ingest.workers() {
-		get(kvevents.Worker{ID: id}).Ingest = s.ingest.of(id)
+	for _, id := range s.sink.counts.workers() {
+		get(kvevents.Worker{ID: id}).Ingest = s.sink.counts.of(id)
 	}
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/bounds"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // bookings are the /route decisions kept with track:true. Only these can

@@ -30,12 +30,12 @@ const maxServerInfoBytes = 4 << 20
 // sglangBudget asks an SGLang worker's /get_server_info for its budget per
 // step: chunked_prefill_size, else max_prefill_tokens; 0 when it says
 // neither.
-func (s *Server) sglangBudget(ctx context.Context, base string) (int, error) {
+func (p *pool) sglangBudget(ctx context.Context, base string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/get_server_info", nil)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := s.client.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -69,31 +69,31 @@ func parseSGLangBudget(r io.Reader) (int, error) {
 // learnBudget takes an SGLang worker's budget from the engine when its
 // registration named none (once per worker): the fleet default is a guess,
 // the engine's own setting is not.
-func (s *Server) learnBudget(ctx context.Context, w *Worker, h *workerHealth) {
-	s.eng.mu.Lock()
+func (p *pool) learnBudget(ctx context.Context, w *Worker, h *workerHealth) {
+	p.eng.mu.Lock()
 	asked := h.budgetAsked
 	h.budgetAsked = true
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if asked {
 		return
 	}
-	n, err := s.sglangBudget(ctx, w.URL)
+	n, err := p.sglangBudget(ctx, w.URL)
 	if err != nil || n == 0 {
-		s.log.Info("SGLang worker's budget unknown; using the fleet's", "worker", w.ID,
+		p.log.Info("SGLang worker's budget unknown; using the fleet's", "worker", w.ID,
 			"max_batched_tokens", w.Info.MaxNumBatchedTokens, "err", err)
 		return
 	}
-	s.mu.Lock()
-	cur, ok := s.workers[w.ID]
+	p.mu.Lock()
+	cur, ok := p.workers[w.ID]
 	if !ok || !cur.FleetBudget {
-		s.mu.Unlock()
+		p.mu.Unlock()
 		return
 	}
 	cur.Info.MaxNumBatchedTokens, cur.FleetBudget = n, false
 	info, down := cur.Info, cur.down
-	s.mu.Unlock()
+	p.mu.Unlock()
 	if !down {
-		_ = s.rt.AddWorker(info) // in place: index and loads stay
+		_ = p.rt.AddWorker(info) // in place: index and loads stay
 	}
-	s.log.Info("worker budget from the engine (SGLang chunked_prefill_size)", "worker", w.ID, "max_batched_tokens", n)
+	p.log.Info("worker budget from the engine (SGLang chunked_prefill_size)", "worker", w.ID, "max_batched_tokens", n)
 }

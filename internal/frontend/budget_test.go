@@ -58,7 +58,7 @@ func TestWorkerBudget(t *testing.T) {
 	}
 	for i := range 3 {
 		for _, w := range s.Workers() {
-			s.pollWorker(t.Context(), &w, time.Now().Add(time.Duration(i)*time.Second))
+			s.pool.pollWorker(t.Context(), &w, time.Now().Add(time.Duration(i)*time.Second))
 		}
 	}
 	if got, want := budgets(), "1:6000 2:4096 3:1000"; got != want {

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/prometheus/client_golang/prometheus"
@@ -156,7 +156,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 			return prefilled{}, err
 		}
 		s.dm.hops.WithLabelValues("prefill").Inc()
-		wk, ok := s.worker(d.Worker.ID)
+		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok {
 			_ = s.rt.Fail(pid, time.Now())
 			*tried = append(*tried, d.Worker.ID)
@@ -188,7 +188,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 		}
 		s.log.Warn("prefill hop failed", "worker", wk.ID, "request_id", j.id, "err", err)
 		if unreachable {
-			s.markDown(wk.ID)
+			s.pool.markDown(wk.ID)
 		}
 		if attempt >= s.cfg.Retries {
 			return prefilled{}, err
@@ -264,7 +264,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		return false
 	}
 	s.dm.hops.WithLabelValues("decode").Inc()
-	wk, ok := s.worker(d.Worker.ID)
+	wk, ok := s.pool.get(d.Worker.ID)
 	if !ok {
 		s.dropPrefill(j, pre)
 		_ = s.rt.Fail(j.id, time.Now())
@@ -287,7 +287,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		resp.Body.Close()
 		err = fmt.Errorf("answered %s", resp.Status)
 	} else if err != nil && dctx.Err() == nil {
-		s.markDown(wk.ID)
+		s.pool.markDown(wk.ID)
 	}
 	if err != nil {
 		_ = s.rt.Fail(j.id, time.Now())
@@ -315,7 +315,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	h.Set(HeaderPrefillWorker, strconv.FormatUint(pre.d.Worker.ID, 10))
 	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))
 	fw := &firstWrite{ResponseWriter: w}
-	s.relay(fw, r, &dj, &d, resp, nil)
+	s.relay(fw, r, &dj, s.newFlight(&dj, &d, nil), resp)
 	s.observeDecodeFirst(resp, dj.stream, fw.at, t0)
 	return false
 }

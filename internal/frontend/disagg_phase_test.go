@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // TestDisaggTransferPhase: a decode engine that reports its KV pull in

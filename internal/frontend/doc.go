@@ -83,6 +83,11 @@
 // placement rules that need the admin key (403 without); one that no
 // worker satisfies is a 503, never another worker.
 //
+// Server is the proxy and composes three parts: pool (pool.go: the
+// workers, their polls, up and down), sink (sink.go: KV events into the
+// index) and, per proxied request, a flight (flight.go: its booking from
+// routing to free and what it teaches).
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and
 // RunIndex the index writers; internal/app's serve runtime runs both.

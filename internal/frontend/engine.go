@@ -220,14 +220,14 @@ func (e *engineState) forget(id uint64) {
 }
 
 // fetchEngine scrapes base/metrics.
-func (s *Server) fetchEngine(ctx context.Context, base string) (engineReport, error) {
+func (p *pool) fetchEngine(ctx context.Context, base string) (engineReport, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return engineReport{}, err
 	}
 	// The plain text format: every engine serves it.
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		return engineReport{}, err
 	}
@@ -249,13 +249,13 @@ func (s *Server) fetchEngine(ctx context.Context, base string) (engineReport, er
 
 // probeHealth asks base/health (vLLM, SGLang, the simulator, the mocker),
 // falling back to /v1/models when /health does not exist.
-func (s *Server) probeHealth(ctx context.Context, base string) error {
+func (p *pool) probeHealth(ctx context.Context, base string) error {
 	for _, path := range []string{"/health", "/v1/models"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return err
 		}
-		resp, err := s.client.Do(req)
+		resp, err := p.client.Do(req)
 		if err != nil {
 			return err
 		}
@@ -279,8 +279,8 @@ func (s *Server) probeHealth(ctx context.Context, base string) error {
 // /health (else /v1/models) instead, with the same failure count. Down workers are probed at GET /health with
 // exponential backoff (from the poll interval up to probeMaxBackoff) and
 // come back once healthy.
-func (s *Server) pollLoads(ctx context.Context) {
-	t := time.NewTicker(s.cfg.LoadPollInterval)
+func (p *pool) pollLoads(ctx context.Context) {
+	t := time.NewTicker(p.cfg.LoadPollInterval)
 	defer t.Stop()
 	var tests sync.WaitGroup // self-tests run beside the polls
 	defer tests.Wait()
@@ -290,7 +290,7 @@ func (s *Server) pollLoads(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ws := s.Workers()
+		ws := p.list()
 		var wg sync.WaitGroup
 		for i := range ws {
 			wg.Add(1)
@@ -298,97 +298,97 @@ func (s *Server) pollLoads(ctx context.Context) {
 				defer wg.Done()
 				// A slow answer is not a failure below a second, even
 				// with a fast poll interval.
-				pctx, cancel := context.WithTimeout(ctx, max(s.cfg.LoadPollInterval*4, time.Second))
+				pctx, cancel := context.WithTimeout(ctx, max(p.cfg.LoadPollInterval*4, time.Second))
 				defer cancel()
-				s.pollWorker(pctx, w, time.Now())
+				p.pollWorker(pctx, w, time.Now())
 			}(&ws[i])
 		}
 		wg.Wait()
-		s.selfTests(ctx, ws, time.Now(), &tests)
+		p.selfTests(ctx, ws, time.Now(), &tests)
 	}
 }
 
-func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
-	s.eng.mu.Lock()
-	h := s.eng.get(w.ID)
+func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
+	p.eng.mu.Lock()
+	h := p.eng.get(w.ID)
 	refused := h.refused
 	if w.down && refused == "" && now.Before(h.probeAt) {
-		s.eng.mu.Unlock()
+		p.eng.mu.Unlock()
 		return
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if w.down && refused == "" {
-		err := s.probeHealth(ctx, w.URL)
-		s.eng.mu.Lock()
+		err := p.probeHealth(ctx, w.URL)
+		p.eng.mu.Lock()
 		if err != nil {
-			h.backoff = min(max(2*h.backoff, s.cfg.LoadPollInterval), probeMaxBackoff)
+			h.backoff = min(max(2*h.backoff, p.cfg.LoadPollInterval), probeMaxBackoff)
 			h.probeAt = now.Add(h.backoff)
-			s.eng.mu.Unlock()
-			s.m.eng.probes.WithLabelValues("down").Inc()
+			p.eng.mu.Unlock()
+			p.m.eng.probes.WithLabelValues("down").Inc()
 			return
 		}
 		h.backoff, h.fails = 0, 0
-		s.eng.mu.Unlock()
-		s.m.eng.probes.WithLabelValues("up").Inc()
-		s.markUp(w.ID)
+		p.eng.mu.Unlock()
+		p.m.eng.probes.WithLabelValues("up").Inc()
+		p.markUp(w.ID)
 	}
 	var rep engineReport
 	err := errNoEngineMetrics
 	if !w.NoMetrics {
-		rep, err = s.fetchEngine(ctx, w.URL)
+		rep, err = p.fetchEngine(ctx, w.URL)
 	}
 	noMetrics := errors.Is(err, errNoEngineMetrics)
 	if noMetrics {
 		// Any OpenAI-compatible server: alive if it answers; its load is
 		// the router's own bookings.
-		err = s.probeHealth(ctx, w.URL)
+		err = p.probeHealth(ctx, w.URL)
 	}
-	s.eng.mu.Lock()
+	p.eng.mu.Lock()
 	if h.noMetrics != noMetrics && err == nil {
 		h.noMetrics = noMetrics
 		if noMetrics {
-			s.log.Info("worker has no engine metrics; health from /health, load from the router's bookings", "worker", w.ID, "url", w.URL)
+			p.log.Info("worker has no engine metrics; health from /health, load from the router's bookings", "worker", w.ID, "url", w.URL)
 		}
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if err != nil {
-		s.eng.mu.Lock()
+		p.eng.mu.Lock()
 		h.fails++
 		down := h.fails >= pollFailuresDown && !w.down
-		s.eng.mu.Unlock()
+		p.eng.mu.Unlock()
 		if down {
-			s.log.Warn("worker metrics unreachable", "worker", w.ID, "url", w.URL, "failures", pollFailuresDown, "err", err)
-			s.markDown(w.ID)
+			p.log.Warn("worker metrics unreachable", "worker", w.ID, "url", w.URL, "failures", pollFailuresDown, "err", err)
+			p.markDown(w.ID)
 		}
 		return
 	}
-	s.noteEngineStart(w, rep.StartTime)
-	s.eng.mu.Lock()
+	p.noteEngineStart(w, rep.StartTime)
+	p.eng.mu.Lock()
 	h.fails = 0
 	learn := !now.Before(h.modelsAt)
 	if learn {
 		h.modelsAt = now.Add(modelsRefresh)
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if learn {
-		s.learnAdapters(ctx, w)
+		p.learnAdapters(ctx, w)
 	}
 	if noMetrics {
 		return
 	}
-	if !s.checkEngineConfig(w, rep) {
+	if !p.checkEngineConfig(w, rep) {
 		return
 	}
 	if rep.SGLang && w.FleetBudget {
-		s.learnBudget(ctx, w, h)
+		p.learnBudget(ctx, w, h)
 	}
 	for rk, l := range rep.Ranks {
 		if l.HasKV {
-			_ = s.rt.UpdateWorkerMetrics(kvevents.Worker{ID: w.ID, Rank: rk}, router.Metrics{KVUsage: l.KVUsage})
+			_ = p.rt.UpdateWorkerMetrics(kvevents.Worker{ID: w.ID, Rank: rk}, router.Metrics{KVUsage: l.KVUsage})
 		}
 		if rk == 0 {
-			s.m.workerKV.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.KVUsage)
-			s.m.workerPrefill.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.PrefillTokens)
+			p.m.workerKV.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.KVUsage)
+			p.m.workerPrefill.WithLabelValues(strconv.FormatUint(w.ID, 10)).Set(l.PrefillTokens)
 		}
 	}
 }
@@ -401,10 +401,10 @@ func (s *Server) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 // the router's size. A capacity that differs from the configured one is
 // logged once; an unconfigured capacity is taken from the engine. It
 // reports whether the worker may be routed to.
-func (s *Server) checkEngineConfig(w *Worker, rep engineReport) bool {
-	bs := s.cfg.Router.BlockSize
-	s.eng.mu.Lock()
-	h := s.eng.get(w.ID)
+func (p *pool) checkEngineConfig(w *Worker, rep engineReport) bool {
+	bs := p.cfg.Router.BlockSize
+	p.eng.mu.Lock()
+	h := p.eng.get(w.ID)
 	prevRefused := h.refused
 	changedBS := rep.BlockSize != h.engineBS
 	h.engineBS, h.engineBlocks = rep.BlockSize, rep.GPUBlocks
@@ -418,47 +418,47 @@ func (s *Server) checkEngineConfig(w *Worker, rep engineReport) bool {
 	if warnBlocks {
 		h.warnedBlocks = true
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	switch {
 	case mismatch && (prevRefused == "" || changedBS):
-		s.markDown(w.ID)
-		s.m.workerRefused.WithLabelValues("block_size").Inc()
-		s.log.Error("worker refused: engine block size mismatch; its KV events would never match",
+		p.markDown(w.ID)
+		p.m.workerRefused.WithLabelValues("block_size").Inc()
+		p.log.Error("worker refused: engine block size mismatch; its KV events would never match",
 			"worker", w.ID, "url", w.URL, "engine_block_size", rep.BlockSize, "router_block_size", bs)
 		return false
 	case mismatch:
 		return false
 	case prevRefused != "":
-		s.log.Info("worker block size now matches", "worker", w.ID, "block_size", rep.BlockSize)
-		s.markUp(w.ID)
+		p.log.Info("worker block size now matches", "worker", w.ID, "block_size", rep.BlockSize)
+		p.markUp(w.ID)
 	}
 	if warnBlocks {
-		s.log.Warn("worker KV capacity differs from its configuration; using the configured one",
+		p.log.Warn("worker KV capacity differs from its configuration; using the configured one",
 			"worker", w.ID, "engine_gpu_blocks", rep.GPUBlocks, "configured_kv_blocks", w.Info.TotalKVBlocks)
 	}
 	if rep.GPUBlocks > 0 && w.Info.TotalKVBlocks == 0 {
-		s.mu.Lock()
+		p.mu.Lock()
 		var info router.WorkerInfo
-		cur, ok := s.workers[w.ID]
+		cur, ok := p.workers[w.ID]
 		if ok {
 			cur.Info.TotalKVBlocks = rep.GPUBlocks
 			info = cur.Info
 		}
 		down := ok && cur.down
-		s.mu.Unlock()
+		p.mu.Unlock()
 		if ok && !down {
-			_ = s.rt.AddWorker(info)
+			_ = p.rt.AddWorker(info)
 		}
 	}
 	return true
 }
 
 // upWorkers counts the workers in routing (not down, not refused).
-func (s *Server) upWorkers() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (p *pool) upWorkers() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	n := 0
-	for _, w := range s.workers {
+	for _, w := range p.workers {
 		if !w.down {
 			n++
 		}
@@ -477,10 +477,10 @@ type EngineHealth struct {
 	NoMetrics bool `json:"no_metrics,omitempty"`
 }
 
-func (s *Server) engineHealth(id uint64) *EngineHealth {
-	s.eng.mu.Lock()
-	defer s.eng.mu.Unlock()
-	h := s.eng.w[id]
+func (p *pool) engineHealth(id uint64) *EngineHealth {
+	p.eng.mu.Lock()
+	defer p.eng.mu.Unlock()
+	h := p.eng.w[id]
 	if h == nil {
 		return nil
 	}

@@ -145,7 +145,7 @@ func TestEngineHealthAndBlockSize(t *testing.T) {
 		t.Fatalf("/readyz: %d %s", rec.Code, rec.Body)
 	}
 	waitUntil(t, "capacity and KV usage from the engine", func() bool {
-		w, _ := s.worker(1)
+		w, _ := s.pool.get(1)
 		return w.Info.TotalKVBlocks == 777 && hasMetric(metricLines(t, s), `kvrouter_worker_kv_usage{worker="1"} 0.5`)
 	})
 	if got := s.adapters.lora("sql-lora"); got != "sql-lora" || s.adapters.lora("base") != "" {
@@ -174,24 +174,24 @@ func TestOneFailedPollKeepsWorker(t *testing.T) {
 	if err := s.AddWorker(Worker{ID: 1, URL: e.URL}); err != nil {
 		t.Fatal(err)
 	}
-	w, _ := s.worker(1)
+	w, _ := s.pool.get(1)
 	ctx := t.Context()
 	e.healthy.Store(false)
 	for range pollFailuresDown - 1 {
-		s.pollWorker(ctx, w, time.Now())
+		s.pool.pollWorker(ctx, w, time.Now())
 	}
 	if st := s.Router().Stats(); st.Workers != 1 {
 		t.Fatalf("%d failed polls removed the worker", pollFailuresDown-1)
 	}
 	e.healthy.Store(true)
-	s.pollWorker(ctx, w, time.Now())
+	s.pool.pollWorker(ctx, w, time.Now())
 	e.healthy.Store(false)
-	s.pollWorker(ctx, w, time.Now())
+	s.pool.pollWorker(ctx, w, time.Now())
 	if st := s.Router().Stats(); st.Workers != 1 {
 		t.Fatal("failures separated by a success removed the worker")
 	}
 	for range pollFailuresDown {
-		s.pollWorker(ctx, w, time.Now())
+		s.pool.pollWorker(ctx, w, time.Now())
 	}
 	if st := s.Router().Stats(); st.Workers != 0 {
 		t.Fatalf("%d failed polls in a row kept the worker", pollFailuresDown)

@@ -44,7 +44,7 @@ func (s *Server) fallbacks(d *router.Decision, n int) []Fallback {
 		if slices.ContainsFunc(out, func(f Fallback) bool { return f.Worker.ID == b.Worker.ID }) {
 			continue
 		}
-		if w, ok := s.worker(b.Worker.ID); ok {
+		if w, ok := s.pool.get(b.Worker.ID); ok {
 			out = append(out, Fallback{Worker: *w, Rank: b.Worker})
 		}
 	}
@@ -59,7 +59,7 @@ func (s *Server) fallbacks(d *router.Decision, n int) []Fallback {
 // router would not book it there (gone, or busy since the pick: the
 // request then carries no load; Done still counts it).
 func (p *Picked) ServedBy(worker uint64, now time.Time) (bool, error) {
-	if p.finished || worker == p.Worker.ID {
+	if p.f.done || worker == p.Worker.ID {
 		return worker == p.Worker.ID, nil
 	}
 	i := slices.IndexFunc(p.Fallbacks, func(f Fallback) bool { return f.Worker.ID == worker })
@@ -77,7 +77,7 @@ func (p *Picked) ServedBy(worker uint64, now time.Time) (bool, error) {
 		err = fmt.Errorf("frontend: worker %d busy: request queued", worker)
 	}
 	// Its TTFT includes the failed attempt: no timing-fit observation.
-	p.obs = nil
+	p.f.fit = nil
 	if err != nil {
 		return true, fmt.Errorf("frontend: book request %s on fallback worker %d: %w", p.ID, worker, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

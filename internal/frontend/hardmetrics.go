@@ -2,12 +2,10 @@ package frontend
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strings"
 
-	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -55,36 +53,4 @@ func registerRuntime(reg prometheus.Registerer) {
 			}
 		}
 	}
-}
-
-// ErrRank is returned by Apply for an event of a dp rank beyond its
-// registered worker's dp size: the router never routes to that rank, so
-// its blocks could only fill the index.
-var ErrRank = errors.New("frontend: dp rank beyond the worker's dp size")
-
-// checkRank refuses (and counts) an event of a registered worker's rank
-// beyond its dp size. Events of unregistered workers pass.
-func (s *Server) checkRank(ev *kvevents.Event) error {
-	w, ok := s.worker(ev.WorkerID)
-	if !ok || int64(ev.DPRank) < int64(max(w.Info.DPSize, 1)) {
-		return nil
-	}
-	s.m.eventRejects.WithLabelValues("dp_rank").Inc()
-	s.log.Debug("KV event refused: dp rank beyond the worker's dp size", "worker", ev.WorkerID, "rank", ev.DPRank, "dp_size", w.Info.DPSize)
-	return fmt.Errorf("%w: worker %d rank %d, dp size %d", ErrRank, ev.WorkerID, ev.DPRank, max(w.Info.DPSize, 1))
-}
-
-// ErrApplyPanic is returned by Apply when applying an event panicked (a
-// bug reached by input): the event transport's goroutine, and with it the
-// process, survives; the event is counted as rejected (reason "panic").
-var ErrApplyPanic = errors.New("frontend: applying an event panicked")
-
-func (s *Server) recoverApply(ev *kvevents.Event, err *error) {
-	p := recover()
-	if p == nil {
-		return
-	}
-	s.m.eventRejects.WithLabelValues("panic").Inc()
-	s.log.Error("KV event apply panicked; event dropped", "worker", ev.WorkerID, "event_id", ev.EventID, "panic", p)
-	*err = fmt.Errorf("%w: worker %d event %d: %v", ErrApplyPanic, ev.WorkerID, ev.EventID, p)
 }

@@ -1,34 +1,34 @@
 package frontend
 
 import (
-	"cmp"
-
 	"github.com/kvrouter/kvrouter/internal/discovery"
-	"github.com/kvrouter/kvrouter/router"
 )
 
+// The Server's membership API hands over to its pool (pool.go).
+
 var _ discovery.Membership = (*Server)(nil)
+
+// AddWorker adds (or updates) a worker. A block size different from the
+// router's is refused with an error wrapping router.ErrBlockSize.
+func (s *Server) AddWorker(w Worker) error { return s.pool.add(w) }
+
+// RemoveWorker removes a worker from routing, its index entries and loads.
+func (s *Server) RemoveWorker(id uint64) { s.pool.remove(id) }
+
+// Workers returns the known workers sorted by id.
+func (s *Server) Workers() []Worker { return s.pool.list() }
+
+// WorkersAt returns the ids of the known workers whose HostPort is one of
+// endpoints, in endpoints' order (unknown endpoints are skipped). Its
+// cost is linear in the endpoints plus the workers: the list comes from
+// the proxy and may be long.
+func (s *Server) WorkersAt(endpoints []string) []uint64 { return s.pool.at(endpoints) }
 
 // Join adds a discovered worker (discovery.Membership). A worker that
 // does not announce its max_num_seqs gets Config.WorkerMaxNumSeqs, one
 // that does not announce its max_num_batched_tokens
 // Config.WorkerMaxBatchedTokens.
-func (s *Server) Join(w discovery.Worker) error {
-	role, err := router.ParseRole(w.Role)
-	if err != nil {
-		return err
-	}
-	return s.AddWorker(Worker{ID: w.ID, URL: w.URL, BootstrapPort: w.BootstrapPort, NoMetrics: w.Metrics == discovery.MetricsOff,
-		FleetBudget: w.MaxBatchedTokens == 0, Info: router.WorkerInfo{
-			DPSize: w.DPSize, MaxNumBatchedTokens: cmp.Or(w.MaxBatchedTokens, s.cfg.WorkerMaxBatchedTokens), TotalKVBlocks: w.TotalKVBlocks,
-			BlockSize: w.BlockSize, Labels: w.Labels, Role: role, MaxNumSeqs: cmp.Or(w.MaxNumSeqs, s.cfg.WorkerMaxNumSeqs),
-		}})
-}
+func (s *Server) Join(w discovery.Worker) error { return s.pool.join(w) }
 
 // Leave removes a worker that went away (discovery.Membership).
-func (s *Server) Leave(id uint64) {
-	s.RemoveWorker(id)
-	if s.cfg.Events.OnWorkerDown != nil {
-		s.cfg.Events.OnWorkerDown(id)
-	}
-}
+func (s *Server) Leave(id uint64) { s.pool.leave(id) }

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -156,33 +155,10 @@ func (m *metrics) onEvent(ev *kvevents.Event, err error) {
 	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
-// usage is what a worker reports of one request (OpenAI "usage").
-type usage struct {
-	prompt, cached, completion int
-}
-
-// observeUsage counts a worker's usage report and returns it (ok false:
-// no usage in data).
-func (m *metrics) observeUsage(data []byte) (u usage, ok bool) {
-	var c struct {
-		Usage *struct {
-			PromptTokens        int `json:"prompt_tokens"`
-			CompletionTokens    int `json:"completion_tokens"`
-			PromptTokensDetails *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	if json.Unmarshal(data, &c) != nil || c.Usage == nil {
-		return usage{}, false
-	}
-	m.workerPrompt.Add(float64(c.Usage.PromptTokens))
-	u = usage{prompt: c.Usage.PromptTokens, completion: c.Usage.CompletionTokens}
-	if c.Usage.PromptTokensDetails != nil {
-		u.cached = c.Usage.PromptTokensDetails.CachedTokens
-		m.workerCached.Add(float64(u.cached))
-	}
-	return u, true
+// countUsage counts a worker's usage report.
+func (m *metrics) countUsage(u usage) {
+	m.workerPrompt.Add(float64(u.prompt))
+	m.workerCached.Add(float64(u.cached))
 }
 
 // indexCollector reports index sizes per tier at scrape time.

@@ -1,7 +1,7 @@
 package frontend
 
 import (
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
 

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/router"
 )
 
@@ -54,13 +54,6 @@ func (s *Server) expectedOutput(j *job) int {
 // isToken reports whether a streamed event carries output (not the
 // trailing usage-only chunk).
 func isToken(data []byte) bool { return !bytes.Contains(data, []byte(`"choices":[]`)) }
-
-// observeOutput records a completed stream's output length.
-func (s *Server) observeOutput(j *job, tokens int) {
-	if s.outAvg != nil {
-		s.outAvg.Observe(j.model, tokens)
-	}
-}
 
 func newOutputAverage(rc router.Config) *router.OutputAverage {
 	if !rc.TrackOutputBlocks {

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -11,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -53,29 +52,6 @@ func HostPort(workerURL string) string {
 		return u.Host + ":" + port
 	}
 	return u.Host
-}
-
-// WorkersAt returns the ids of the known workers whose HostPort is one of
-// endpoints, in endpoints' order (unknown endpoints are skipped). Its
-// cost is linear in the endpoints plus the workers: the list comes from
-// the proxy and may be long.
-func (s *Server) WorkersAt(endpoints []string) []uint64 {
-	s.mu.RLock()
-	n := len(s.ids)
-	at := make(map[string][]uint64, n)
-	for _, id := range s.ids {
-		if w := s.workers[id]; !w.down {
-			hp := HostPort(w.URL)
-			at[hp] = append(at[hp], id)
-		}
-	}
-	s.mu.RUnlock()
-	out := make([]uint64, 0, min(len(endpoints), n))
-	for _, ep := range endpoints {
-		out = append(out, at[ep]...)
-		delete(at, ep) // each worker once
-	}
-	return out
 }
 
 // PickRequest is one HTTP request a shell forwards itself (the Envoy
@@ -133,17 +109,11 @@ type Picked struct {
 
 	s        *Server
 	j        *job
-	obs      *fitObs
-	status   string
-	first    bool
-	touched  time.Time
-	tokens   int
-	line     []byte // SSE line carried over between chunks, up to MaxResponseLine
-	unparsed bool   // a line outgrew MaxResponseLine: no more parsing
+	f        *flight // the booking and what it teaches (flight.go)
+	line     []byte  // SSE line carried over between chunks, up to MaxResponseLine
+	unparsed bool    // a line outgrew MaxResponseLine: no more parsing
 	sse      bool
 	answer   []byte // a JSON answer, kept up to maxAnswer for its usage
-	output   int    // completion_tokens the worker reported; 0 none
-	finished bool
 }
 
 // Pick parses, tokenizes and routes one request like serve's proxy does
@@ -188,7 +158,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		if err != nil {
 			return fail(routeError(err))
 		}
-		wk, ok := s.worker(d.Worker.ID)
+		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			_ = s.rt.Fail(j.id, time.Now())
 			continue
@@ -198,13 +168,17 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		fbs := s.fallbacks(&d, in.Fallbacks)
 		body := s.bodyFor(j, wk.ID)
 		for i := 0; i < len(fbs) && j.textPrompt; i++ {
-			if !s.forwardIDs(fbs[i].Worker.ID) {
+			if !s.pool.forwardIDs(fbs[i].Worker.ID) {
 				body = j.body // one body goes down the whole list
 				break
 			}
 		}
-		return &Picked{ID: j.id, Worker: *wk, Decision: d, Body: body, Fallbacks: fbs,
-			s: s, j: j, obs: s.fits.begin(&d, now), first: true, touched: now, status: "200"}, nil
+		p := &Picked{ID: j.id, Worker: *wk, Decision: d, Body: body, Fallbacks: fbs, s: s, j: j}
+		// The gateway relays the answer: the flight hears of it from
+		// ResponseHeaders, ResponseBody and Done.
+		p.f = s.newFlight(j, &p.Decision, s.fits.begin(&d, now))
+		p.f.status, p.f.lastTouch, p.f.noCheck = "200", now, true
+		return p, nil
 	}
 }
 
@@ -212,7 +186,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 // whether it streams (text/event-stream).
 func (p *Picked) ResponseHeaders(status int, contentType string) {
 	if status != 0 {
-		p.status = strconv.Itoa(status)
+		p.f.status = strconv.Itoa(status)
 	}
 	p.sse = strings.HasPrefix(contentType, "text/event-stream")
 }
@@ -222,19 +196,10 @@ func (p *Picked) ResponseHeaders(status int, contentType string) {
 // does the same), later ones keep the request fresh. Streamed tokens
 // are counted for the timing fit and the output-length average.
 func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
-	if p.finished || len(chunk) == 0 {
+	if p.f.done || len(chunk) == 0 {
 		return
 	}
-	s := p.s
-	if p.first {
-		p.first = false
-		_ = s.rt.PrefillDone(p.ID, now)
-		s.kickRelease()
-		s.m.ttft.Observe(now.Sub(p.j.start).Seconds())
-	} else if now.Sub(p.touched) > time.Second {
-		_ = s.rt.Touch(p.ID, now)
-		p.touched = now
-	}
+	p.f.chunk(now)
 	if p.unparsed {
 		return
 	}
@@ -269,14 +234,8 @@ func (p *Picked) ResponseBody(chunk []byte, now time.Time) {
 		}
 		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
 			data = bytes.TrimSpace(data)
-			if len(data) > 0 && !bytes.Equal(data, []byte("[DONE]")) && isToken(data) {
-				p.obs.token(now)
-				p.tokens++
-			}
-			if bytes.Contains(data, []byte(`"usage":{`)) {
-				if u, ok := s.m.observeUsage(data); ok {
-					p.output = u.completion
-				}
+			if len(data) > 0 && !bytes.Equal(data, []byte("[DONE]")) {
+				p.f.event(now, data)
 			}
 		}
 		p.line = p.line[:0]
@@ -297,39 +256,23 @@ const (
 // OutcomeWorkerError when the worker answered a non-200 status. Later
 // calls do nothing.
 func (p *Picked) Done(outcome string) {
-	if p.finished {
+	f := p.f
+	if f.done {
 		return
 	}
-	p.finished = true
-	s := p.s
 	if outcome == "" {
 		outcome = OutcomeOK
-		if p.status != "200" {
+		if f.status != "200" {
 			outcome = OutcomeWorkerError
 		}
 	}
-	_ = s.rt.Free(p.ID, time.Now())
-	s.kickRelease()
-	s.m.inflight.Dec()
-	s.m.requests.WithLabelValues(p.j.endpoint, p.status).Inc()
-	s.m.outcomes.WithLabelValues(outcome).Inc()
-	s.m.duration.Observe(time.Since(p.j.start).Seconds())
-	if outcome == OutcomeOK && !p.unparsed {
-		s.fits.observe(p.obs)
-		if !p.sse && len(p.answer) > 0 {
-			if u, ok := s.m.observeUsage(p.answer); ok {
-				p.output = u.completion
-			}
-		}
-		// The worker's own count is exact; counted SSE events are not
-		// always one token each.
-		if n := cmp.Or(p.output, p.tokens); n > 0 {
-			s.observeOutput(p.j, n)
-		}
+	p.s.m.inflight.Dec()
+	if outcome == OutcomeOK && !p.unparsed && !p.sse && len(p.answer) > 0 {
+		f.usage(p.answer)
 	}
-	if s.cfg.Events.OnFree != nil {
-		s.cfg.Events.OnFree(p.ID, p.Worker.ID)
-	}
+	f.fail(outcome)
+	f.unread = p.unparsed
+	f.land(time.Now())
 	p.line, p.answer = nil, nil
 }
 

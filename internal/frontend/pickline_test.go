@@ -43,8 +43,8 @@ func TestPickLineBounded(t *testing.T) {
 		t.Fatal("a 32 MiB line did not give the parsing up")
 	}
 	p.ResponseBody([]byte("\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n"), now)
-	if p.tokens != 0 || p.output != 0 {
-		t.Fatalf("after giving up: tokens %d, output %d counted, want none", p.tokens, p.output)
+	if p.f.tokens != 0 || p.f.reportedOutput != 0 {
+		t.Fatalf("after giving up: tokens %d, output %d counted, want none", p.f.tokens, p.f.reportedOutput)
 	}
 	p.Done("")
 	if p.Buffered() != 0 {

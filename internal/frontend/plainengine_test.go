@@ -87,7 +87,7 @@ func TestPlainOpenAIEngine(t *testing.T) {
 			failed := 0
 			for i := range polls {
 				w := s.Workers()[0] // a copy, as pollLoads polls
-				s.pollWorker(ctx, &w, now.Add(time.Duration(i)*250*time.Millisecond))
+				s.pool.pollWorker(ctx, &w, now.Add(time.Duration(i)*250*time.Millisecond))
 				rec := do(t, s.Handler(), "POST", "/v1/completions",
 					fmt.Sprintf(`{"model":"kvrouter-mock","prompt":"request %d to a plain engine","max_tokens":1}`, i))
 				if rec.Code != http.StatusOK {
@@ -100,7 +100,7 @@ func TestPlainOpenAIEngine(t *testing.T) {
 			if st := s.Router().Stats(); st.Workers != 1 {
 				t.Fatalf("worker out of routing: %+v", st)
 			}
-			if h := s.engineHealth(1); h == nil || !h.NoMetrics || h.PollFailures != 0 {
+			if h := s.pool.engineHealth(1); h == nil || !h.NoMetrics || h.PollFailures != 0 {
 				t.Fatalf("debug index health %+v: want no_metrics and no poll failures", h)
 			}
 			if got := e.metricsHits.Load() > 0; got != tc.wantMetricsHits {
@@ -128,11 +128,11 @@ func TestPlainEngineGoesDown(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	w := s.Workers()[0]
-	s.pollWorker(ctx, &w, now)
+	s.pool.pollWorker(ctx, &w, now)
 	e.Close()
 	for i := range pollFailuresDown {
 		w = s.Workers()[0]
-		s.pollWorker(ctx, &w, now.Add(time.Duration(i+1)*time.Second))
+		s.pool.pollWorker(ctx, &w, now.Add(time.Duration(i+1)*time.Second))
 	}
 	if st := s.Router().Stats(); st.Workers != 0 {
 		t.Fatalf("an unreachable plain engine stayed in routing after %d polls", pollFailuresDown)

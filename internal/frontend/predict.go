@@ -209,27 +209,27 @@ func causeText(cause string) string {
 	return cause
 }
 
-// observePrediction compares a finished request's prediction with the
+// checkPrediction compares a finished request's prediction with the
 // engine's report (its prompt and cached tokens).
-func (s *Server) observePrediction(worker uint64, overlapBlocks, isl, reportedPrompt, reportedCached int) {
-	bs := s.cfg.Router.BlockSize
-	predicted := min(overlapBlocks*bs, isl)
+func (r *flightRecorder) checkPrediction(worker uint64, c *predictionCheck) {
+	bs := r.blockSize
+	predicted := min(c.overlapBlocks*bs, c.isl)
 	w := strconv.FormatUint(worker, 10)
-	s.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
-	s.m.eng.reported.WithLabelValues(w).Add(float64(reportedCached))
-	s.m.eng.gap.Observe(float64(predicted - reportedCached))
-	s.eng.mu.Lock()
-	h := s.eng.w[worker]
+	r.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
+	r.m.eng.reported.WithLabelValues(w).Add(float64(c.cached))
+	r.m.eng.gap.Observe(float64(predicted - c.cached))
+	r.eng.mu.Lock()
+	h := r.eng.w[worker]
 	mismatch := h != nil && h.engineBS != 0 && h.engineBS != bs
-	s.eng.mu.Unlock()
+	r.eng.mu.Unlock()
 	// An engine that counts a prompt at another length tokenized it
 	// differently; a few tokens of difference are a template's or
 	// special tokens' and change no full block.
-	tokensDiffer := reportedPrompt > 0 && (reportedPrompt/bs != isl/bs)
-	if cause := s.preds.observe(worker, predicted, reportedCached, bs, tokensDiffer, mismatch); cause != "" {
-		p := s.preds.snapshot(worker)
-		s.m.eng.diagnoses.WithLabelValues(cause).Inc()
-		s.log.Warn("prefix-hit prediction gap: "+causeText(cause), "worker", worker, "cause", cause,
+	tokensDiffer := c.reportedPrompt > 0 && (c.reportedPrompt/bs != c.isl/bs)
+	if cause := r.preds.observe(worker, predicted, c.cached, bs, tokensDiffer, mismatch); cause != "" {
+		p := r.preds.snapshot(worker)
+		r.m.eng.diagnoses.WithLabelValues(cause).Inc()
+		r.log.Warn("prefix-hit prediction gap: "+causeText(cause), "worker", worker, "cause", cause,
 			"requests", p.Requests, "predicted_cached_tokens", p.Predicted, "reported_cached_tokens", p.Reported,
 			"accuracy", p.Accuracy)
 	}

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -332,23 +332,23 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			s.fail(w, j.endpoint, routeError(err))
 			return
 		}
-		wk, ok := s.worker(d.Worker.ID)
+		f := s.newFlight(j, &d, s.fits.begin(&d, time.Now()))
+		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok { // removed between Route and here
-			_ = s.rt.Fail(j.id, time.Now())
+			f.abort(time.Now())
 			tried = append(tried, d.Worker.ID)
 			continue
 		}
-		obs := s.fits.begin(&d, time.Now())
 		resp, err := s.forward(ctx, wk, j, d.Worker.Rank)
 		if err != nil {
-			_ = s.rt.Fail(j.id, time.Now())
+			f.abort(time.Now())
 			s.kickRelease()
 			if ctx.Err() != nil {
 				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
 				return
 			}
 			s.log.Warn("worker unreachable", "worker", wk.ID, "request_id", j.id, "err", err)
-			s.markDown(wk.ID)
+			s.pool.markDown(wk.ID)
 			if attempt < s.cfg.Retries {
 				s.m.retries.Inc()
 				tried = append(tried, wk.ID)
@@ -358,9 +358,15 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 				Code: "worker_unreachable", Message: fmt.Sprintf("worker %d unreachable: %v", wk.ID, err)})
 			return
 		}
-		s.relay(w, r, j, &d, resp, obs)
+		s.relay(w, r, j, f, resp)
 		return
 	}
+}
+
+// newFlight starts the flight of j, routed by d (fit: its timing-fit
+// sample, nil none).
+func (s *Server) newFlight(j *job, d *router.Decision, fit *fitObs) *flight {
+	return newFlight(j, d, fit, s.rt, s.flights)
 }
 
 // route asks the router for a worker (the router applies the policy,
@@ -389,7 +395,7 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
 	}
 	if len(tried) > 0 {
-		ids := s.candidateIDs(tried)
+		ids := s.pool.candidates(tried)
 		if allow := req.Constraints.Allow; allow != nil {
 			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(allow, id) })
 		}
@@ -423,28 +429,6 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 	}
 }
 
-func (s *Server) candidateIDs(exclude []uint64) []uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]uint64, 0, len(s.ids))
-	for _, id := range s.ids {
-		if w := s.workers[id]; w.down {
-			continue
-		}
-		skip := false
-		for _, x := range exclude {
-			if x == id {
-				skip = true
-				break
-			}
-		}
-		if !skip {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
 func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(s.bodyFor(j, wk.ID)))
 	if err != nil {
@@ -463,116 +447,92 @@ func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (
 	return s.client.Do(req)
 }
 
-// relay copies the worker's answer to the client and drives the load
-// tracker from it.
-// obs (nil: none) collects the stream's token times for the timing fit.
-func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *router.Decision, resp *http.Response, obs *fitObs) {
+// relay copies the worker's answer to the client and tells f what it
+// copied (flight.go); f lands when relay returns.
+func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, f *flight, resp *http.Response) {
 	defer resp.Body.Close()
 	w := newClientWriter(cw, s.cfg.Hardening.StreamWriteTimeout)
 	buf := &streamBuf{st: s.sb}
 	defer buf.release()
-	wid := d.Worker.ID
-	h := w.Header()
 	isSSE := bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
 	var agg *unstreamer // non-nil: fold the stream into one JSON body
 	if j.unstream && isSSE && resp.StatusCode == http.StatusOK {
 		agg = newUnstreamer(j.endpoint == "chat", s.cfg.Hardening.MaxAnswerBytes)
 		agg.total = buf
-		h.Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", "application/json")
 	} else {
 		for _, k := range []string{"Content-Type", "Cache-Control"} {
 			if v := resp.Header.Get(k); v != "" {
-				h.Set(k, v)
+				w.Header().Set(k, v)
 			}
 		}
 	}
-	h.Set(HeaderWorker, strconv.FormatUint(wid, 10))
-	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
-	h.Set(HeaderTierOverlap, tierOverlapHeader(&d.Overlap))
-	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
-	h.Set(HeaderReqID, j.id)
+	setRouteHeaders(w.Header(), j.id, f.d)
 	if agg == nil {
 		w.WriteHeader(resp.StatusCode)
 	}
-	status := strconv.Itoa(resp.StatusCode)
-
-	outcome := "ok"
-	tokens := 0          // streamed output, for the output-length average
-	reportedCached := -1 // the engine's usage cached_tokens; -1 = not reported
-	reportedPrompt := 0  // the engine's usage prompt_tokens
-	reportedOutput := 0  // the engine's usage completion_tokens (exact, unlike counted events)
+	f.answered(resp.StatusCode, time.Now())
 	defer func() {
 		if w.timedOut {
-			outcome = "client_slow"
-			s.gm.slowClients.Inc()
+			f.fail("client_slow")
 		}
-		if reportedOutput > 0 {
-			tokens = reportedOutput
-		}
-		_ = s.rt.Free(j.id, time.Now())
-		s.kickRelease()
-		s.m.requests.WithLabelValues(j.endpoint, status).Inc()
-		s.m.outcomes.WithLabelValues(outcome).Inc()
-		s.m.duration.Observe(time.Since(j.start).Seconds())
-		if outcome == "ok" {
-			s.fits.observe(obs)
-			if tokens > 0 {
-				s.observeOutput(j, tokens)
-			}
-			if reportedCached >= 0 {
-				s.observePrediction(wid, d.Overlap[kvevents.TierDevice], d.ISL, reportedPrompt, reportedCached)
-			}
-		}
-		if s.cfg.Events.OnFree != nil {
-			s.cfg.Events.OnFree(j.id, wid)
-		}
+		f.land(time.Now())
 	}()
-	if resp.StatusCode != http.StatusOK || !isSSE {
-		if resp.StatusCode != http.StatusOK {
-			outcome = "worker_error"
-		}
-		if resp.StatusCode == http.StatusOK {
-			// A non-streaming JSON answer (an engine that ignored
-			// stream=true, or a body that could not be rewritten):
-			// buffered for its usage up to MaxAnswerBytes, relayed
-			// unbuffered beyond (its usage then not read).
-			body, err := s.readAnswerShared(resp.Body, buf)
-			long := errors.Is(err, errAnswerTooLarge)
-			if long {
-				s.gm.answerTooLong.WithLabelValues("json").Inc()
-				err = nil
-			}
-			if _, werr := w.Write(body); werr != nil && err == nil {
-				err = werr
-			}
-			if long && err == nil {
-				_, err = io.Copy(w, resp.Body)
-			}
-			if err != nil {
-				outcome = s.copyOutcome(r)
-				return
-			}
-			if long {
-				_ = s.rt.PrefillDone(j.id, time.Now())
-				return
-			}
-			_ = s.rt.PrefillDone(j.id, time.Now())
-			if u, ok := s.m.observeUsage(body); ok {
-				reportedPrompt, reportedCached = u.prompt, u.cached
-				tokens = u.completion // the output-length average's sample
-			}
-			return
-		}
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		f.fail("worker_error")
 		if _, err := io.Copy(w, resp.Body); err != nil {
-			outcome = s.copyOutcome(r)
+			f.fail(s.copyOutcome(r))
 		}
+	case !isSSE:
+		s.relayJSON(w, r, f, resp.Body, buf)
+	default:
+		s.relayStream(w, r, f, resp.Body, buf, agg)
+	}
+}
+
+// setRouteHeaders tells the client where d sent request id.
+func setRouteHeaders(h http.Header, id string, d *router.Decision) {
+	h.Set(HeaderWorker, strconv.FormatUint(d.Worker.ID, 10))
+	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
+	h.Set(HeaderTierOverlap, tierOverlapHeader(&d.Overlap))
+	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
+	h.Set(HeaderReqID, id)
+}
+
+// relayJSON copies a non-streaming JSON answer (an engine that ignored
+// stream=true, or a body that could not be rewritten): buffered for its
+// usage up to MaxAnswerBytes, relayed unbuffered beyond (its usage then
+// not read).
+func (s *Server) relayJSON(w *clientWriter, r *http.Request, f *flight, src io.Reader, buf *streamBuf) {
+	body, err := s.readAnswerShared(src, buf)
+	long := errors.Is(err, errAnswerTooLarge)
+	if long {
+		s.gm.answerTooLong.WithLabelValues("json").Inc()
+		err = nil
+	}
+	if _, werr := w.Write(body); werr != nil && err == nil {
+		err = werr
+	}
+	if long && err == nil {
+		_, err = io.Copy(w, src)
+	}
+	if err != nil {
+		f.fail(s.copyOutcome(r))
 		return
 	}
-	rd := oai.NewSSEReader(resp.Body, 0)
+	if long {
+		body = nil
+	}
+	f.body(time.Now(), body)
+}
+
+// relayStream copies an SSE answer event by event (agg non-nil: folds it
+// into one JSON body instead).
+func (s *Server) relayStream(w *clientWriter, r *http.Request, f *flight, src io.Reader, buf *streamBuf, agg *unstreamer) {
+	rd := oai.NewSSEReader(src, 0)
 	defer rd.Close()
 	var rdHeld int64 // rd's buffers, as counted in buf
-	first := true
-	lastTouch := time.Now()
 	for {
 		ev, err := rd.Next()
 		buf.track(&rdHeld, int64(rd.BufferBytes()))
@@ -587,7 +547,7 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 					}
 				}
 			} else if _, werr := w.Write(ev.Raw); werr != nil {
-				outcome = "client_gone"
+				f.fail("client_gone")
 				return
 			}
 			// Flush once per burst: more events already buffered will
@@ -595,31 +555,12 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 			// for the network).
 			if agg == nil && (err != nil || rd.Buffered() == 0) {
 				if w.Flush(); w.err != nil {
-					outcome = "client_gone"
+					f.fail("client_gone")
 					return
 				}
 			}
 			if len(ev.Data) > 0 && !ev.IsDone() {
-				now := time.Now()
-				if isToken(ev.Data) {
-					obs.token(now)
-					tokens++
-				}
-				if first {
-					first = false
-					_ = s.rt.PrefillDone(j.id, now)
-					s.kickRelease()
-					s.m.ttft.Observe(now.Sub(j.start).Seconds())
-				} else if now.Sub(lastTouch) > time.Second {
-					_ = s.rt.Touch(j.id, now)
-					lastTouch = now
-				}
-				if bytes.Contains(ev.Data, []byte(`"usage":{`)) {
-					if u, ok := s.m.observeUsage(ev.Data); ok {
-						reportedPrompt, reportedCached = u.prompt, u.cached
-						reportedOutput = u.completion
-					}
-				}
+				f.data(time.Now(), ev.Data)
 			}
 		}
 		if err == nil {
@@ -627,26 +568,23 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, d *route
 		}
 		if errors.Is(err, io.EOF) {
 			if agg != nil {
-				s.writeUnstreamed(w, agg, wid, &outcome, &status)
+				s.writeUnstreamed(w, agg, f.d.Worker.ID, &f.outcome, &f.status)
 			}
 			return
 		}
-		outcome = s.copyOutcome(r)
+		f.fail(s.copyOutcome(r))
+		if f.outcome != "upstream_error" {
+			return
+		}
+		e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
+			Message: fmt.Sprintf("worker %d stream broke: %v", f.d.Worker.ID, err)}
 		if agg != nil {
-			if outcome == "upstream_error" {
-				e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
-					Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}
-				status = strconv.Itoa(e.Status)
-				e.Write(w)
-			}
+			f.status = strconv.Itoa(e.Status)
+			e.Write(w)
 			return
 		}
-		if outcome == "upstream_error" {
-			e := &oai.Error{Status: http.StatusBadGateway, Type: oai.TypeServer, Code: "worker_stream_error",
-				Message: fmt.Sprintf("worker %d stream broke: %v", wid, err)}
-			_ = oai.WriteEvent(w, e.Body())
-			w.Flush()
-		}
+		_ = oai.WriteEvent(w, e.Body())
+		w.Flush()
 		return
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/internal/tokenizer/remote"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -141,14 +141,14 @@ func tokenAt(ids []uint32, i int) int64 {
 }
 
 // selfTest compares the router's tokenizer with w's engine on every canary.
-func (s *Server) selfTest(ctx context.Context, w *Worker) SelfTest {
-	eng, err := remote.New(remote.Config{Endpoints: []string{w.URL}, Model: s.cfg.Model, Client: s.client})
+func (p *pool) selfTest(ctx context.Context, w *Worker) SelfTest {
+	eng, err := remote.New(remote.Config{Endpoints: []string{w.URL}, Model: p.cfg.Model, Client: p.client})
 	if err != nil {
 		return SelfTest{Outcome: SelfTestError, Detail: err.Error()}
 	}
 	var res SelfTest
 	for _, c := range canaries {
-		want, err := c.encode(ctx, s.cfg.Tokenizer)
+		want, err := c.encode(ctx, p.cfg.Tokenizer)
 		if err != nil {
 			if ctx.Err() != nil {
 				return SelfTest{Outcome: SelfTestError, Detail: err.Error()}
@@ -186,26 +186,26 @@ func (s *Server) selfTest(ctx context.Context, w *Worker) SelfTest {
 // forwardIDs reports whether completion text prompts go to worker id as
 // the router's token ids: ForwardTokens is on, the tokenizer is the
 // model's own, and the worker's self-test matched.
-func (s *Server) forwardIDs(id uint64) bool {
-	if !s.cfg.ForwardTokens || !s.cfg.OwnTokenizer {
+func (p *pool) forwardIDs(id uint64) bool {
+	if !p.cfg.ForwardTokens || !p.cfg.OwnTokenizer {
 		return false
 	}
-	s.eng.mu.Lock()
-	defer s.eng.mu.Unlock()
-	h := s.eng.w[id]
+	p.eng.mu.Lock()
+	defer p.eng.mu.Unlock()
+	h := p.eng.w[id]
 	return h != nil && h.tok.res.Outcome == SelfTestMatch
 }
 
 // selfTestDue claims w's self-test when one is due at now: never run since
 // the last reset, or a SelfTestError whose backoff has passed. The worker
 // must be in routing and its last poll answered.
-func (s *Server) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
+func (p *pool) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
 	if w.down {
 		return 0, false
 	}
-	s.eng.mu.Lock()
-	defer s.eng.mu.Unlock()
-	h := s.eng.w[w.ID]
+	p.eng.mu.Lock()
+	defer p.eng.mu.Unlock()
+	h := p.eng.w[w.ID]
 	if h == nil || h.tok.busy || h.fails > 0 || h.refused != "" {
 		return 0, false
 	}
@@ -224,12 +224,12 @@ func (s *Server) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
 
 // runSelfTest runs w's self-test (claimed with selfTestDue at gen), records
 // the result, counts it and logs it once.
-func (s *Server) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest {
+func (p *pool) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest {
 	tctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
-	res := s.selfTest(tctx, w)
+	res := p.selfTest(tctx, w)
 	cancel()
-	s.eng.mu.Lock()
-	h := s.eng.w[w.ID]
+	p.eng.mu.Lock()
+	h := p.eng.w[w.ID]
 	stale := h == nil || h.tok.gen != gen || ctx.Err() != nil
 	if h != nil && h.tok.gen == gen {
 		h.tok.busy = false
@@ -241,13 +241,13 @@ func (s *Server) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTes
 		}
 		h.tok.res = res
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if stale { // removed, reset meanwhile, or shutting down: not an outcome
 		return res
 	}
-	res.ForwardIDs = s.forwardIDs(w.ID)
-	s.m.selfTests.WithLabelValues(strconv.FormatUint(w.ID, 10), res.Outcome).Inc()
-	lg := s.log.With("worker", w.ID, "url", w.URL, "model", s.cfg.Model, "tokenizer", s.cfg.Tokenizer.Name())
+	res.ForwardIDs = p.forwardIDs(w.ID)
+	p.m.selfTests.WithLabelValues(strconv.FormatUint(w.ID, 10), res.Outcome).Inc()
+	lg := p.log.With("worker", w.ID, "url", w.URL, "model", p.cfg.Model, "tokenizer", p.cfg.Tokenizer.Name())
 	switch res.Outcome {
 	case SelfTestMatch:
 		lg.Info("tokenizer self-test passed", "canaries", res.Canaries, "skipped", len(res.Skipped), "forward_ids", res.ForwardIDs)
@@ -265,59 +265,59 @@ func (s *Server) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTes
 
 // selfTests starts the due self-tests of ws on their own goroutines
 // (tracked by wg), so a slow /tokenize never holds up load polling.
-func (s *Server) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup) {
+func (p *pool) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup) {
 	for i := range ws {
 		w := &ws[i]
-		gen, due := s.selfTestDue(w, now)
+		gen, due := p.selfTestDue(w, now)
 		if !due {
 			continue
 		}
 		wg.Add(1)
-		go func() { defer wg.Done(); s.runSelfTest(ctx, w, gen) }()
+		go func() { defer wg.Done(); p.runSelfTest(ctx, w, gen) }()
 	}
 }
 
 // resetSelfTest makes id's self-test due again (the worker came back or
 // its engine restarted); its ids stop being forwarded until it passes.
-func (s *Server) resetSelfTest(id uint64) {
-	s.eng.mu.Lock()
-	if h := s.eng.w[id]; h != nil {
+func (p *pool) resetSelfTest(id uint64) {
+	p.eng.mu.Lock()
+	if h := p.eng.w[id]; h != nil {
 		h.tok.reset()
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 }
 
 // noteEngineStart resets id's self-test when the engine's process start
 // time changed (a restart the poller did not see as down).
-func (s *Server) noteEngineStart(w *Worker, start float64) {
+func (p *pool) noteEngineStart(w *Worker, start float64) {
 	if start == 0 {
 		return
 	}
-	s.eng.mu.Lock()
-	h := s.eng.get(w.ID)
+	p.eng.mu.Lock()
+	h := p.eng.get(w.ID)
 	restarted := h.tok.start != 0 && h.tok.start != start
 	h.tok.start = start
 	if restarted {
 		h.tok.reset()
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if restarted {
-		s.log.Info("engine restarted: tokenizer self-test again", "worker", w.ID, "url", w.URL)
+		p.log.Info("engine restarted: tokenizer self-test again", "worker", w.ID, "url", w.URL)
 	}
 }
 
 // selfTestState is id's self-test for GET /debug/index.
-func (s *Server) selfTestState(id uint64) SelfTest {
-	s.eng.mu.Lock()
+func (p *pool) selfTestState(id uint64) SelfTest {
+	p.eng.mu.Lock()
 	var res SelfTest
-	if h := s.eng.w[id]; h != nil {
+	if h := p.eng.w[id]; h != nil {
 		res = h.tok.res
 	}
-	s.eng.mu.Unlock()
+	p.eng.mu.Unlock()
 	if res.Outcome == "" {
 		res.Outcome = selfTestPending
 	}
-	res.ForwardIDs = s.forwardIDs(id)
+	res.ForwardIDs = p.forwardIDs(id)
 	return res
 }
 
@@ -326,7 +326,7 @@ func (s *Server) selfTestState(id uint64) SelfTest {
 // client's body (the engine tokenizes the text itself; the ids served the
 // routing only).
 func (s *Server) bodyFor(j *job, id uint64) []byte {
-	if !j.textPrompt || len(j.tokens) == 0 || !s.forwardIDs(id) {
+	if !j.textPrompt || len(j.tokens) == 0 || !s.pool.forwardIDs(id) {
 		return j.body
 	}
 	b, err := setPromptIDs(j.body, j.tokens)

@@ -73,14 +73,14 @@ func selfTestNow(t *testing.T, s *Server, id uint64) SelfTest {
 		t.Fatalf("no worker %d", id)
 	}
 	w := s.Workers()[i]
-	s.eng.mu.Lock()
-	s.eng.get(id)
-	s.eng.mu.Unlock()
-	gen, due := s.selfTestDue(&w, time.Now())
+	s.pool.eng.mu.Lock()
+	s.pool.eng.get(id)
+	s.pool.eng.mu.Unlock()
+	gen, due := s.pool.selfTestDue(&w, time.Now())
 	if !due {
 		t.Fatalf("worker %d: self-test not due", id)
 	}
-	return s.runSelfTest(context.Background(), &w, gen)
+	return s.pool.runSelfTest(context.Background(), &w, gen)
 }
 
 // tokEngine is a fake engine for the self-test: GET /metrics (with a
@@ -188,7 +188,7 @@ func waitOutcome(t *testing.T, s *Server, id uint64, want string) SelfTest {
 	t.Helper()
 	var res SelfTest
 	waitUntil(t, fmt.Sprintf("worker %d's self-test outcome %s", id, want), func() bool {
-		res = s.selfTestState(id)
+		res = s.pool.selfTestState(id)
 		return res.Outcome == want
 	})
 	return res
@@ -224,11 +224,11 @@ func TestSelfTestOutcomes(t *testing.T) {
 	for id, o := range want {
 		waitOutcome(t, s, id, o)
 	}
-	if res := s.selfTestState(2); res.Mismatch == nil || *res.Mismatch != (Mismatch{Canary: "text", Position: 3,
+	if res := s.pool.selfTestState(2); res.Mismatch == nil || *res.Mismatch != (Mismatch{Canary: "text", Position: 3,
 		RouterToken: res.Mismatch.RouterToken, EngineToken: res.Mismatch.RouterToken + 1}) || res.ForwardIDs {
 		t.Errorf("mismatch %+v %+v, want canary text at position 3, engine token = router token + 1, no ids", res, res.Mismatch)
 	}
-	if res := s.selfTestState(4); res.Canaries != 2 || len(res.Skipped) != 1 || !strings.HasPrefix(res.Skipped[0], "chat: engine:") {
+	if res := s.pool.selfTestState(4); res.Canaries != 2 || len(res.Skipped) != 1 || !strings.HasPrefix(res.Skipped[0], "chat: engine:") {
 		t.Errorf("sglang-like: %+v, want 2 canaries compared, chat skipped", res)
 	}
 	if ls := logs.lines("tokenizer self-test mismatch"); len(ls) != 1 || !strings.Contains(ls[0], "worker=2") ||
@@ -295,12 +295,12 @@ func TestSelfTestRetryAndRestart(t *testing.T) {
 	}
 	waitOutcome(t, s, 1, SelfTestError)
 	e.mode.Store("match")
-	if res := waitOutcome(t, s, 1, SelfTestMatch); !res.ForwardIDs || !s.forwardIDs(1) {
+	if res := waitOutcome(t, s, 1, SelfTestMatch); !res.ForwardIDs || !s.pool.forwardIDs(1) {
 		t.Fatalf("after the retry: %+v, want a match forwarding ids", res)
 	}
 	e.mode.Store("mismatch")
 	e.start.Add(60) // restarted a minute later
-	if res := waitOutcome(t, s, 1, SelfTestMismatch); res.ForwardIDs || s.forwardIDs(1) {
+	if res := waitOutcome(t, s, 1, SelfTestMismatch); res.ForwardIDs || s.pool.forwardIDs(1) {
 		t.Errorf("after the restart: %+v, want a mismatch forwarding no ids", res)
 	}
 	for o, want := range map[string]float64{SelfTestError: 1, SelfTestMatch: 1, SelfTestMismatch: 1} {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/bounds"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
@@ -56,21 +56,15 @@ type Server struct {
 	client *http.Client
 	m      *metrics
 	dm     *disaggMetrics        // disagg.go
-	ingest ingest                // per-worker ingestion outcomes (ingest.go)
 	fits   *timingFits           // Config.TimingFit; nil when off
 	outAvg *router.OutputAverage // Router.TrackOutputBlocks; nil when off
 
-	eng      *engineState       // per-worker health (engine.go)
+	flights  *flightRecorder    // what proxied requests teach (flight.go)
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
 	adapters *adapterSet        // LoRA adapter names (adapters.go)
 
-	// conc are the event-fed indexes of the tiers behind their sticky
-	// writers (nil outside the kv policy); RunIndex runs the writers.
-	conc [kvevents.NumTiers]*indexer.Concurrent
-
-	mu      sync.RWMutex
-	workers map[uint64]*Worker
-	ids     []uint64 // sorted
+	sink sink // KV events into the index (sink.go)
+	pool pool // the workers (pool.go)
 
 	reqSeq atomic.Uint64
 	prefix string
@@ -102,12 +96,10 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		client:  &http.Client{Transport: cfg.Transport},
-		workers: make(map[uint64]*Worker),
 		prefix:  strconv.FormatUint(seed%100000, 36),
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
 
-		eng:      &engineState{w: map[uint64]*workerHealth{}},
 		preds:    newPredictionTracker(),
 		adapters: newAdapterSet(cfg.LoRAAdapters),
 	}
@@ -127,10 +119,11 @@ func New(cfg Config) (*Server, error) {
 	// goroutine, lookups stay inline on the request goroutines. The
 	// writers report outcomes, so metrics and Events.OnEvent see an
 	// event once it is visible to lookups, not when it was queued.
+	s.sink.log, s.sink.m, s.sink.stored, s.sink.onEvent = cfg.Logger, s.m, s.preds.sawStored, cfg.Events.OnEvent
 	icfg := cfg.Router.Index.Concurrent
 	icfg.Events = indexer.Events{
-		OnApplied:  func(ev *kvevents.Event) { s.onEvent(ev, nil) },
-		OnRejected: s.onEvent,
+		OnApplied:  func(ev *kvevents.Event) { s.sink.event(ev, nil) },
+		OnRejected: s.sink.event,
 	}
 	opts := router.Options{
 		Rand: rand.New(rand.NewPCG(seed, seed+1)),
@@ -141,8 +134,8 @@ func New(cfg Config) (*Server, error) {
 			} else {
 				ix = indexer.NewFlash(cfg.Router.Index.Flash)
 			}
-			s.conc[t] = indexer.NewConcurrent(ix, icfg)
-			return s.conc[t]
+			s.sink.conc[t] = indexer.NewConcurrent(ix, icfg)
+			return s.sink.conc[t]
 		},
 		Events: router.Events{
 			OnRoute:   s.m.onRoute,
@@ -156,10 +149,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
+	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters)
+	s.sink.rt, s.sink.ranks = rt, &s.pool
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
+	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
+		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, eng: s.pool.eng, preds: s.preds, log: s.log}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -170,156 +167,13 @@ func (s *Server) Router() *router.Router { return s.rt }
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Apply hands one KV event to the router's index (eventplane.Sink): it
-// is queued to its worker+rank's writer and applied by RunIndex's
-// goroutines (blocking while that writer's queue is full); Flush waits
-// for it. Its slices must not be modified afterwards.
-func (s *Server) Apply(ev *kvevents.Event) (err error) {
-	defer s.recoverApply(ev, &err)
-	if err := s.checkRank(ev); err != nil {
-		return err
-	}
-	return s.rt.ApplyEvent(ev)
-}
-
-// RunIndex runs the sticky writers of the event-fed indexes until ctx is
-// done (outside the kv policy there are none and it just waits). Events
-// applied before it starts wait in the writers' queues.
-func (s *Server) RunIndex(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, c := range s.conc {
-		if c != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = c.Run(ctx) }()
-		}
-	}
-	<-ctx.Done()
-	wg.Wait()
-	return nil
-}
-
-// Flush waits until every event applied before the call is visible to
-// lookups (or rejected), or ctx is done. Readiness and index dumps call
-// it, so they never miss an event that was merely queued.
-func (s *Server) Flush(ctx context.Context) error {
-	for _, c := range s.conc {
-		if c != nil {
-			if err := c.Flush(ctx); err != nil {
-				return fmt.Errorf("frontend: flush index: %w", err)
-			}
-		}
-	}
-	return nil
-}
-
-// IndexKind is the event-fed index's kind (IndexFlash or IndexRadix), ""
-// outside the kv policy.
-func (s *Server) IndexKind() string {
-	if s.conc[kvevents.TierDevice] == nil {
-		return ""
-	}
-	switch s.conc[kvevents.TierDevice].Index().(type) {
-	case *indexer.Flash:
-		return IndexFlash
-	case *indexer.Radix:
-		return IndexRadix
-	}
-	return "other"
-}
-
-// ObserveEventLag records the delay between a KV event's publication and
-// its application (fed by the event transport when it knows it).
-func (s *Server) ObserveEventLag(d time.Duration) { s.m.eventLag.Observe(d.Seconds()) }
-
-// ObservePublished records the lag of n events, published at published,
-// that Apply has just made visible in the index: now - published, once per
-// event (clamped at 0: the publisher's clock may run ahead of ours). It
-// fits eventplane.SubscriberEvents.OnMessage.
-func (s *Server) ObservePublished(published time.Time, n int) {
-	if n <= 0 || published.IsZero() {
-		return
-	}
-	lag := max(time.Since(published), 0).Seconds()
-	for range n {
-		s.m.eventLag.Observe(lag)
-	}
-}
-
-func (s *Server) onEvent(ev *kvevents.Event, err error) {
-	s.m.onEvent(ev, err)
-	if err != nil {
-		s.ingest.add(ev.WorkerID, eventRejectReason(err), 1)
-	} else if ev.Kind == kvevents.KindStored {
-		s.preds.sawStored(ev.WorkerID)
-	}
-	if s.cfg.Events.OnEvent != nil {
-		s.cfg.Events.OnEvent(ev.WorkerID, err)
-	}
-}
-
-// AddWorker adds (or updates) a worker. A block size different from the
-// router's is refused with an error wrapping router.ErrBlockSize.
-func (s *Server) AddWorker(w Worker) error {
-	if w.URL == "" {
-		return fmt.Errorf("frontend: worker %d has no URL", w.ID)
-	}
-	w.URL = strings.TrimRight(w.URL, "/")
-	w.Info.ID = w.ID
-	if err := s.rt.AddWorker(w.Info); err != nil {
-		if errors.Is(err, router.ErrBlockSize) {
-			s.m.workerRefused.WithLabelValues("block_size").Inc()
-		}
-		return fmt.Errorf("frontend: add worker %d: %w", w.ID, err)
-	}
-	s.mu.Lock()
-	if _, ok := s.workers[w.ID]; !ok {
-		s.ids = append(s.ids, w.ID)
-		slices.Sort(s.ids)
-	}
-	s.workers[w.ID] = &w
-	s.mu.Unlock()
-	s.log.Info("worker added", "worker", w.ID, "url", w.URL)
-	return nil
-}
-
-// RemoveWorker removes a worker from routing, its index entries and loads.
-func (s *Server) RemoveWorker(id uint64) {
-	released := s.rt.RemoveWorker(id)
-	s.eng.forget(id)
-	s.mu.Lock()
-	if _, ok := s.workers[id]; ok {
-		delete(s.workers, id)
-		s.ids = slices.DeleteFunc(s.ids, func(x uint64) bool { return x == id })
-	}
-	s.mu.Unlock()
-	s.log.Info("worker removed", "worker", id, "released_requests", len(released))
-}
-
-// Workers returns the known workers sorted by id.
-func (s *Server) Workers() []Worker {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make([]Worker, 0, len(s.ids))
-	for _, id := range s.ids {
-		out = append(out, *s.workers[id])
-	}
-	return out
-}
-
-func (s *Server) worker(id uint64) (*Worker, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	w, ok := s.workers[id]
-	return w, ok
-}
-
 // Run runs the background loops (load polling, stale sweep, queue release)
 // until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if s.cfg.LoadPollInterval > 0 {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.pollLoads(ctx) }()
+		go func() { defer wg.Done(); s.pool.pollLoads(ctx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.releaseLoop(ctx) }()
@@ -405,7 +259,7 @@ func (s *Server) routes() http.Handler {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	n := s.upWorkers() // down or refused workers do not count
+	n := s.pool.upWorkers() // down or refused workers do not count
 	ok, detail := true, ""
 	if s.cfg.Readiness != nil {
 		ok, detail = s.cfg.Readiness()

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kvrouter/kvrouter/internal/bounds"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -12,7 +12,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // SGLang's PD protocol (DESIGN.md §10), chosen per prefill worker: one
@@ -73,7 +73,7 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, pre *prefilled, canc
 		bad = true
 		s.log.Warn("sglang prefill failed", "worker", pre.boot.ID, "request_id", j.id, "err", err)
 		if unreachable {
-			s.markDown(pre.boot.ID)
+			s.pool.markDown(pre.boot.ID)
 		}
 		cancelDecode()
 	}()

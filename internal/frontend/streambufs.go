@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/kvrouter/kvrouter/internal/bounds"
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // The proxied requests and what their relays buffer (SSE events, folded

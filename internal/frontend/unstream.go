@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 )
 
 // Non-streaming requests are streamed from the engine (DESIGN.md §4

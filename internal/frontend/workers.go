@@ -5,51 +5,6 @@ import (
 	"time"
 )
 
-// markDown takes an unreachable worker out of routing: the router drops its
-// index entries and loads. The poller probes it with backoff and brings it back when
-// its /health answers (engine.go).
-func (s *Server) markDown(id uint64) {
-	s.mu.Lock()
-	w, ok := s.workers[id]
-	if !ok || w.down {
-		s.mu.Unlock()
-		return
-	}
-	w.down = true
-	s.mu.Unlock()
-	s.rt.RemoveWorker(id)
-	s.m.workerDown.Inc()
-	s.log.Warn("worker down", "worker", id, "url", w.URL)
-	if s.cfg.Events.OnWorkerDown != nil {
-		s.cfg.Events.OnWorkerDown(id)
-	}
-}
-
-func (s *Server) markUp(id uint64) {
-	s.mu.Lock()
-	w, ok := s.workers[id]
-	if !ok || !w.down {
-		s.mu.Unlock()
-		return
-	}
-	info := w.Info
-	s.mu.Unlock()
-	if err := s.rt.AddWorker(info); err != nil {
-		s.log.Warn("re-add worker", "worker", id, "err", err)
-		return
-	}
-	s.mu.Lock()
-	if w, ok := s.workers[id]; ok {
-		w.down = false
-	}
-	s.mu.Unlock()
-	s.resetSelfTest(id) // maybe a new engine
-	s.log.Info("worker back", "worker", id)
-	if s.cfg.Events.OnWorkerUp != nil {
-		s.cfg.Events.OnWorkerUp(id)
-	}
-}
-
 func (s *Server) kickRelease() {
 	if s.cfg.Router.Queue.Threshold <= 0 {
 		return

@@ -209,3 +209,75 @@ func TestCoreDepsCatchesViolations(t *testing.T) {
 		t.Errorf("exempt helper: got %q, want none", got)
 	}
 }
+
+// engineMayNotReach lists, per simulated-engine package, the router
+// packages it must not depend on: the mocker is an engine the router talks
+// to over the wire, so it shares only the wire types (internal/oai).
+var engineMayNotReach = map[string][]string{
+	"mocker":           {"internal/frontend", "router", "selector"},
+	"internal/mockerd": {"internal/frontend", "router", "selector"},
+}
+
+// reachedUnder returns the packages in graph reachable from root whose
+// import path is prefix or lies under it, sorted.
+func reachedUnder(graph map[string][]string, root, prefix string) []string {
+	seen := map[string]bool{root: true}
+	queue := []string{root}
+	var out []string
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == prefix || strings.HasPrefix(p, prefix+"/") {
+			out = append(out, p)
+		}
+		for _, q := range graph[p] {
+			if !seen[q] {
+				seen[q] = true
+				queue = append(queue, q)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestEngineDoesNotImportRouter checks that the simulated engine builds
+// without the router's frontend, router or selector.
+func TestEngineDoesNotImportRouter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	const mod = "github.com/kvrouter/kvrouter/"
+	var pkgs []string
+	for p := range engineMayNotReach {
+		pkgs = append(pkgs, mod+p)
+	}
+	slices.Sort(pkgs)
+	graph, err := goListDeps(moduleRoot(t), buildTags(), pkgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, banned := range engineMayNotReach {
+		for _, b := range banned {
+			if got := reachedUnder(graph, mod+p, mod+b); len(got) > 0 {
+				t.Errorf("%s depends on %v; the engine may share only wire types with the router", p, got)
+			}
+		}
+	}
+}
+
+// TestReachedUnder: the walk finds a package under the prefix through a
+// chain, and not a package that only shares the prefix's spelling.
+func TestReachedUnder(t *testing.T) {
+	graph := map[string][]string{
+		"m/engine":   {"m/shared", "m/frontendx"},
+		"m/shared":   {"m/frontend/oai"},
+		"m/frontend": {"m/engine"},
+	}
+	if got := reachedUnder(graph, "m/engine", "m/frontend"); !slices.Equal(got, []string{"m/frontend/oai"}) {
+		t.Errorf("got %q, want [m/frontend/oai]", got)
+	}
+	if got := reachedUnder(graph, "m/shared", "m/engine"); len(got) != 0 {
+		t.Errorf("got %q, want none", got)
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/mocker"
 )
 

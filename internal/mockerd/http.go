@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/tokenizer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"

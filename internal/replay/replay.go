@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/trace"
 	"github.com/schollz/progressbar/v3"
 )
