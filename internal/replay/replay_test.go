@@ -103,11 +103,12 @@ func TestCompareSmall(t *testing.T) {
 	}
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 1024, 16, 0
-	reps, err := Compare(context.Background(), CompareConfig{
+	cmp := Compare{
 		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1},
 		Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin},
 		Workers:  4, Engine: eng, Direct: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	reps, err := cmp.reports(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
