@@ -63,6 +63,12 @@ gets its own capacity, a table of TTFT p50/p99 and hit rate / pooled bound
 per load and policy, and a verdict per load: does kv have the best TTFT p50
 and p99 of all policies and a hit rate >= 0.9 of the pooled bound?
 
+Noise: a verdict (with or without --loads) that fails only by a TTFT
+loss under 2% of the best other policy's figure says NOISE, not FAIL:
+one run cannot tell so small a loss from chance (between seeds a
+policy's TTFT p50 moves by up to ~1% and its p99 by up to ~3%);
+--seeds measures the noise instead.
+
 Chance: --seeds 1,2,3 (with --loads) runs every cell once per seed and
 prints each policy's mean and [min, max], each seed's strict verdict and a
 verdict on the means: NOISE when kv loses a mean but not at every seed.
