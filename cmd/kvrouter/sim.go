@@ -2,15 +2,14 @@ package main
 
 import (
 	"errors"
-	"io"
 	"os"
 	"runtime/pprof"
 	"slices"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/internal/progress"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/router"
@@ -148,11 +147,11 @@ flags and --seed always give the same figures.`,
 					return errors.New("--seeds and --seed exclude each other")
 				}
 			}
-			var progress sim.ProgressFunc
+			var prog sim.ProgressFunc
 			if !quiet {
-				progress = func(desc string) sim.Progress { return simProgress(cmd.ErrOrStderr(), desc) }
+				prog = func(desc string) sim.Progress { return progress.Func(cmd.ErrOrStderr(), desc) }
 			}
-			return st.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), progress)
+			return st.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), prog)
 		},
 	}
 	f := c.Flags()
@@ -227,30 +226,8 @@ flags and --seed always give the same figures.`,
 	// Output.
 	f.BoolVar(&st.JSON, "json", false, "print the report as JSON")
 	f.StringVar(&st.OutDir, "out", "", "directory for CSV and PNG charts (TTFT CDF, hit rate per policy)")
-	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	f.BoolVar(&quiet, "quiet", false, "no progress (a bar when stderr is a terminal, else a line per quarter of each run)")
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	f.StringVar(&st.DumpPath, "dump-requests", "", "write every completed request of every policy and run to this file as JSON lines: worker, predicted vs cached blocks, predicted vs actual TTFT and the chosen candidate's cost terms, the engine's queue on arrival (not with --seeds)")
 	return c
-}
-
-// simProgress returns a progress bar on w.
-func simProgress(w io.Writer, desc string) sim.Progress {
-	var bar *progressbar.ProgressBar
-	return func(done, total int64) {
-		if bar == nil {
-			bar = progressbar.NewOptions64(total,
-				progressbar.OptionSetWriter(w),
-				progressbar.OptionSetDescription(desc),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetItsString("req"),
-				progressbar.OptionShowIts(),
-				progressbar.OptionThrottle(100_000_000),
-				progressbar.OptionClearOnFinish(),
-			)
-		}
-		_ = bar.Set64(done)
-		if done >= total {
-			_ = bar.Finish()
-		}
-	}
 }

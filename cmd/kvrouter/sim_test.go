@@ -43,3 +43,19 @@ func TestRouterPreset(t *testing.T) {
 		t.Error("unknown preset accepted")
 	}
 }
+
+// Progress on a stderr that is not a terminal (a log) is plain lines, no
+// bar: no carriage returns or escape sequences.
+func TestSimProgressInALog(t *testing.T) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"sim", "--trace", "synth", "--limit", "20", "--workers", "2", "--policies", "kv,round-robin"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err, errOut.String())
+	}
+	if p := errOut.String(); strings.ContainsAny(p, "\r\x1b") || !strings.Contains(p, "synth: ") || !strings.Contains(p, "(100%)\n") {
+		t.Errorf("progress in a log: %q", p)
+	}
+}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/kvrouter/kvrouter/internal/frontend/oai"
+	"github.com/kvrouter/kvrouter/internal/progress"
 	"github.com/kvrouter/kvrouter/trace"
-	"github.com/schollz/progressbar/v3"
 )
 
 // Config configures one replay.
@@ -48,7 +48,8 @@ type Config struct {
 	// Client performs the requests. Default: a keep-alive client sized to
 	// Concurrency.
 	Client *http.Client
-	// Progress receives a progress bar (nil = none).
+	// Progress receives the run's progress (package progress: a bar on a
+	// terminal, a line per quarter otherwise; nil = none).
 	Progress io.Writer
 	// Label names the run in reports (e.g. the policy). Optional.
 	Label string
@@ -134,12 +135,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		ErrorKinds: map[string]int{}, PerWorker: map[string]int{}, RouterHitRate: -1}
 	before, isKV := scrapeHits(ctx, cfg)
 
-	var bar *progressbar.ProgressBar
-	if cfg.Progress != nil {
-		bar = progressbar.NewOptions(len(recs), progressbar.OptionSetWriter(cfg.Progress),
-			progressbar.OptionSetDescription("replay "+cfg.Label), progressbar.OptionShowCount(),
-			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-	}
+	bar := progress.New(cfg.Progress, int64(len(recs)), "replay "+cfg.Label)
 	results := make(chan result, 256)
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -152,9 +148,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		defer close(collectDone)
 		for r := range results {
 			rep.add(&r)
-			if bar != nil {
-				_ = bar.Add(1)
-			}
+			bar.Add(1)
 		}
 	}()
 	var runErr error
@@ -186,9 +180,7 @@ loop:
 	wg.Wait()
 	close(results)
 	<-collectDone
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	bar.Finish()
 	rep.Seconds = time.Since(start).Seconds()
 	rep.finish()
 	if isKV {

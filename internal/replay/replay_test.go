@@ -103,8 +103,9 @@ func TestCompareSmall(t *testing.T) {
 	}
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 1024, 16, 0
+	var progress bytes.Buffer // not a terminal: plain lines, as in a log
 	cmp := Compare{
-		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1},
+		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1, Progress: &progress},
 		Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin},
 		Workers:  4, Engine: eng, Direct: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -125,6 +126,9 @@ func TestCompareSmall(t *testing.T) {
 	}
 	if rr.WorkerHitRate >= kv.WorkerHitRate {
 		t.Errorf("round-robin worker hit %.2f >= kv %.2f", rr.WorkerHitRate, kv.WorkerHitRate)
+	}
+	if p := progress.String(); strings.ContainsAny(p, "\r\x1b") || !strings.Contains(p, "replay round-robin: 24/24 (100%)\n") {
+		t.Errorf("progress in a log: %q", p)
 	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, reps); err != nil || !strings.Contains(buf.String(), "round-robin / kv") {

@@ -209,7 +209,7 @@ type seedsTTFT struct {
 	TTFT   struct {
 		P50 float64 `json:"p50_ms"`
 		P99 float64 `json:"p99_ms"`
-	} `json:"ttft_ms"`
+	} `json:"ttft"`
 }
 
 // singleSeedOut is the part of a one-seed study's JSON the tests
@@ -261,6 +261,9 @@ func TestSimSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := got.Traces[0].Runs[i].Reports[0]
+		if run.Policies[0].TTFT.P50 <= 0 {
+			t.Fatalf("seed %d: no TTFT decoded: %+v", seed, run.Policies)
+		}
 		if a, b := run.Policies, alone.Traces[0].Reports[0].Policies; len(a) != 2 || a[0] != b[0] || a[1] != b[1] || run.Seed != got.Seeds[i] {
 			t.Errorf("seed %d: seeds run %+v, seed run %+v", seed, a, b)
 		}
