@@ -28,9 +28,9 @@ func newReplayCmd() *cobra.Command {
 		Short: "Replay a Mooncake trace against an OpenAI-compatible endpoint, or compare routing policies",
 		Long: `Sends each trace record as a streamed /v1/completions request with synthesized token
 ids (hash id h = 512 copies of h), paced by the trace's timestamps divided by --speed
-(or --rate requests/s, or --unpaced), and reports TTFT, ITL and end-to-end percentiles,
-throughput, errors, cache hits reported by the workers and, against kvrouter, the
-router's hit rate from its /metrics.
+(or --rate requests/s, or --unpaced), and reports TTFT, ITL (each request's mean gap
+between tokens) and end-to-end percentiles, throughput, errors, cache hits reported
+by the workers and, against kvrouter, the router's hit rate from its /metrics.
 
 With --compare kv,load,round-robin it starts a fresh in-process fleet (embedded NATS,
 --workers mockers, router) per policy and replays the same trace against each, back to

@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Compare is `replay --compare`: a fresh in-process fleet per arm (a
@@ -256,32 +257,15 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 		return nil, err
 	}
 
-	type series struct {
-		name string
-		vals plotter.Values
+	var names []string
+	for _, r := range reps {
+		names = append(names, r.Label)
 	}
-	bars := func(title, ylabel, file string, ss []series) (string, error) {
-		b := plot.New()
-		b.Title.Text = title
-		b.Y.Label.Text = ylabel
-		w := vg.Points(24)
-		for i, v := range ss {
-			bc, err := plotter.NewBarChart(v.vals, w)
-			if err != nil {
-				return "", err
-			}
-			bc.Offset = vg.Length(2*i-len(ss)+1) * w / 2
-			bc.Color = plotutil.Color(i)
-			bc.LineStyle.Width = 0
-			b.Add(bc)
-			b.Legend.Add(v.name, bc)
+	bars := func(title, ylabel, file string, ss []barSeries) (string, error) {
+		b, err := barChart(title, ylabel, names, ss)
+		if err != nil {
+			return "", err
 		}
-		b.Legend.Top = true
-		var names []string
-		for _, r := range reps {
-			names = append(names, r.Label)
-		}
-		b.NominalX(names...)
 		path := filepath.Join(dir, file)
 		return path, b.Save(7*vg.Inch, 4*vg.Inch, path)
 	}
@@ -292,14 +276,55 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 		rhit = append(rhit, 100*max(r.RouterHitRate, 0))
 		whit = append(whit, 100*r.WorkerHitRate)
 	}
-	sum, err := bars("TTFT by policy", "ms", "ttft.png", []series{{"p50", p50}, {"p99", p99}})
+	sum, err := bars("TTFT by policy", "ms", "ttft.png", []barSeries{{"p50", p50}, {"p99", p99}})
 	if err != nil {
 		return nil, err
 	}
 	hit, err := bars("Prefix cache hit rate by policy", "% of prompt", "hitrate.png",
-		[]series{{"router (expected)", rhit}, {"workers (reported)", whit}})
+		[]barSeries{{"router (expected)", rhit}, {"workers (reported)", whit}})
 	if err != nil {
 		return nil, err
 	}
 	return []string{cdf, sum, hit}, nil
+}
+
+// barSeries is one bar per report, side by side with the other series.
+type barSeries struct {
+	name string
+	vals plotter.Values
+}
+
+// barChart groups the series' bars by report name, with the legend above
+// the bars.
+func barChart(title, ylabel string, names []string, ss []barSeries) (*plot.Plot, error) {
+	b := plot.New()
+	b.Title.Text = title
+	b.Y.Label.Text = ylabel
+	w := vg.Points(24)
+	for i, v := range ss {
+		bc, err := plotter.NewBarChart(v.vals, w)
+		if err != nil {
+			return nil, err
+		}
+		bc.Offset = vg.Length(2*i-len(ss)+1) * w / 2
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		b.Add(bc)
+		b.Legend.Add(v.name, bc)
+	}
+	b.NominalX(names...)
+	// Half a slot either side, so the outer bars and names are not cut.
+	b.X.Min, b.X.Max = -0.5, float64(len(names))-0.5
+	legendAbove(b)
+	return b, nil
+}
+
+// legendAbove moves p's legend out of the data area into a band between
+// the title and the plot: in the corner of the data area it covered the
+// tallest bar whenever that bar was the last report's.
+func legendAbove(p *plot.Plot) {
+	h := p.Legend.Rectangle(draw.Canvas{}).Size().Y + p.Legend.TextStyle.FontExtents().Descent
+	p.Legend.Top = true
+	p.Legend.YOffs = h
+	p.Title.Padding += h
 }
