@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/kvrouter/kvrouter/internal/progress"
 	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/trace"
 )
@@ -308,7 +309,7 @@ func runSearches(ctx context.Context, cfg Config, rep *Report, tl *Timeline, f T
 type bar struct{ pb *progressbar.ProgressBar }
 
 func newBar(w io.Writer, total int, desc string) bar {
-	if w == nil {
+	if w == nil || !progress.IsTerminal(w) { // no bar in a log
 		return bar{}
 	}
 	return bar{pb: progressbar.NewOptions(total,

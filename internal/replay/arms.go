@@ -43,7 +43,7 @@ func ParseArms(s string) ([]Arm, error) {
 }
 
 // arms is cfg's arms: Arms, else one per policy with the fit on.
-func (cfg *CompareConfig) arms() []Arm {
+func (cfg *Compare) arms() []Arm {
 	if len(cfg.Arms) > 0 {
 		return cfg.Arms
 	}
@@ -54,12 +54,24 @@ func (cfg *CompareConfig) arms() []Arm {
 	return out
 }
 
-// fleetConfig is arm a's fleet: the policy and seed, then cfg.Frontend's
-// adjustments, then the arm's timing fit switch (so a shared adjustment
-// cannot turn the fit back on for a -nofit arm).
-func (cfg *CompareConfig) fleetConfig(a Arm) fleet.Config {
+// fleetConfig is arm a's fleet: the policy and seed, the preset and the
+// knob overrides, then cfg.Frontend's adjustments, then the arm's timing
+// fit switch (so a shared adjustment cannot turn the fit back on for a
+// -nofit arm).
+func (cfg *Compare) fleetConfig(a Arm) fleet.Config {
 	fc := frontend.DefaultConfig()
 	fc.Router.Policy, fc.Seed = a.Policy, cfg.Seed
+	if cfg.Preset != "" {
+		if rc, err := router.Preset(cfg.Preset); err == nil { // Run validated it
+			fc.Router.Selector, fc.Router.Predict = rc.Selector, rc.Predict
+		}
+	}
+	if cfg.OverlapCredit != nil {
+		fc.Router.Selector.OverlapCredit = *cfg.OverlapCredit
+	}
+	if cfg.PrefillLoadScale != nil {
+		fc.Router.Selector.PrefillLoadScale = *cfg.PrefillLoadScale
+	}
 	if cfg.Frontend != nil {
 		cfg.Frontend(&fc)
 	}

@@ -27,7 +27,7 @@ func TestArmsFleetConfig(t *testing.T) {
 		}
 	}
 	ratios := []float64{8, 8, 2, 2}
-	cfg := CompareConfig{Arms: arms, SpeedupRatios: ratios, Seed: 3,
+	cfg := Compare{Arms: arms, SpeedupRatios: ratios, Seed: 3,
 		Frontend: func(fc *frontend.Config) { fc.TimingFit = true }}
 	for _, a := range cfg.arms() {
 		fc := cfg.fleetConfig(a)
@@ -38,10 +38,22 @@ func TestArmsFleetConfig(t *testing.T) {
 		}
 	}
 	// Without Arms, one arm per policy, fit on by default.
-	cfg = CompareConfig{Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin}}
+	cfg = Compare{Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin}}
 	got := cfg.arms()
 	if len(got) != 2 || got[1] != (Arm{"round-robin", router.PolicyRoundRobin, false}) ||
 		!cfg.fleetConfig(got[0]).Frontend.TimingFit {
 		t.Errorf("arms from policies: %+v", got)
+	}
+	// The preset comes first, then the knob overrides, then Frontend.
+	credit := 2.5
+	cfg = Compare{Preset: "dynamo", OverlapCredit: &credit,
+		Frontend: func(fc *frontend.Config) { fc.Router.Selector.Temperature = 0.5 }}
+	dyn, err := router.Preset("dynamo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.fleetConfig(Arm{Name: "kv", Policy: router.PolicyKV}).Frontend.Router.Selector
+	if s.Cost != dyn.Selector.Cost || s.OverlapCredit != 2.5 || s.PrefillLoadScale != dyn.Selector.PrefillLoadScale || s.Temperature != 0.5 {
+		t.Errorf("preset dynamo, credit 2.5, temperature 0.5: got %+v", s)
 	}
 }

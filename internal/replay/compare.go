@@ -2,10 +2,12 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -18,12 +20,19 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
-// CompareConfig configures Compare.
-type CompareConfig struct {
+// Compare is `replay --compare`: a fresh in-process fleet per arm (a
+// routing policy, timing fit on or off), the same trace replayed against
+// each, back to back, then the reports side by side. The command binds
+// its flags into a Compare and calls Run; the tests build Compares
+// directly. A Compare is not safe for concurrent use.
+type Compare struct {
 	// Replay is the replay to run against each fleet; URL is filled in.
 	Replay Config
+	// TraceName names the trace in the header line Run prints.
+	TraceName string
 	// Policies to compare, in order (router.ParsePolicy names). Default
 	// kv, load, round-robin.
 	Policies []router.Policy
@@ -43,18 +52,93 @@ type CompareConfig struct {
 	Direct bool
 	// Seed seeds every fleet's router identically. Default 1.
 	Seed uint64
+	// Preset, when set, gives every fleet's router that preset's cost
+	// knobs (router.Preset). Default "" = the frontend's defaults.
+	Preset string
+	// OverlapCredit and PrefillLoadScale, when set, override every
+	// fleet's router knob of that name, after Preset. Default nil.
+	OverlapCredit, PrefillLoadScale *float64
 	// Frontend, when set, adjusts each fleet's frontend config (cost knobs,
-	// thresholds) after the policy and seed are set.
+	// thresholds) after the policy, seed and knobs above are set.
 	Frontend func(*frontend.Config)
 	// Logger for the fleets; default discards.
 	Logger *slog.Logger
-	// OnReport is called after each policy's run (e.g. to print it).
-	OnReport func(Report)
+	// Output is how Run shows the reports.
+	Output Output
 }
 
-// Compare starts a fresh in-process fleet per policy and replays the same
-// trace against each, back to back.
-func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
+// Output shows replay reports: a table (or, with JSON, the JSON alone) on
+// stdout and, with Charts, PNG charts in that directory.
+type Output struct {
+	// JSON prints the reports as JSON instead of the table.
+	JSON bool
+	// Charts, when set, is the directory the charts go to (WriteCharts).
+	Charts string
+}
+
+// Write shows reps on stdout, naming every chart written on stderr.
+func (o Output) Write(stdout, stderr io.Writer, reps []Report) error {
+	if o.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reps); err != nil {
+			return err
+		}
+	} else if err := WriteTable(stdout, reps); err != nil {
+		return err
+	}
+	if o.Charts == "" {
+		return nil
+	}
+	if err := os.MkdirAll(o.Charts, 0o755); err != nil {
+		return err
+	}
+	paths, err := WriteCharts(o.Charts, reps)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		fmt.Fprintln(stderr, "wrote", p)
+	}
+	return nil
+}
+
+// Run compares the arms: a header line and, without Output.JSON, each
+// arm's one-line report on stderr as it finishes, then Output's table or
+// JSON and charts. It returns ctx's error when ctx ends the run.
+func (c *Compare) Run(ctx context.Context, stdout, stderr io.Writer) error {
+	if c.Preset != "" {
+		if _, err := router.Preset(c.Preset); err != nil {
+			return err
+		}
+	}
+	var names []string
+	for _, a := range c.arms() {
+		names = append(names, a.Name)
+	}
+	speeds := fmt.Sprint(c.Engine.SpeedupRatio)
+	if len(c.SpeedupRatios) > 0 {
+		speeds = fmt.Sprint(c.SpeedupRatios)
+	}
+	fmt.Fprintf(stderr, "comparing %v: %d requests of %s, %s, %d workers (speedup %s, %d blocks each)\n",
+		names, min(c.Replay.Limit, len(c.Replay.Records)), c.TraceName, c.Replay.Pacer, c.Workers, speeds, c.Engine.NumBlocks)
+	reps, err := c.reports(ctx, func(r Report) {
+		if !c.Output.JSON {
+			fmt.Fprintln(stderr, r.String())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Output.Write(stdout, stderr, reps); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// reports runs every arm in turn, calling done after each.
+func (c *Compare) reports(ctx context.Context, done func(Report)) ([]Report, error) {
+	cfg := *c
 	if len(cfg.Policies) == 0 {
 		cfg.Policies = []router.Policy{router.PolicyKV, router.PolicyLoad, router.PolicyRoundRobin}
 	}
@@ -71,14 +155,14 @@ func Compare(ctx context.Context, cfg CompareConfig) ([]Report, error) {
 			return out, fmt.Errorf("replay: policy %s: %w", a.Name, err)
 		}
 		out = append(out, rep)
-		if cfg.OnReport != nil {
-			cfg.OnReport(rep)
+		if done != nil {
+			done(rep)
 		}
 	}
 	return out, nil
 }
 
-func compareOne(ctx context.Context, cfg *CompareConfig, a Arm) (Report, error) {
+func compareOne(ctx context.Context, cfg *Compare, a Arm) (Report, error) {
 	f, err := fleet.New(cfg.fleetConfig(a))
 	if err != nil {
 		return Report{}, err
@@ -173,32 +257,15 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 		return nil, err
 	}
 
-	type series struct {
-		name string
-		vals plotter.Values
+	var names []string
+	for _, r := range reps {
+		names = append(names, r.Label)
 	}
-	bars := func(title, ylabel, file string, ss []series) (string, error) {
-		b := plot.New()
-		b.Title.Text = title
-		b.Y.Label.Text = ylabel
-		w := vg.Points(24)
-		for i, v := range ss {
-			bc, err := plotter.NewBarChart(v.vals, w)
-			if err != nil {
-				return "", err
-			}
-			bc.Offset = vg.Length(2*i-len(ss)+1) * w / 2
-			bc.Color = plotutil.Color(i)
-			bc.LineStyle.Width = 0
-			b.Add(bc)
-			b.Legend.Add(v.name, bc)
+	bars := func(title, ylabel, file string, ss []barSeries) (string, error) {
+		b, err := barChart(title, ylabel, names, ss)
+		if err != nil {
+			return "", err
 		}
-		b.Legend.Top = true
-		var names []string
-		for _, r := range reps {
-			names = append(names, r.Label)
-		}
-		b.NominalX(names...)
 		path := filepath.Join(dir, file)
 		return path, b.Save(7*vg.Inch, 4*vg.Inch, path)
 	}
@@ -209,14 +276,55 @@ func WriteCharts(dir string, reps []Report) ([]string, error) {
 		rhit = append(rhit, 100*max(r.RouterHitRate, 0))
 		whit = append(whit, 100*r.WorkerHitRate)
 	}
-	sum, err := bars("TTFT by policy", "ms", "ttft.png", []series{{"p50", p50}, {"p99", p99}})
+	sum, err := bars("TTFT by policy", "ms", "ttft.png", []barSeries{{"p50", p50}, {"p99", p99}})
 	if err != nil {
 		return nil, err
 	}
 	hit, err := bars("Prefix cache hit rate by policy", "% of prompt", "hitrate.png",
-		[]series{{"router (expected)", rhit}, {"workers (reported)", whit}})
+		[]barSeries{{"router (expected)", rhit}, {"workers (reported)", whit}})
 	if err != nil {
 		return nil, err
 	}
 	return []string{cdf, sum, hit}, nil
+}
+
+// barSeries is one bar per report, side by side with the other series.
+type barSeries struct {
+	name string
+	vals plotter.Values
+}
+
+// barChart groups the series' bars by report name, with the legend above
+// the bars.
+func barChart(title, ylabel string, names []string, ss []barSeries) (*plot.Plot, error) {
+	b := plot.New()
+	b.Title.Text = title
+	b.Y.Label.Text = ylabel
+	w := vg.Points(24)
+	for i, v := range ss {
+		bc, err := plotter.NewBarChart(v.vals, w)
+		if err != nil {
+			return nil, err
+		}
+		bc.Offset = vg.Length(2*i-len(ss)+1) * w / 2
+		bc.Color = plotutil.Color(i)
+		bc.LineStyle.Width = 0
+		b.Add(bc)
+		b.Legend.Add(v.name, bc)
+	}
+	b.NominalX(names...)
+	// Half a slot either side, so the outer bars and names are not cut.
+	b.X.Min, b.X.Max = -0.5, float64(len(names))-0.5
+	legendAbove(b)
+	return b, nil
+}
+
+// legendAbove moves p's legend out of the data area into a band between
+// the title and the plot: in the corner of the data area it covered the
+// tallest bar whenever that bar was the last report's.
+func legendAbove(p *plot.Plot) {
+	h := p.Legend.Rectangle(draw.Canvas{}).Size().Y + p.Legend.TextStyle.FontExtents().Descent
+	p.Legend.Top = true
+	p.Legend.YOffs = h
+	p.Title.Padding += h
 }

@@ -103,17 +103,19 @@ func TestCompareSmall(t *testing.T) {
 	}
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 1024, 16, 0
-	reps, err := Compare(context.Background(), CompareConfig{
-		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1},
+	var progress bytes.Buffer // not a terminal: plain lines, as in a log
+	cmp := Compare{
+		Replay:   Config{Records: recs, Pacer: Unpaced(), TokensPerID: 64, Concurrency: 1, Progress: &progress},
 		Policies: []router.Policy{router.PolicyKV, router.PolicyRoundRobin},
 		Workers:  4, Engine: eng, Direct: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	reps, err := cmp.reports(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kv, rr := reps[0], reps[1]
 	for _, r := range reps {
-		if r.OK != 24 || r.Errors != 0 || r.TTFT.N != 24 || r.ITL.N != 24*3 || r.OutputTokens != 96 {
+		if r.OK != 24 || r.Errors != 0 || r.TTFT.N != 24 || r.ITL.N != 24 || r.OutputTokens != 96 {
 			t.Fatalf("%s: %+v", r.Label, r)
 		}
 	}
@@ -124,6 +126,9 @@ func TestCompareSmall(t *testing.T) {
 	}
 	if rr.WorkerHitRate >= kv.WorkerHitRate {
 		t.Errorf("round-robin worker hit %.2f >= kv %.2f", rr.WorkerHitRate, kv.WorkerHitRate)
+	}
+	if p := progress.String(); strings.ContainsAny(p, "\r\x1b") || !strings.Contains(p, "replay round-robin: 24/24 (100%)\n") {
+		t.Errorf("progress in a log: %q", p)
 	}
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, reps); err != nil || !strings.Contains(buf.String(), "round-robin / kv") {

@@ -11,9 +11,20 @@ import (
 // that the kv policy must reach to pass a verdict.
 const MinVsPooled = 0.9
 
+// NoiseTolerance is how much worse than the best other policy, as a
+// fraction of that policy's figure, the target's TTFT p50 or p99 may be in
+// one run for the loss to count as seed noise rather than a failure.
+// Measured: over seeds 1-3 at 0.999 and 1.001 times the trace's rate,
+// each policy's TTFT p50 spans up to 1.2% of its mean and p99 up to 3.3%
+// (one 6.9%) on azure-code, azure-conv and synth. One run cannot tell a
+// smaller loss from chance; --seeds (JudgeSeeds) measures it instead.
+const NoiseTolerance = 0.02
+
 // Verdict answers, for one report (one trace at one load): does the
 // target policy have the best TTFT p50 AND p99 of all policies in the
-// report, and a hit rate >= MinVsPooled of the pooled-cache bound?
+// report, and a hit rate >= MinVsPooled of the pooled-cache bound? A
+// verdict that fails only by TTFT losses within NoiseTolerance is NOISE,
+// not FAIL.
 type Verdict struct {
 	Trace  string  `json:"trace"`
 	Load   float64 `json:"load"` // fraction of capacity; 0 = the trace's own rate
@@ -30,8 +41,22 @@ type Verdict struct {
 	OKP50     bool    `json:"ok_p50"`
 	OKP99     bool    `json:"ok_p99"`
 	OKHit     bool    `json:"ok_hit"`
-	Pass      bool    `json:"pass"`
+	Pass      bool    `json:"pass"` // strict: best p50 and p99 (ties count) and hit ok
+	// Result is "PASS" (Pass), "NOISE" (not Pass, hit ok, and every TTFT
+	// figure within NoiseTolerance of the best other's) or "FAIL".
+	Result string `json:"result"`
 }
+
+// Verdict results of Judge, as JudgeSeeds's.
+const (
+	VerdictPass  = SeedPass
+	VerdictNoise = SeedNoise
+	VerdictFail  = SeedFail
+)
+
+// withinNoise reports whether mine loses to best by at most
+// NoiseTolerance of best.
+func withinNoise(mine, best float64) bool { return mine <= best*(1+NoiseTolerance) }
 
 // Judge returns the verdict of target in rep (ok false when the report
 // lacks target or any other policy). Ties count as best.
@@ -59,11 +84,20 @@ func Judge(rep *Report, target Policy, traceName string, load float64) (Verdict,
 	v.OKP99 = v.P99 <= v.BestP99
 	v.OKHit = v.VsPooled >= MinVsPooled
 	v.Pass = v.OKP50 && v.OKP99 && v.OKHit
+	switch {
+	case v.Pass:
+		v.Result = VerdictPass
+	case v.OKHit && withinNoise(v.P50, v.BestP50) && withinNoise(v.P99, v.BestP99):
+		v.Result = VerdictNoise
+	default:
+		v.Result = VerdictFail
+	}
 	return v, true
 }
 
-// String is the one-line verdict, e.g.
-// "conversation @70%: PASS  p50 372ms (best other 380ms cache-aware) ...".
+// String is the one-line verdict, e.g. "azure-conv @trace rate: NOISE
+// kv p50 30.6ms vs load 30.5ms [+0.3%, noise]  p99 93.1ms vs approx
+// 93.2ms [ok]  hit/pooled 0.993 [ok]".
 func (v Verdict) String() string {
 	mark := func(ok bool) string {
 		if ok {
@@ -71,14 +105,23 @@ func (v Verdict) String() string {
 		}
 		return "NO"
 	}
-	res := "PASS"
-	if !v.Pass {
-		res = "FAIL"
+	loss := func(ok bool, mine, best float64) string {
+		if ok || !withinNoise(mine, best) {
+			return mark(ok)
+		}
+		return fmt.Sprintf("+%.1f%%, noise", 100*(mine/best-1))
+	}
+	res := v.Result
+	if res == "" { // a Verdict built by hand
+		res = VerdictFail
+		if v.Pass {
+			res = VerdictPass
+		}
 	}
 	return fmt.Sprintf("%s @%s: %s  %s p50 %s vs %s %s [%s]  p99 %s vs %s %s [%s]  hit/pooled %.3f [%s]",
 		v.Trace, loadLabel(v.Load), res, v.Target,
-		ms(v.P50), v.BestP50By, ms(v.BestP50), mark(v.OKP50),
-		ms(v.P99), v.BestP99By, ms(v.BestP99), mark(v.OKP99),
+		ms(v.P50), v.BestP50By, ms(v.BestP50), loss(v.OKP50, v.P50, v.BestP50),
+		ms(v.P99), v.BestP99By, ms(v.BestP99), loss(v.OKP99, v.P99, v.BestP99),
 		v.VsPooled, mark(v.OKHit))
 }
 
@@ -112,15 +155,20 @@ func WriteSummary(w io.Writer, traceName string, loads []float64, reps []Report,
 	return nil
 }
 
-// WriteVerdicts prints every verdict and the count that pass.
+// WriteVerdicts prints every verdict and the counts that pass and that
+// lose within noise.
 func WriteVerdicts(w io.Writer, vs []Verdict) {
-	pass := 0
+	pass, noise := 0, 0
 	var b strings.Builder
 	for _, v := range vs {
-		if v.Pass {
+		switch {
+		case v.Pass:
 			pass++
+		case v.Result == VerdictNoise:
+			noise++
 		}
 		b.WriteString("  " + v.String() + "\n")
 	}
-	fmt.Fprintf(w, "verdicts: %d of %d pass (kv best TTFT p50 and p99 of all policies, hit >= %.1f of pooled)\n%s", pass, len(vs), MinVsPooled, b.String())
+	fmt.Fprintf(w, "verdicts: %d of %d pass, %d within noise (kv best TTFT p50 and p99 of all policies, hit >= %.1f of pooled; noise: a loss under %.0f%% of the best other's figure)\n%s",
+		pass, len(vs), noise, MinVsPooled, 100*NoiseTolerance, b.String())
 }

@@ -44,3 +44,45 @@ func TestJudge(t *testing.T) {
 		t.Errorf("summary:\n%s", b.String())
 	}
 }
+
+// One run's TTFT loss within NoiseTolerance is NOISE, not FAIL: the first
+// `kvrouter sim` printed "azure-conv @trace rate: FAIL  kv p50 30.6ms vs
+// load 30.5ms [NO]" for a loss well inside the seed-to-seed spread.
+func TestJudgeNoise(t *testing.T) {
+	pr := func(p Policy, p50, p99, vs float64) PolicyReport {
+		return PolicyReport{Policy: p, TTFT: Quantiles{P50: p50, P99: p99}, VsPooled: vs}
+	}
+	for _, tc := range []struct {
+		name                   string
+		kvP50, kvP99, kvVsPool float64
+		want                   string
+	}{
+		{"p50 +0.3%", 30.6, 93.1, 0.993,
+			"azure-conv @trace rate: NOISE  kv p50 30.6ms vs load 30.5ms [+0.3%, noise]  p99 93.1ms vs approx 93.2ms [ok]  hit/pooled 0.993 [ok]"},
+		{"p99 +1.8%", 30.4, 94.9, 0.993,
+			"azure-conv @trace rate: NOISE  kv p50 30.4ms vs load 30.5ms [ok]  p99 94.9ms vs approx 93.2ms [+1.8%, noise]  hit/pooled 0.993 [ok]"},
+		{"p50 +3%", 31.5, 93.1, 0.993,
+			"azure-conv @trace rate: FAIL  kv p50 31.5ms vs load 30.5ms [NO]  p99 93.1ms vs approx 93.2ms [ok]  hit/pooled 0.993 [ok]"},
+		{"noise but hit low", 30.6, 93.1, 0.8,
+			"azure-conv @trace rate: FAIL  kv p50 30.6ms vs load 30.5ms [+0.3%, noise]  p99 93.1ms vs approx 93.2ms [ok]  hit/pooled 0.800 [NO]"},
+		{"pass", 30.4, 93.1, 0.993,
+			"azure-conv @trace rate: PASS  kv p50 30.4ms vs load 30.5ms [ok]  p99 93.1ms vs approx 93.2ms [ok]  hit/pooled 0.993 [ok]"},
+	} {
+		rep := Report{Policies: []PolicyReport{pr(PolicyKV, tc.kvP50, tc.kvP99, tc.kvVsPool),
+			pr(PolicyKVApprox, 30.7, 93.2, 0.99), pr(PolicyLoad, 30.5, 93.7, 0.44)}}
+		v, ok := Judge(&rep, PolicyKV, "azure-conv", 0)
+		if !ok || v.String() != tc.want {
+			t.Errorf("%s: line\n%s\nwant\n%s", tc.name, v, tc.want)
+		}
+		if v.Pass != strings.HasPrefix(tc.want[len("azure-conv @trace rate: "):], "PASS") {
+			t.Errorf("%s: strict pass %v", tc.name, v.Pass)
+		}
+	}
+	var b bytes.Buffer
+	rep := Report{Policies: []PolicyReport{pr(PolicyKV, 30.6, 93.1, 0.993), pr(PolicyLoad, 30.5, 93.7, 0.44)}}
+	v, _ := Judge(&rep, PolicyKV, "azure-conv", 0)
+	WriteVerdicts(&b, []Verdict{v, v})
+	if !strings.HasPrefix(b.String(), "verdicts: 0 of 2 pass, 2 within noise") {
+		t.Errorf("verdicts:\n%s", b.String())
+	}
+}
