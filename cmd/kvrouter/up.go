@@ -7,7 +7,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
@@ -41,7 +40,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err := app.CheckFlagRanges(cmd.Flags(), nil); err != nil {
 				return err // before a worker is started
 			}
-			pools, err := sim.ParseDisagg(disagg)
+			pools, err := router.ParsePools(disagg)
 			if err != nil {
 				return err
 			}

@@ -18,9 +18,13 @@
 //   - indexer, loads and mocker gate their self-checks behind
 //     internal/invariants, and a mocker test shows the gate fires.
 //
+// Shells (layerBans in layers_test.go): the production runtime
+// internal/app reaches no study package (internal/sim, internal/replay,
+// the benchmark libraries) through any chain of imports.
+//
 // Every package: a doc.go with its package comment; .go files at most 800
 // lines (generated files exempt); comments name the design, not issue
 // numbers; tests do not sleep; only cmd/ prints.
 //
-// TestCoreDeps runs `go list` and is skipped with -short.
+// TestCoreDeps and TestLayerDeps run `go list` and are skipped with -short.
 package lint
