@@ -5,15 +5,15 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/kvrouter/kvrouter/internal/benchevents"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
-	"github.com/kvrouter/kvrouter/internal/eventplane/evbench"
 	"github.com/spf13/cobra"
 )
 
 // newBenchEventsCmd measures KV event ingestion through the embedded NATS.
 func newBenchEventsCmd() *cobra.Command {
 	var (
-		cfg     evbench.Config
+		cfg     benchevents.Config
 		format  string
 		asJSON  bool
 		noCatch bool
@@ -46,7 +46,7 @@ func newBenchEventsCmd() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			r, err := evbench.Run(cmd.Context(), cfg)
+			r, err := benchevents.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/progress"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
 )
 
@@ -100,13 +101,13 @@ flags and --seed always give the same figures.`,
 			if err := app.LogFeatures(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cfg.Router.EnableFeature); err != nil {
 				return err
 			}
-			if cfg.Tiers, err = sim.ParseTiers(tiers); err != nil {
+			if cfg.Tiers, err = mocker.ParseTierSizes(tiers); err != nil {
 				return err
 			}
-			if cfg.Disagg, err = sim.ParseDisagg(disagg); err != nil {
+			if cfg.Disagg.Pools, err = router.ParsePools(disagg); err != nil {
 				return err
 			}
-			if cfg.Disagg.Policies, err = sim.ParseDisaggPolicies(disaggPolicies); err != nil {
+			if cfg.Disagg.Policies, err = router.ParseDisaggPolicies(disaggPolicies); err != nil {
 				return err
 			}
 			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("workers") {

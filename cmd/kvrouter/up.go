@@ -8,7 +8,6 @@ import (
 	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/fleet"
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/cobra"
 )
@@ -44,7 +43,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if _, err := router.EnabledFeatures(sc.Frontend.Router.EnableFeature); err != nil {
 				return err
 			}
-			pools, err := sim.ParseDisagg(disagg)
+			pools, err := router.ParsePools(disagg)
 			if err != nil {
 				return err
 			}

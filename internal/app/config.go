@@ -14,7 +14,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
 	"github.com/kvrouter/kvrouter/internal/replica"
-	"github.com/kvrouter/kvrouter/internal/sim"
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -268,7 +268,7 @@ func (c MockerConfig) Validate() error {
 	if err := mc.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := sim.ParseTiers(c.Tiers); err != nil {
+	if _, err := mocker.ParseTierSizes(c.Tiers); err != nil {
 		errs = append(errs, fmt.Errorf("mocker: %w", err))
 	}
 	if c.ZMQReplay != "" && c.ZMQPub == "" {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 )
@@ -10,7 +9,7 @@ import (
 // and disk capacities, and a G4 store of the worker's own when the spec
 // names one and e has none (kvrouter up hands every worker the fleet's).
 func engineTiers(e *mocker.Config, spec string) {
-	t, err := sim.ParseTiers(spec)
+	t, err := mocker.ParseTierSizes(spec)
 	if err != nil || !t.Enabled() {
 		return
 	}
@@ -19,6 +18,6 @@ func engineTiers(e *mocker.Config, spec string) {
 	e.Tiers.Shared = shared
 	if n := t.SharedBlocks(e.NumBlocks); n > 0 && shared == nil {
 		e.Tiers.Shared = mocker.NewSharedStore(mocker.SharedConfig{Blocks: n,
-			Worker: kvevents.Worker{ID: sim.SharedStoreID + e.Worker.ID}})
+			Worker: kvevents.Worker{ID: mocker.SharedStoreID + e.Worker.ID}})
 	}
 }

@@ -1,10 +1,12 @@
 package eventplane
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -82,10 +84,11 @@ type pubItem struct {
 	flush chan error // non-nil: a flush marker
 }
 
-type inflight struct {
-	msg    *nats.Msg
-	fut    jetstream.PubAckFuture
-	events int
+// outgoing is a sent message awaiting its acknowledgement: its bytes, kept
+// for a retry, and the future of its latest send (nil: none pending).
+type outgoing struct {
+	msg *nats.Msg
+	fut jetstream.PubAckFuture
 }
 
 // Publisher batches events per worker and publishes them to the KV events
@@ -94,9 +97,14 @@ type inflight struct {
 //
 // Delivery: every message carries a Nats-Msg-Id derived from its first
 // event, so a re-published message is dropped by the server's duplicate
-// window; a failed acknowledgement is retried until it succeeds or ctx ends
-// (no event is lost while the stream comes back). NB: a retried message can
-// land after a later one; subscribers reorder by event_id.
+// window; a failed acknowledgement is retried (at once, then backing off
+// from 10ms to 500ms) until it succeeds or ctx ends (no event is lost while
+// the stream comes back). NB: a retried message can land after a later
+// one; subscribers reorder by event_id.
+//
+// The decisions (batching, flushes, numbering, retries, in-order
+// retirement) are the batcher's, a pure core tested by the transcripts in
+// testdata/batcher; Run owns the channels, the timer and the stream.
 type Publisher struct {
 	conn *Conn
 	cfg  PublisherConfig
@@ -106,7 +114,7 @@ type Publisher struct {
 	// through a linger instead of waking for every event.
 	kick   chan struct{}
 	kickAt int
-	next   map[kvevents.Worker]uint64 // AssignIDs: last id given; owned by Run before start, then Run
+	b      *batcher // owned by Resume before Run, then by Run
 
 	events, messages, retries atomic.Uint64
 }
@@ -116,7 +124,7 @@ func NewPublisher(conn *Conn, cfg PublisherConfig) *Publisher {
 	cfg.setDefaults()
 	return &Publisher{conn: conn, cfg: cfg, in: make(chan pubItem, cfg.Queue),
 		kick: make(chan struct{}, 1), kickAt: min(cfg.MaxBatch, cfg.Queue/2),
-		next: make(map[kvevents.Worker]uint64)}
+		b: newBatcher(&cfg)}
 }
 
 // Publish enqueues one event (copied; the caller may reuse its slices after
@@ -169,7 +177,7 @@ func (p *Publisher) Resume(ctx context.Context, workers ...uint64) error {
 			return err
 		}
 		for k, id := range last {
-			p.next[k] = max(p.next[k], id)
+			p.b.SetLastID(k, id)
 		}
 	}
 	return nil
@@ -209,211 +217,233 @@ func (p *Publisher) Stats() PublisherStats {
 // Run sends until ctx is done. Events still queued when ctx ends are
 // dropped; call Flush first for a clean stop.
 //
-// Batching: Run takes everything queued into per-worker batches (a batch
-// reaching MaxBatch is sent at once). Then, when no message awaits its
-// acknowledgement (or Linger < 0), it sends every batch; otherwise it
-// lingers: it sleeps until Linger has passed, the intake holds MaxBatch
-// events, or a Flush arrives, so under load it wakes once per batch rather
-// than once per event, and sends one message per worker per Linger.
-func (p *Publisher) Run(ctx context.Context) error {
-	var (
-		batches = make(map[uint64][]kvevents.Event)
-		order   []uint64 // workers with a pending batch, first-come order
-		queue   []inflight
-		timer   = time.NewTimer(time.Hour)
-		armed   bool // timer running: lingering
-		// subjects caches each worker's subject (built per message otherwise).
-		subjects = make(map[uint64]string)
-	)
+// Run is the batcher's shell: it feeds it the intake, the stream's
+// acknowledgements and the clock, and sends what it returns. Under load
+// it reads everything queued, then sleeps while the batches linger, until
+// Linger has passed, the intake holds MaxBatch events or a Flush arrives:
+// it wakes once per batch rather than once per event.
+func (p *Publisher) Run(ctx context.Context) (err error) {
+	r := runState{p: p, subjects: make(map[uint64]string)}
+	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	// settleTimer wakes an idle Run while messages await acknowledgement:
-	// settle otherwise runs only when new events arrive, so a failed
-	// message (its server died, no ack will come) would wait for the next
-	// event to be republished, forever if none comes.
-	settleTimer := time.NewTimer(time.Hour)
-	settleTimer.Stop()
-	defer settleTimer.Stop()
-	settleArmed := false
-	flushBatch := func(w uint64) error {
-		evs := batches[w]
-		if len(evs) == 0 {
-			return nil
+	var timerAt time.Time
+	defer func() {
+		for _, w := range r.waiters {
+			w.done <- cmp.Or(err, ctx.Err())
 		}
-		data, err := EncodeEnvelope(make([]byte, 0, envelopeSizeHint(p.cfg.Format, evs)), p.cfg.Format, evs)
-		if err != nil {
-			return fmt.Errorf("eventplane: publish: %w", err)
+		if ctx.Err() != nil {
+			err = nil
 		}
-		subj, ok := subjects[w]
-		if !ok {
-			subj = p.conn.Subject(p.cfg.Model, w)
-			subjects[w] = subj
-		}
-		msg := nats.NewMsg(subj)
-		msg.Data = data
-		e := &evs[0]
-		// The id names subject, rank, first event id and count: unique per
-		// batch, equal for a retry.
-		msg.Header.Set(nats.MsgIdHdr, msg.Subject+"/"+strconv.FormatUint(uint64(e.DPRank), 10)+
-			"/"+strconv.FormatUint(e.EventID, 10)+"/"+strconv.Itoa(len(evs)))
-		// The encoded payload holds the events now: reuse the batch.
-		clear(evs)
-		batches[w] = evs[:0]
-		for len(queue) >= p.cfg.MaxInflight {
-			if queue, err = p.settle(ctx, queue, true); err != nil {
-				return err
-			}
-		}
-		fut, err := p.conn.JS.PublishMsgAsync(msg)
-		if err != nil {
-			// Not sent at all (e.g. too many pending): send it synchronously.
-			if err := p.republish(ctx, msg); err != nil {
-				return err
-			}
-			p.events.Add(uint64(len(evs)))
-			p.messages.Add(1)
-			return nil
-		}
-		queue = append(queue, inflight{msg: msg, fut: fut, events: len(evs)})
-		return nil
-	}
-	flushAll := func() error {
-		for _, w := range order {
-			if err := flushBatch(w); err != nil {
-				return err
-			}
-		}
-		order = order[:0]
-		if len(batches) > 4096 {
-			// Many workers came and went: drop the idle ones' buffers.
-			clear(batches)
-			clear(subjects)
-		}
-		return nil
-	}
-	add := func(ev *kvevents.Event) error {
-		if p.cfg.AssignIDs {
-			k := ev.Worker()
-			p.next[k]++
-			ev.EventID = p.next[k]
-		}
-		b, ok := batches[ev.WorkerID]
-		if !ok || len(b) == 0 {
-			order = append(order, ev.WorkerID)
-		}
-		if b == nil {
-			b = make([]kvevents.Event, 0, p.cfg.MaxBatch)
-		}
-		b = append(b, *ev)
-		batches[ev.WorkerID] = b
-		if len(b) >= p.cfg.MaxBatch {
-			if err := flushBatch(ev.WorkerID); err != nil {
-				return err
-			}
-			for i, w := range order {
-				if w == ev.WorkerID {
-					order = append(order[:i], order[i+1:]...)
-					break
-				}
-			}
-		}
-		return nil
-	}
-	handle := func(it *pubItem) error {
-		if it.flush == nil {
-			return add(&it.ev)
-		}
-		if err := flushAll(); err != nil {
-			it.flush <- err
-			return err
-		}
-		var err error
-		for len(queue) > 0 && err == nil {
-			queue, err = p.settle(ctx, queue, true)
-		}
-		it.flush <- err
-		return err
-	}
-	// drain handles what is queued now: natural batching under load.
-	drain := func() error {
-		for {
-			select {
-			case it := <-p.in:
-				if err := handle(&it); err != nil {
-					return err
-				}
-			default:
-				return nil
-			}
-		}
-	}
+	}()
 	for {
-		var err error
-		if armed {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-timer.C:
-				armed = false
-				if err = drain(); err == nil {
-					err = flushAll()
-				}
-			case <-p.kick:
-				err = drain()
-			}
-		} else {
-			var settleC <-chan time.Time
-			if len(queue) > 0 {
-				if !settleArmed {
-					settleTimer.Reset(settleInterval)
-					settleArmed = true
-				}
-				settleC = settleTimer.C
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case it := <-p.in:
-				if err = handle(&it); err == nil {
-					err = drain()
-				}
-			case <-p.kick:
-				err = drain()
-			case <-settleC:
-				settleArmed = false
-			}
+		b := p.b
+		var in <-chan pubItem
+		if !b.Lingering() && !b.Blocked() {
+			in = p.in
 		}
-		if err == nil {
-			queue, err = p.settle(ctx, queue, false)
+		var okC <-chan *jetstream.PubAck
+		var errC <-chan error
+		w := r.watched()
+		if w >= 0 && (!b.Lingering() || len(r.waiters) > 0) {
+			okC, errC = r.out[w].fut.Ok(), r.out[w].fut.Err()
 		}
-		if err == nil {
-			switch {
-			case len(order) == 0:
-				if armed {
-					timer.Stop()
-					armed = false
-				}
-			case p.cfg.Linger < 0 || (!armed && len(queue) == 0):
-				// Nothing in flight: the pipeline is idle, waiting would
-				// only add latency.
-				err = flushAll()
-			case !armed:
-				timer.Reset(p.cfg.Linger)
-				armed = true
+		var timerC <-chan time.Time
+		if d := b.Deadline(); !d.IsZero() {
+			if !d.Equal(timerAt) {
+				timer.Reset(time.Until(d))
+				timerAt = d
 			}
+			timerC = timer.C
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		drain := true
+		select {
+		case <-ctx.Done():
+			return nil
+		case it := <-in:
+			r.handle(it)
+		case <-p.kick:
+		case <-okC:
+			r.resolve(w, nil, time.Now())
+		case err := <-errC:
+			r.resolve(w, err, time.Now())
+		case <-timerC:
+			timerAt = time.Time{}
+			drain = !b.Lingering() || !b.Deadline().After(time.Now())
+		}
+		if err := r.step(drain); err != nil {
 			return err
 		}
 	}
 }
 
-// settleInterval is how often an idle Publisher looks at its unacknowledged
-// messages (a failed one is republished at the next look).
-const settleInterval = 50 * time.Millisecond
+// runState is what Run keeps beside the batcher: the sent messages'
+// bytes and futures, the subjects, the Flush callers.
+type runState struct {
+	p *Publisher
+	// out[i] is message first+i of the batcher's inflight range.
+	out      []outgoing
+	first    uint64
+	subjects map[uint64]string // each worker's subject, built once
+	waiters  []flushWaiter
+}
+
+type flushWaiter struct {
+	mark uint64
+	done chan error
+}
+
+func (r *runState) handle(it pubItem) {
+	if it.flush == nil {
+		r.p.b.Add(it.ev)
+		return
+	}
+	r.waiters = append(r.waiters, flushWaiter{mark: r.p.b.Flush(), done: it.flush})
+}
+
+// step reads what is queued (unless lingering), settles the acknowledged
+// messages, sends what the batcher has ready and answers the Flush
+// callers whose messages are all acknowledged.
+func (r *runState) step(drain bool) error {
+	p, b := r.p, r.p.b
+	now := time.Now()
+	for drain && !b.Blocked() {
+		select {
+		case it := <-p.in:
+			r.handle(it)
+			if err := r.send(now); err != nil { // full batches go at once
+				return err
+			}
+			continue
+		default:
+		}
+		break
+	}
+	r.settle(now)
+	if !b.Blocked() {
+		b.Drained(now)
+	}
+	if err := r.send(now); err != nil {
+		return err
+	}
+	r.waiters = slices.DeleteFunc(r.waiters, func(w flushWaiter) bool {
+		if b.Flushed(w.mark) {
+			w.done <- nil
+			return true
+		}
+		return false
+	})
+	st := b.Stats()
+	p.events.Store(st.Events)
+	p.messages.Store(st.Messages)
+	p.retries.Store(st.Retries)
+	return nil
+}
+
+// send publishes every message the batcher has ready.
+func (r *runState) send(now time.Time) error {
+	p := r.p
+	for {
+		m, ok := p.b.Ready(now)
+		if !ok {
+			return nil
+		}
+		if m.Events != nil {
+			msg, err := r.encode(m)
+			if err != nil {
+				return err
+			}
+			r.out = append(r.out, outgoing{msg: msg})
+		}
+		o := &r.out[m.Seq-r.first]
+		// A message is sent afresh each time: the client sets its reply
+		// subject.
+		msg := nats.NewMsg(o.msg.Subject)
+		msg.Data, msg.Header = o.msg.Data, o.msg.Header
+		fut, err := p.conn.JS.PublishMsgAsync(msg)
+		if err != nil {
+			// Not sent at all (e.g. too many pending): retry later.
+			p.cfg.Logger.Debug("publish failed; retrying", "subject", msg.Subject, "err", err)
+			p.b.Failed(m.Seq, now)
+			continue
+		}
+		o.fut = fut
+	}
+}
+
+func (r *runState) encode(m message) (*nats.Msg, error) {
+	p := r.p
+	data, err := EncodeEnvelope(make([]byte, 0, envelopeSizeHint(p.cfg.Format, m.Events)), p.cfg.Format, m.Events)
+	if err != nil {
+		return nil, fmt.Errorf("eventplane: publish: %w", err)
+	}
+	subj, ok := r.subjects[m.Worker]
+	if !ok {
+		if len(r.subjects) > 4096 {
+			clear(r.subjects) // many workers came and went
+		}
+		subj = p.conn.Subject(p.cfg.Model, m.Worker)
+		r.subjects[m.Worker] = subj
+	}
+	msg := nats.NewMsg(subj)
+	msg.Data = data
+	e := &m.Events[0]
+	// The id names subject, rank, first event id and count: unique per
+	// batch, equal for a retry.
+	msg.Header.Set(nats.MsgIdHdr, subj+"/"+strconv.FormatUint(uint64(e.DPRank), 10)+
+		"/"+strconv.FormatUint(e.EventID, 10)+"/"+strconv.Itoa(len(m.Events)))
+	return msg, nil
+}
+
+// settle hands the batcher the outcomes of the sent messages, head first,
+// stopping at the first still pending (the stream acknowledges in order,
+// so later ones are rarely done), and drops the retired messages.
+func (r *runState) settle(now time.Time) {
+scan:
+	for i := range r.out {
+		f := r.out[i].fut
+		if f == nil {
+			continue
+		}
+		select {
+		case <-f.Ok():
+			r.resolve(i, nil, now)
+		case err := <-f.Err():
+			r.resolve(i, err, now)
+		default:
+			break scan
+		}
+	}
+	first, _ := r.p.b.Inflight()
+	n := int(first - r.first)
+	clear(r.out[:n])
+	r.out = r.out[n:]
+	r.first = first
+}
+
+// resolve records the outcome of out[i]'s pending send (its future's
+// value, read once).
+func (r *runState) resolve(i int, err error, now time.Time) {
+	o := &r.out[i]
+	o.fut = nil
+	if err == nil {
+		r.p.b.Acked(r.first + uint64(i))
+		return
+	}
+	r.p.cfg.Logger.Debug("publish not acknowledged; retrying", "subject", o.msg.Subject, "err", err)
+	r.p.b.Failed(r.first+uint64(i), now)
+}
+
+// watched is the index in out of the message Run waits on, the oldest
+// with a send pending; -1: none.
+func (r *runState) watched() int {
+	for i := range r.out {
+		if r.out[i].fut != nil {
+			return i
+		}
+	}
+	return -1
+}
 
 // envelopeSizeHint is a generous estimate of the encoded size of evs, so
 // a message's payload is allocated once.
@@ -427,64 +457,4 @@ func envelopeSizeHint(f Format, evs []kvevents.Event) int {
 		n += perEvent + perBlock*evs[i].NumBlocks()
 	}
 	return n
-}
-
-// settle retires acknowledged messages at the head of queue, re-publishing
-// failed ones. With wait it blocks for the head's outcome.
-func (p *Publisher) settle(ctx context.Context, queue []inflight, wait bool) ([]inflight, error) {
-	n := 0
-	for n < len(queue) {
-		f := queue[n]
-		var err error
-		if wait && n == 0 {
-			select {
-			case <-f.fut.Ok():
-			case err = <-f.fut.Err():
-			case <-ctx.Done():
-				return queue, ctx.Err()
-			}
-		} else {
-			select {
-			case <-f.fut.Ok():
-			case err = <-f.fut.Err():
-			default:
-				return queue[n:], nil
-			}
-		}
-		if err != nil {
-			if err := p.republish(ctx, f.msg); err != nil {
-				return queue[n:], err
-			}
-		}
-		p.events.Add(uint64(f.events))
-		p.messages.Add(1)
-		n++
-	}
-	return queue[n:], nil
-}
-
-// republish sends msg synchronously until the stream acknowledges it.
-func (p *Publisher) republish(ctx context.Context, msg *nats.Msg) error {
-	backoff := 10 * time.Millisecond
-	for {
-		p.retries.Add(1)
-		m := nats.NewMsg(msg.Subject)
-		m.Data, m.Header = msg.Data, msg.Header
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := p.conn.JS.PublishMsg(cctx, m)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		p.cfg.Logger.Debug("republish failed; retrying", "subject", msg.Subject, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 500*time.Millisecond)
-	}
 }

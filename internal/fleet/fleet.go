@@ -12,7 +12,6 @@ import (
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/frontend"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
@@ -122,7 +121,7 @@ func New(cfg Config) (f *Fleet, err error) {
 	if cfg.Workers < 0 {
 		return nil, fmt.Errorf("fleet: %d workers", cfg.Workers)
 	}
-	if _, err := sim.ParseTiers(cfg.Tiers); err != nil {
+	if _, err := mocker.ParseTierSizes(cfg.Tiers); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	if cfg.Engine.NumBlocks == 0 {

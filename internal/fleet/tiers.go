@@ -6,7 +6,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/eventplane"
 	"github.com/kvrouter/kvrouter/internal/mockerd"
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
 )
@@ -16,13 +15,13 @@ import (
 // for the whole fleet, which works because the workers are servers of this
 // one process: the store is one mocker.SharedStore, every engine call
 // that may touch it holds one mutex (mockerd.Config.SharedLock), and its
-// events, under the store's own identity (sim.SharedStoreID), go to one
+// events, under the store's own identity (mocker.SharedStoreID), go to one
 // sink: a publisher of their own on NATS, or the router's Apply in Direct
 // mode. Separate `kvrouter mocker` processes cannot share a G4 store.
 
 // tierSetup is the fleet's lower-tier wiring, built by setupTiers.
 type tierSetup struct {
-	tiers sim.Tiers
+	tiers mocker.TierSizes
 	lock  sync.Mutex
 	sinks []mockerd.EventSink
 	pub   *eventplane.Publisher // NATS mode with a G4 store: run by Run
@@ -31,7 +30,7 @@ type tierSetup struct {
 // setupTiers parses cfg.Tiers (validated in New) into f.tiers and gives
 // f.cfg.Engine the tiers' capacities and the fleet's G4 store.
 func (f *Fleet) setupTiers() {
-	t, _ := sim.ParseTiers(f.cfg.Tiers)
+	t, _ := mocker.ParseTierSizes(f.cfg.Tiers)
 	f.tiers = &tierSetup{tiers: t}
 	if !t.Enabled() {
 		return
@@ -39,7 +38,7 @@ func (f *Fleet) setupTiers() {
 	e := &f.cfg.Engine
 	e.Tiers = t.Engine(e.Tiers, e.NumBlocks)
 	if n := t.SharedBlocks(e.NumBlocks); n > 0 {
-		e.Tiers.Shared = mocker.NewSharedStore(mocker.SharedConfig{Blocks: n, Worker: kvevents.Worker{ID: sim.SharedStoreID}})
+		e.Tiers.Shared = mocker.NewSharedStore(mocker.SharedConfig{Blocks: n, Worker: kvevents.Worker{ID: mocker.SharedStoreID}})
 	}
 }
 

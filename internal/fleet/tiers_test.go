@@ -14,7 +14,6 @@ import (
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/fleet"
 	"github.com/kvrouter/kvrouter/internal/frontend"
-	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/mocker"
@@ -197,7 +196,7 @@ func TestTiersSharedStore(t *testing.T) {
 	locals := kvhash.LocalHashes(toks, eng.BlockSize, kvhash.Seed("", ""))
 	n := len(locals)
 	ext := f.Frontend().Router().Index(kvevents.TierExternal)
-	store := kvevents.Worker{ID: sim.SharedStoreID}
+	store := kvevents.Worker{ID: mocker.SharedStoreID}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(20 * time.Second)

@@ -58,7 +58,7 @@ func TestBinariesAreLean(t *testing.T) {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("go list did not list %s", p)
 		}
-		chains := forbiddenPathsBy(graph, p, nil, forbidden)
+		chains := forbiddenPaths(graph, p, nil, forbidden)
 		for i, chain := range chains {
 			if i == 5 {
 				t.Errorf("%s: and %d more", p, len(chains)-i)
@@ -77,7 +77,7 @@ func TestBinariesAreLeanCatchesViolations(t *testing.T) {
 		"m/internal/app": {"m/internal/sim", "google.golang.org/grpc/codes"},
 		"m/internal/sim": {"gonum.org/v1/plot"},
 	}
-	got := forbiddenPathsBy(graph, "m/cmd/kvrouter", nil, heavyDep)
+	got := forbiddenPaths(graph, "m/cmd/kvrouter", nil, heavyDep)
 	want := []string{
 		"m/cmd/kvrouter -> m/internal/app -> google.golang.org/grpc/codes (gRPC: belongs to kvrouter-epp)",
 		"m/cmd/kvrouter -> m/internal/app -> m/internal/sim -> gonum.org/v1/plot (plotting: belongs to kvrouter-study)",
@@ -85,7 +85,7 @@ func TestBinariesAreLeanCatchesViolations(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got := forbiddenPathsBy(graph, "m/cmd/kvrouter", nil, plotDep); len(got) != 1 {
+	if got := forbiddenPaths(graph, "m/cmd/kvrouter", nil, plotDep); len(got) != 1 {
 		t.Errorf("plotDep: got %q, want the gonum chain only", got)
 	}
 }

@@ -91,22 +91,16 @@ func goListDeps(dir string, tags string, pkgs ...string) (map[string][]string, e
 }
 
 // forbiddenPaths walks graph from root (breadth first, so each reported
-// chain is a shortest one) and returns one import chain per forbidden
-// package reached, not following exempt packages' imports.
-func forbiddenPaths(graph map[string][]string, root string, exempt map[string]string) []string {
-	return forbiddenPathsBy(graph, root, exempt, forbiddenDep)
-}
-
-// forbiddenPathsBy is forbiddenPaths with forbidden(p) saying why p is
-// forbidden, or "".
-func forbiddenPathsBy(graph map[string][]string, root string, exempt map[string]string, forbidden func(string) string) []string {
+// chain is a shortest one) and returns one import chain per package reached
+// that ban names a reason for, not following exempt packages' imports.
+func forbiddenPaths(graph map[string][]string, root string, exempt map[string]string, ban func(string) string) []string {
 	parent := map[string]string{root: ""}
 	queue := []string{root}
 	var out []string
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		if why := forbidden(p); why != "" {
+		if why := ban(p); why != "" {
 			var chain []string
 			for x := p; x != ""; x = parent[x] {
 				chain = append(chain, x)
@@ -158,7 +152,7 @@ func TestCoreDeps(t *testing.T) {
 		if _, ok := graph[p]; !ok {
 			t.Errorf("go list did not list %s", p)
 		}
-		for _, chain := range forbiddenPaths(graph, p, exemptVia) {
+		for _, chain := range forbiddenPaths(graph, p, exemptVia, forbiddenDep) {
 			t.Errorf("core package depends on a forbidden package: %s", chain)
 		}
 	}
@@ -192,20 +186,20 @@ func TestCoreDepsCatchesViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := forbiddenPaths(graph, "example.com/bad/core", nil)
+	got := forbiddenPaths(graph, "example.com/bad/core", nil, forbiddenDep)
 	want := "example.com/bad/core -> example.com/bad/helper -> net/http (network I/O)"
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("core: got %q, want [%q]", got, want)
 	}
 	// fmt reaches os, which is not banned transitively.
-	if got := forbiddenPaths(graph, "example.com/bad/clean", nil); len(got) != 0 {
+	if got := forbiddenPaths(graph, "example.com/bad/clean", nil, forbiddenDep); len(got) != 0 {
 		t.Errorf("clean: got %q, want none", got)
 	}
-	if got := forbiddenPaths(graph, "example.com/bad/logger", nil); len(got) != 1 {
+	if got := forbiddenPaths(graph, "example.com/bad/logger", nil, forbiddenDep); len(got) != 1 {
 		t.Errorf("logger: got %q, want one slog chain", got)
 	}
 	// An exempt package's imports are not followed.
-	if got := forbiddenPaths(graph, "example.com/bad/core", map[string]string{"example.com/bad/helper": "test"}); len(got) != 0 {
+	if got := forbiddenPaths(graph, "example.com/bad/core", map[string]string{"example.com/bad/helper": "test"}, forbiddenDep); len(got) != 0 {
 		t.Errorf("exempt helper: got %q, want none", got)
 	}
 }

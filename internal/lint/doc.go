@@ -18,6 +18,10 @@
 //   - indexer, loads and mocker gate their self-checks behind
 //     internal/invariants, and a mocker test shows the gate fires.
 //
+// Shells (layerBans in layers_test.go): the production runtime
+// internal/app reaches no study package (internal/sim, internal/replay,
+// the benchmark libraries) through any chain of imports.
+//
 // Every package: a doc.go with its package comment, at most 150 lines (a
 // contract, not a lab notebook: experiment records go to
 // docs/experiments/); .go files at most 800 lines (generated files
@@ -29,5 +33,5 @@
 // of at most 72 characters and a body (TestCheckCommits runs the script on
 // a throwaway repository).
 //
-// TestCoreDeps runs `go list` and is skipped with -short.
+// TestCoreDeps and TestLayerDeps run `go list` and are skipped with -short.
 package lint

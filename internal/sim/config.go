@@ -182,8 +182,9 @@ type Config struct {
 	// (simulated time advances by the unscaled model time).
 	Engine mocker.Config
 	// Tiers adds lower tiers under every engine's device pool (and a G4
-	// store per fleet). Default zero value: G1 only.
-	Tiers Tiers
+	// store per fleet: each policy's simulation has its own). Default zero
+	// value: G1 only.
+	Tiers mocker.TierSizes
 	// Router configures the router-backed policies (Mode and
 	// BlockSize are overwritten per policy). Default router.DefaultConfig().
 	Router router.Config

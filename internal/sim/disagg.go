@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -31,56 +30,13 @@ import (
 
 // DisaggConfig makes the simulated fleet disaggregated.
 type DisaggConfig struct {
-	// Prefill and Decode are the pool sizes; their sum must equal
-	// Config.Workers. Default 0 and 0: aggregated (every worker both).
-	Prefill, Decode int
+	// Pools are the pool sizes; their sum must equal Config.Workers.
+	// Default zero: aggregated (every worker both).
+	router.Pools
 	// Policies are the conditional policies to compare, one report row
 	// per router policy and entry. Default (empty):
 	// Router.Disagg.Policy alone.
 	Policies []router.DisaggPolicy
-}
-
-// Enabled reports whether the fleet is disaggregated.
-func (d DisaggConfig) Enabled() bool { return d.Prefill > 0 || d.Decode > 0 }
-
-// String is "P:D" ("" when aggregated).
-func (d DisaggConfig) String() string {
-	if !d.Enabled() {
-		return ""
-	}
-	return fmt.Sprintf("%d:%d", d.Prefill, d.Decode)
-}
-
-// ParseDisagg parses "P:D" ("" = aggregated).
-func ParseDisagg(s string) (DisaggConfig, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return DisaggConfig{}, nil
-	}
-	ps, ds, ok := strings.Cut(s, ":")
-	p, err1 := strconv.Atoi(ps)
-	d, err2 := strconv.Atoi(ds)
-	if !ok || err1 != nil || err2 != nil || p < 1 || d < 1 {
-		return DisaggConfig{}, fmt.Errorf("sim: --disagg %q: want P:D, two positive pool sizes", s)
-	}
-	return DisaggConfig{Prefill: p, Decode: d}, nil
-}
-
-// ParseDisaggPolicies parses a comma-separated list of router disaggregation
-// policies.
-func ParseDisaggPolicies(s string) ([]router.DisaggPolicy, error) {
-	var out []router.DisaggPolicy
-	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
-			continue
-		}
-		p, err := router.ParseDisaggPolicy(f)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 func (d DisaggConfig) validate(c *Config) error {

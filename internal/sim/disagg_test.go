@@ -18,7 +18,7 @@ func TestDisagg(t *testing.T) {
 	recs := conversations(8, 4, 2*time.Second, 3)
 	cfg := smallConfig(recs, 4)
 	cfg.Policies = []Policy{PolicyKV}
-	cfg.Disagg = DisaggConfig{Prefill: 2, Decode: 2, Policies: []router.DisaggPolicy{router.DisaggAlways, router.DisaggISL}}
+	cfg.Disagg = DisaggConfig{Pools: router.Pools{Prefill: 2, Decode: 2}, Policies: []router.DisaggPolicy{router.DisaggAlways, router.DisaggISL}}
 	cfg.Router.Disagg.ISLThreshold = 1 << 20
 	run := func() Report {
 		rep, err := Run(context.Background(), cfg, nil)
@@ -63,18 +63,10 @@ func TestDisagg(t *testing.T) {
 	}
 }
 
-func TestParseDisagg(t *testing.T) {
-	for _, bad := range []string{"4", "0:4", "a:b", "4:-1"} {
-		if _, err := ParseDisagg(bad); err == nil {
-			t.Errorf("ParseDisagg(%q) accepted", bad)
-		}
-	}
-	d, err := ParseDisagg("6:2")
-	if err != nil || d.String() != "6:2" {
-		t.Fatalf("ParseDisagg(6:2) = %v, %v", d, err)
-	}
+// Pools that do not sum to the fleet's workers fail validation.
+func TestDisaggPoolsValidate(t *testing.T) {
 	cfg := smallConfig(conversations(1, 1, time.Second, 1), 4)
-	cfg.Disagg = DisaggConfig{Prefill: 1, Decode: 2}
+	cfg.Disagg = DisaggConfig{Pools: router.Pools{Prefill: 1, Decode: 2}}
 	if cfg.Validate() == nil {
 		t.Fatal("1:2 on 4 workers validated")
 	}

@@ -24,7 +24,7 @@ type Report struct {
 	OfferedRate  float64 `json:"offered_rate_rps"`
 	ArrivalSpanS float64 `json:"arrival_span_s"`
 	EventDelayMS float64 `json:"event_delay_ms"`
-	// Tiers are the lower tiers (ParseTiers syntax); "" = G1 only.
+	// Tiers are the lower tiers (mocker.ParseTierSizes syntax); "" = G1 only.
 	Tiers  string `json:"tiers,omitempty"`
 	Seed   uint64 `json:"seed"`
 	Bounds Bounds `json:"bounds"`

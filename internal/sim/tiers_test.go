@@ -6,26 +6,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
-)
 
-func TestParseTiers(t *testing.T) {
-	got, err := ParseTiers("host=4x,disk=16x,shared=1000")
-	want := Tiers{Host: TierSize{Mult: 4}, Disk: TierSize{Mult: 16}, Shared: TierSize{Blocks: 1000}}
-	if err != nil || got != want {
-		t.Fatalf("got %+v, %v; want %+v", got, err, want)
-	}
-	if got.String() != "host=4x,disk=16x,shared=1000" {
-		t.Errorf("String %q", got.String())
-	}
-	if got, err := ParseTiers(""); err != nil || got.Enabled() {
-		t.Errorf("empty: %+v %v", got, err)
-	}
-	for _, bad := range []string{"host", "gpu=4x", "host=0x", "disk=-3", "host=x", "shared=1.5"} {
-		if _, err := ParseTiers(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
+	"github.com/kvrouter/kvrouter/mocker"
+)
 
 // A device pool too small for the conversations' histories: the host tier
 // keeps what G1 evicts, so the hit rate rises (hits now come from the
@@ -47,7 +30,7 @@ func TestTiersRaiseHitRate(t *testing.T) {
 	}
 	g1 := run(base)
 	tiered := base
-	tiered.Tiers = Tiers{Host: TierSize{Mult: 4}, Disk: TierSize{Mult: 16}, Shared: TierSize{Mult: 8}}
+	tiered.Tiers = mocker.TierSizes{Host: mocker.TierSize{Mult: 4}, Disk: mocker.TierSize{Mult: 16}, Shared: mocker.TierSize{Mult: 8}}
 	tiered.Parallel = 1
 	a := run(tiered)
 	tiered.Parallel = 2

@@ -95,6 +95,12 @@ func TestReplicasConverge(t *testing.T) {
 		if err := pub.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if round == rounds-1 {
+			// Snapshots are taken on a 50ms tick: wait for one, so at
+			// least the last restart is from a snapshot (the rounds can
+			// all run inside one tick).
+			eventplanetest.WaitFor(t, 30*time.Second, "a snapshot taken", func() bool { return lastSeq(t, m) > 0 })
+		}
 		// Kill b mid-stream and bring it back from the newest snapshot.
 		b.stop()
 		snapBefore := lastSeq(t, m)

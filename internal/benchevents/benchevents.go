@@ -1,4 +1,4 @@
-package evbench
+package benchevents
 
 import (
 	"context"
@@ -231,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	<-snapDone
 	if snapErr != nil {
-		return Report{}, fmt.Errorf("evbench: snapshot: %w", snapErr)
+		return Report{}, fmt.Errorf("benchevents: snapshot: %w", snapErr)
 	}
 	hmu.Lock()
 	r := Report{Events: cfg.Events, Blocks: blocks.Load(), Seconds: el, OfferedRate: cfg.Rate,

@@ -1,11 +1,11 @@
-package evbench_test
+package benchevents_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/eventplane/evbench"
+	"github.com/kvrouter/kvrouter/internal/benchevents"
 )
 
 // A small run ingests every event end to end, batches them into fewer
@@ -14,7 +14,7 @@ func TestRunSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const events, workers, bpe = 3000, 4, 4
-	r, err := evbench.Run(ctx, evbench.Config{Events: events, Workers: workers, BlocksPerEvent: bpe, CatchUp: true})
+	r, err := benchevents.Run(ctx, benchevents.Config{Events: events, Workers: workers, BlocksPerEvent: bpe, CatchUp: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package evbench measures KV event ingestion end to end through the
+// Package benchevents measures KV event ingestion end to end through the
 // embedded NATS JetStream: publisher -> stream -> subscriber -> sticky
 // writers -> index (visible to FindMatches), and a replica's catch-up from
 // snapshot + stream. It is the library behind `kvrouter bench events`.
@@ -17,4 +17,4 @@
 // with a larger burst, which is real queueing at the offered rate).
 // Process CPU time is reported beside wall time: on a shared machine,
 // blocks per CPU-second is the steadier figure.
-package evbench
+package benchevents

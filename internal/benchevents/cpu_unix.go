@@ -1,6 +1,6 @@
 //go:build unix
 
-package evbench
+package benchevents
 
 import "syscall"
 
