@@ -157,7 +157,7 @@ func (f *Flash) memberList(e *fentry) []fmember {
 // for other entries (no coalescing), so an index built without churn
 // keeps them: BenchmarkBytesPerBlock shape=shared (every block held by
 // all workers) 36 -> 44.5 heap bytes per block; the conversation trace
-// 74 -> 71 (kvrouter bench index).
+// 74 -> 71 (kvrouter-study bench index).
 func blockClass(n uint32) int { return bits.Len32(n - 1) }
 
 // allocBlock returns the offset of a free block of class c.

@@ -24,7 +24,7 @@ import (
 // Why: with the reader-writer lock, a lookup waited for a whole write
 // hold, and on a loaded machine the OS deschedules a writer inside one now
 // and then (a scheduler time slice, milliseconds): that was the lookup
-// tail of `kvrouter bench index`. A seqlock would not help: its readers
+// tail of `kvrouter-study bench index`. A seqlock would not help: its readers
 // retry while any write is in flight, and writers run continuously.
 
 // fview is what a lookup reads through: the arrays writers replace when

@@ -60,7 +60,7 @@ func buildCold(tb testing.TB, idx indexer.Index, convs int) [][]uint64 {
 // BenchmarkLookupCold times lookups of the first 64 blocks of random
 // conversations (buildCold, about a million entries over 64 workers) each
 // on its own (p50-ns, p99-ns), in a random order, so that each finds the
-// index's lines cold, as the lookups of `kvrouter bench index` with no
+// index's lines cold, as the lookups of `kvrouter-study bench index` with no
 // writers do (internal/benchindex's BenchmarkIdleLookups replays those).
 // shards=2 is indexer.Sharded over two Flash indexes.
 //

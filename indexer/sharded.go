@@ -17,7 +17,7 @@ import (
 // so it costs about one lookup per shard; a prefix held by workers of
 // several shards is stored once per shard.
 //
-// Measured (`kvrouter bench index`, conversation trace, W=64, B=64, 2
+// Measured (`kvrouter-study bench index`, conversation trace, W=64, B=64, 2
 // cores, flash): events were ~95% of the replay's CPU and all of it ran
 // under Flash's one write lock, so the second core idled; two shards let
 // both writers apply at once.

@@ -23,7 +23,7 @@ import (
 // the CPU the descheduled lock holder needs: 1.6 s instead of 0.33 s per
 // replay).
 //
-// Measured with Flash.yield and the BlocksPerWorker hint (`kvrouter bench
+// Measured with Flash.yield and the BlocksPerWorker hint (`kvrouter-study bench
 // index --trace ../shared/data/conversation_trace.jsonl.gz --workers 64
 // --index flash`, 2 cores shared with other jobs, runs alternated with the
 // previous build): lookup p50 23.8 -> 14.0 µs, p99 509-773 -> 124-125 µs,

@@ -86,7 +86,7 @@ func (c *Conversation) extend(p *Prefixes, total int) {
 	c.tokens = max(c.tokens, total)
 }
 
-// SynthConfig parameterizes Synth (`kvrouter trace synth`). Lengths are
+// SynthConfig parameterizes Synth (`kvrouter-study trace synth`). Lengths are
 // log-normal: exp(N(ln(Median), Sigma²)), clamped to [1, Max].
 type SynthConfig struct {
 	// Requests is the number of requests. Default 4000.

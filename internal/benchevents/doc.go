@@ -1,7 +1,7 @@
 // Package benchevents measures KV event ingestion end to end through the
 // embedded NATS JetStream: publisher -> stream -> subscriber -> sticky
 // writers -> index (visible to FindMatches), and a replica's catch-up from
-// snapshot + stream. It is the library behind `kvrouter bench events`.
+// snapshot + stream. It is the library behind `kvrouter-study bench events`.
 // Run starts and stops everything it uses; not safe for concurrent Runs on
 // one Config.
 //

@@ -15,7 +15,7 @@ import (
 // BenchmarkApply applies the events of the benchmark's stream (see
 // benchTimeline) to a fresh index inline, on one goroutine locked to its
 // thread: no Concurrent, no queue, no pacing. shards=1 is one index;
-// shards=2 is the two indexes `kvrouter bench index` builds on 2 cores (one
+// shards=2 is the two indexes `kvrouter-study bench index` builds on 2 cores (one
 // per writer), applied here one after the other on one thread, so its
 // figure is what two writers could reach with perfect scaling and a free
 // harness. blockops/s is by wall clock, cpu-blockops/s by the thread's CPU

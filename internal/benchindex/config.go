@@ -22,7 +22,7 @@ const (
 // AllIndexes lists every index the benchmark knows, in report order.
 var AllIndexes = []string{IndexRadix, IndexFlash}
 
-// Config is one `kvrouter bench index` run.
+// Config is one `kvrouter-study bench index` run.
 type Config struct {
 	// Trace is the Mooncake JSONL(.gz) file. Required.
 	Trace string

@@ -1,4 +1,4 @@
-// Package benchindex is the library behind `kvrouter bench index`: the
+// Package benchindex is the library behind `kvrouter-study bench index`: the
 // index benchmark of DESIGN.md §8, done Dynamo's way.
 //
 // The method, in four steps:

@@ -93,7 +93,7 @@ func AutoFirstWindow(tl *Timeline) time.Duration {
 	return max(time.Duration(float64(tl.BlockOps())/1e6*float64(time.Second)), time.Millisecond)
 }
 
-// Run is `kvrouter bench index`: prepare the stream once, then replay it
+// Run is `kvrouter-study bench index`: prepare the stream once, then replay it
 // against each selected index, and write the chart and CSV of a sweep.
 func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// TestPoolWithBoundZMQ runs `kvrouter epp` as deploy/kubernetes runs it,
+// TestPoolWithBoundZMQ runs `kvrouter-epp` as deploy/kubernetes runs it,
 // against a fake cluster: the workers are the InferencePool's ready pods
 // (--pool-selector), and a vLLM pod publishing its KV events to the
 // picker's bound ZMQ SUB (--zmq-bind) with vLLM's topic kv@<pod-ip>@<model>

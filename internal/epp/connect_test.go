@@ -24,7 +24,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 )
 
-// TestPoolDialsPodZMQ runs the picker as `kvrouter epp --pool-zmq-port`
+// TestPoolDialsPodZMQ runs the picker as `kvrouter-epp --pool-zmq-port`
 // does against a fake cluster: the pool's ready pod (here at 127.0.0.1,
 // where the test's in-process PUB binds as vLLM does with endpoint
 // tcp://*:PORT) is dialled when it joins (with its replay endpoint from

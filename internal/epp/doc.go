@@ -1,4 +1,4 @@
-// Package epp is `kvrouter epp`: the router as the Endpoint Picker of a
+// Package epp is `kvrouter-epp`: the router as the Endpoint Picker of a
 // Gateway API Inference Extension InferencePool, serving Envoy's external
 // processing protocol (envoy.service.ext_proc.v3.ExternalProcessor).
 //

@@ -26,7 +26,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// picker is `kvrouter epp` over a fleet of mocker workers on loopback
+// picker is `kvrouter-epp` over a fleet of mocker workers on loopback
 // (internal/fleet: the same runtimes as kvrouter mocker; KV events go
 // straight into the router's index).
 type picker struct {

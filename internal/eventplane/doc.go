@@ -44,7 +44,7 @@
 // # Performance
 //
 // The cost of the event plane is per stream message, not per event: a
-// CPU profile of `kvrouter bench events --cpuprofile` (the embedded server
+// CPU profile of `kvrouter-study bench events --cpuprofile` (the embedded server
 // runs in-process, so one profile covers publisher, server, subscriber and
 // index) puts roughly 30µs of CPU on each message (JetStream store, dedup,
 // acknowledgement, delivery, pull flow control) against 1-2µs per

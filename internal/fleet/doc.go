@@ -1,8 +1,8 @@
 // Package fleet runs a whole kvrouter deployment in one process: an
 // embedded NATS server (JetStream), N mocker workers each with its own HTTP
 // listener on 127.0.0.1, and the router. It backs `kvrouter up`,
-// `kvrouter replay --compare` (one fresh fleet per policy), `kvrouter
-// bench frontend` and the end-to-end tests.
+// `kvrouter-study replay --compare` (one fresh fleet per policy),
+// `kvrouter-study bench frontend` and the end-to-end tests.
 //
 // The workers and the router are the runtimes the binary's subcommands
 // run (app.NewMocker + Run, app.NewServe + Run: `kvrouter mocker` and

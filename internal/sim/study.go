@@ -15,7 +15,7 @@ import (
 	"github.com/kvrouter/kvrouter/selector"
 )
 
-// Study is one `kvrouter sim` run: every trace at its own rate or at
+// Study is one `kvrouter-study sim` run: every trace at its own rate or at
 // fractions of its measured capacity, once or once per seed, with the
 // tables, verdicts, JSON, charts and request dump that go with it. The
 // command binds its flags into a Study and calls Run; the tests build
