@@ -1,7 +1,7 @@
 // Package sim is kvrouter's deterministic fleet simulator
-// (`kvrouter-study sim`): a discrete-event simulation of W mocker engines on simulated time behind a
-// routing policy, driven by a Mooncake trace, that compares policies side by
-// side on the same requests.
+// (`kvrouter-study sim`): a discrete-event simulation of W mocker engines
+// on simulated time behind a routing policy, driven by a Mooncake trace,
+// that compares policies side by side on the same requests.
 //
 // # Event loop
 //
