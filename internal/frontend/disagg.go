@@ -103,6 +103,10 @@ type prefilled struct {
 	params json.RawMessage // the prefill answer's kv_transfer_params
 	d      router.Decision
 	boot   *Worker
+	// h is the prefill booking: released when a vLLM prefill answered;
+	// with boot, live until the SGLang prefill ends (sglangPrefill) or is
+	// never sent (prefilled.drop).
+	h *hold
 }
 
 // disagg serves j in two hops when the router disaggregates it; false
@@ -146,7 +150,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 // prefillHop runs j's prefill on a prefill worker, trying others (not in
 // *tried, which it extends) when one fails.
 func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefilled, error) {
-	pid := j.id + "/prefill"
+	pid := prefillID(j.id)
 	if _, err := prefillBody(j.body); err != nil {
 		return prefilled{}, err
 	}
@@ -156,33 +160,31 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 			return prefilled{}, err
 		}
 		s.dm.hops.WithLabelValues("prefill").Inc()
+		h := s.newHold(pid)
 		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok {
-			_ = s.rt.Fail(pid, time.Now())
+			h.fail(time.Now())
 			*tried = append(*tried, d.Worker.ID)
 			continue
 		}
 		if wk.BootstrapPort > 0 {
 			// SGLang: sent together with the decode hop (sglang.go).
-			return prefilled{d: d, boot: wk}, nil
+			return prefilled{d: d, boot: wk, h: h}, nil
 		}
 		t0 := time.Now()
 		body, err := prefillBody(s.bodyFor(j, wk.ID))
 		if err != nil {
-			_ = s.rt.Fail(pid, time.Now())
-			s.kickRelease()
+			h.fail(time.Now())
 			return prefilled{}, err
 		}
 		params, unreachable, err := s.postPrefill(ctx, wk, j, body)
 		if err == nil {
 			// The prefill answer arrived: its load leaves the prefill pool.
-			_ = s.rt.Free(pid, time.Now())
-			s.kickRelease()
+			h.free(time.Now())
 			s.dm.phase.WithLabelValues("prefill").Observe(time.Since(t0).Seconds())
-			return prefilled{params: params, d: d}, nil
+			return prefilled{params: params, d: d, h: h}, nil
 		}
-		_ = s.rt.Fail(pid, time.Now())
-		s.kickRelease()
+		h.fail(time.Now())
 		if ctx.Err() != nil {
 			return prefilled{}, ctx.Err()
 		}
@@ -250,13 +252,13 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		dj.body, err = oai.SetFields(j.body, map[string]any{"kv_transfer_params": pre.params})
 	}
 	if err != nil {
-		s.dropPrefill(j, pre)
+		pre.drop(time.Now())
 		s.fail(w, j.endpoint, oai.BadRequest("", err.Error()))
 		return false
 	}
 	d, err := s.routeHop(ctx, &dj, j.id, router.HopDecode, *tried)
 	if err != nil {
-		s.dropPrefill(j, pre)
+		pre.drop(time.Now())
 		if n := len(*tried); n > 0 && ctx.Err() == nil {
 			return s.failDecode(w, j, (*tried)[n-1], fmt.Errorf("no other decode worker left: %w", err))
 		}
@@ -264,10 +266,11 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		return false
 	}
 	s.dm.hops.WithLabelValues("decode").Inc()
+	f := s.newFlight(&dj, &d, nil)
 	wk, ok := s.pool.get(d.Worker.ID)
 	if !ok {
-		s.dropPrefill(j, pre)
-		_ = s.rt.Fail(j.id, time.Now())
+		pre.drop(time.Now())
+		f.abort(time.Now())
 		*tried = append(*tried, d.Worker.ID)
 		return !last || s.failDecode(w, j, d.Worker.ID, errors.New("removed"))
 	}
@@ -290,7 +293,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		s.pool.markDown(wk.ID)
 	}
 	if err != nil {
-		_ = s.rt.Fail(j.id, time.Now())
+		f.abort(time.Now())
 		s.kickRelease()
 		if ctx.Err() != nil {
 			s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
@@ -315,7 +318,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	h.Set(HeaderPrefillWorker, strconv.FormatUint(pre.d.Worker.ID, 10))
 	h.Set(HeaderPrefillOverlap, strconv.Itoa(pre.d.Overlap[kvevents.TierDevice]))
 	fw := &firstWrite{ResponseWriter: w}
-	s.relay(fw, r, &dj, s.newFlight(&dj, &d, nil), resp)
+	s.relay(fw, r, &dj, f, resp)
 	s.observeDecodeFirst(resp, dj.stream, fw.at, t0)
 	return false
 }
@@ -341,14 +344,12 @@ func (s *Server) observeDecodeFirst(resp *http.Response, stream bool, first, t0 
 	}
 }
 
-// dropPrefill releases an SGLang prefill hop's booking when its request
-// is never sent (vLLM's was released when its answer arrived).
-func (s *Server) dropPrefill(j *job, pre *prefilled) {
-	if pre.boot != nil {
-		_ = s.rt.Fail(j.id+"/prefill", time.Now())
-		s.kickRelease()
-	}
-}
+// drop releases an SGLang prefill hop's booking when its request
+// is never sent (vLLM's was released when its answer arrived: a no-op).
+func (p *prefilled) drop(now time.Time) { p.h.fail(now) }
+
+// newHold takes over the prefill booking pid that routeHop made.
+func (s *Server) newHold(pid string) *hold { return newHold(pid, s.rt, s.kickRelease) }
 
 // failDecode answers the client when no decode worker could take the
 // request; it returns false (no retry).

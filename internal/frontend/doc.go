@@ -86,7 +86,8 @@
 // Server is the proxy and composes three parts: pool (pool.go: the
 // workers, their polls, up and down), sink (sink.go: KV events into the
 // index) and, per proxied request, a flight (flight.go: its booking from
-// routing to free and what it teaches).
+// routing to free and what it teaches); a disaggregated request's prefill
+// hop books a hold (hold.go: released once, by whichever side ends it).
 //
 // A Server is safe for concurrent use. New starts nothing; Run starts the
 // background loops (worker load polling, stale sweep, queue release) and

@@ -93,54 +93,60 @@ func runFlight(t *testing.T, script string) []string {
 	f := newFlight(j, d, fit, log, log)
 	now := t0.Add(time.Millisecond)
 	for _, line := range strings.Split(strings.TrimSpace(script), "\n") {
-		args := strings.Fields(line)
-		num := func(i int) int {
-			n, err := strconv.Atoi(args[i])
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
-			}
-			return n
-		}
-		usageJSON := func() []byte {
-			return fmt.Appendf(nil, `{"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
-				num(1), num(3), num(2))
-		}
-		switch args[0] {
-		case "answered":
-			f.answered(num(1), now)
-		case "token":
-			f.data(now, []byte(`{"choices":[{"index":0,"text":"x"}]}`))
-		case "role":
-			f.data(now, []byte(`{"choices":[]}`))
-		case "usage":
-			f.data(now, usageJSON())
-		case "body":
-			f.body(now, usageJSON())
-		case "long":
-			f.body(now, nil)
-		case "fail":
-			f.fail(args[1])
-		case "chunk":
-			f.chunk(now)
-		case "nocheck":
-			f.noCheck = true
-		case "unread":
-			f.unread = true
-		case "land":
-			f.land(now)
-		case "abort":
-			f.abort(now)
-		case "wait":
-			dur, err := time.ParseDuration(args[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			now = now.Add(dur)
-		default:
-			t.Fatalf("unknown step %q", line)
-		}
+		flightStep(t, f, &now, line)
 	}
 	return log.calls
+}
+
+// flightStep plays one line of runFlight's script on f at *now.
+func flightStep(t *testing.T, f *flight, now *time.Time, line string) {
+	t.Helper()
+	args := strings.Fields(line)
+	num := func(i int) int {
+		n, err := strconv.Atoi(args[i])
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return n
+	}
+	usageJSON := func() []byte {
+		return fmt.Appendf(nil, `{"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`,
+			num(1), num(3), num(2))
+	}
+	switch args[0] {
+	case "answered":
+		f.answered(num(1), *now)
+	case "token":
+		f.data(*now, []byte(`{"choices":[{"index":0,"text":"x"}]}`))
+	case "role":
+		f.data(*now, []byte(`{"choices":[]}`))
+	case "usage":
+		f.data(*now, usageJSON())
+	case "body":
+		f.body(*now, usageJSON())
+	case "long":
+		f.body(*now, nil)
+	case "fail":
+		f.fail(args[1])
+	case "chunk":
+		f.chunk(*now)
+	case "nocheck":
+		f.noCheck = true
+	case "unread":
+		f.unread = true
+	case "land":
+		f.land(*now)
+	case "abort":
+		f.abort(*now)
+	case "wait":
+		dur, err := time.ParseDuration(args[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		*now = now.Add(dur)
+	default:
+		t.Fatalf("unknown step %q", line)
+	}
 }
 
 // TestFlight drives a request's flight through event sequences, without

@@ -56,17 +56,14 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, pre *prefilled, canc
 	var bad bool
 	go func() {
 		defer close(done)
-		pid := j.id + "/prefill"
 		t0 := time.Now()
 		unreachable, err := s.postDiscard(pctx, pre.boot, j)
 		if err == nil {
-			_ = s.rt.Free(pid, time.Now())
-			s.kickRelease()
+			pre.h.free(time.Now())
 			s.dm.phase.WithLabelValues("prefill").Observe(time.Since(t0).Seconds())
 			return
 		}
-		_ = s.rt.Fail(pid, time.Now())
-		s.kickRelease()
+		pre.h.fail(time.Now())
 		if pctx.Err() != nil {
 			return // the decode ended first (or the client left)
 		}
