@@ -341,8 +341,8 @@ func (s *Server) IndexSummaries() IndexReport {
 		recs = appendRecords(recs, ev.Tier, &ev)
 	}
 	rep.DumpHash = hashRecords(recs)
-	for _, id := range s.sink.counts.workers() {
-		get(kvevents.Worker{ID: id}).Ingest = s.sink.counts.of(id)
+	for _, id := range s.sink.Workers() {
+		get(kvevents.Worker{ID: id}).Ingest = s.sink.Counts(id)
 	}
 	for _, x := range per {
 		rep.Workers = append(rep.Workers, *x)

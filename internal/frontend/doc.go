@@ -84,7 +84,7 @@
 // worker satisfies is a 503, never another worker.
 //
 // Server is the proxy and composes three parts: pool (pool.go: the
-// workers, their polls, up and down), sink (sink.go: KV events into the
+// workers, their polls, up and down), sink (package sink: KV events into the
 // index) and, per proxied request, a flight (flight.go: its booking from
 // routing to free and what it teaches); a disaggregated request's prefill
 // hop books a hold (hold.go: released once, by whichever side ends it).

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/internal/frontend/sink"
 	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -367,7 +368,7 @@ func TestEventsBeyondDPSizeIgnored(t *testing.T) {
 // its router) is an error and a counted rejection, not a dead process.
 func TestApplyRecovers(t *testing.T) {
 	s := newServerWith(t, false, nil)
-	s.sink.rt = nil // any call into the router now panics
+	s.sink.Attach(nil, sink.RanksFunc(s.pool.dpSize)) // any call into the router now panics
 	ev := kvevents.Event{WorkerID: 1, EventID: 1, Kind: kvevents.KindCleared}
 	if err := s.Apply(&ev); !errors.Is(err, ErrApplyPanic) {
 		t.Fatalf("Apply = %v, want ErrApplyPanic", err)

@@ -27,10 +27,6 @@ type metrics struct {
 	ttft          prometheus.Histogram
 	duration      prometheus.Histogram
 	tokenize      prometheus.Histogram
-	eventLag      prometheus.Histogram
-	events        prometheus.Counter
-	eventRejects  *prometheus.CounterVec // reason
-	eventFaults   *prometheus.CounterVec // reason (ingest.go)
 	inflight      prometheus.Gauge
 	retries       prometheus.Counter
 	workerDown    prometheus.Counter
@@ -77,13 +73,6 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "End-to-end proxied request duration.", Buckets: lat}),
 		tokenize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_tokenize_seconds",
 			Help: "Tokenization time per request.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
-		eventLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_event_lag_seconds",
-			Help: "Delay from a KV event's publication to its application.", Buckets: prometheus.ExponentialBuckets(1e-5, 4, 12)}),
-		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_applied_total",
-			Help: "KV events applied to the index."}),
-		eventRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_rejected_total",
-			Help: "KV events refused, by reason (decode, block_size, unknown_pod, unknown_pod_expired, model_mismatch, worker_mismatch, unregistered, unknown_parent, self_parent, bad_event)."}, []string{"reason"}),
-		eventFaults: newFaultsCounter(),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_inflight_requests",
 			Help: "Requests being proxied."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
@@ -108,7 +97,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
 		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
-		m.eventLag, m.events, m.eventRejects, m.eventFaults, m.inflight, m.retries, m.workerDown, m.workerRefused, m.selfTests, m.workerKV,
+		m.inflight, m.retries, m.workerDown, m.workerRefused, m.selfTests, m.workerKV,
 		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),
@@ -145,14 +134,6 @@ func (m *metrics) onReject(req *router.Request, err error) {
 		reason = "bad_request"
 	}
 	m.rejects.WithLabelValues(reason).Inc()
-}
-
-func (m *metrics) onEvent(ev *kvevents.Event, err error) {
-	if err == nil {
-		m.events.Inc()
-		return
-	}
-	m.eventRejects.WithLabelValues(eventRejectReason(err)).Inc()
 }
 
 // countUsage counts a worker's usage report.

@@ -133,6 +133,16 @@ func (p *pool) get(id uint64) (*Worker, bool) {
 	return w, ok
 }
 
+// dpSize is a registered worker's dp size (ok false: not registered);
+// the sink refuses events of ranks beyond it.
+func (p *pool) dpSize(id uint64) (int, bool) {
+	w, ok := p.get(id)
+	if !ok {
+		return 0, false
+	}
+	return w.Info.DPSize, true
+}
+
 // markDown takes an unreachable worker out of routing: the router drops its
 // index entries and loads. The poller probes it with backoff and brings it back when
 // its /health answers (engine.go).

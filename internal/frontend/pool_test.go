@@ -55,15 +55,13 @@ func newTestPool(t *testing.T) (*pool, *poolLog) {
 	return p, l
 }
 
-// testMetrics are the counters the pool and the sink touch, unregistered.
+// testMetrics are the counters the pool touches, unregistered.
 func testMetrics() *metrics {
 	vec := func(name string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name}, []string{"reason"})
 	}
 	return &metrics{workerDown: prometheus.NewCounter(prometheus.CounterOpts{Name: "down"}),
-		workerRefused: vec("refused"), eventRejects: vec("rejects"), eventFaults: vec("faults"),
-		events:        prometheus.NewCounter(prometheus.CounterOpts{Name: "events"}),
-		eventLag:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lag"}),
+		workerRefused: vec("refused"),
 		workerKV:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kv"}, []string{"worker"}),
 		workerPrefill: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "prefill"}, []string{"worker"})}
 }

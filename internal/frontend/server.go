@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/bounds"
+	"github.com/kvrouter/kvrouter/internal/frontend/sink"
 	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -63,8 +64,8 @@ type Server struct {
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
 	adapters *adapterSet        // LoRA adapter names (adapters.go)
 
-	sink sink // KV events into the index (sink.go)
-	pool pool // the workers (pool.go)
+	sink *sink.Sink // KV events into the index
+	pool pool       // the workers (pool.go)
 
 	reqSeq atomic.Uint64
 	prefix string
@@ -119,12 +120,7 @@ func New(cfg Config) (*Server, error) {
 	// goroutine, lookups stay inline on the request goroutines. The
 	// writers report outcomes, so metrics and Events.OnEvent see an
 	// event once it is visible to lookups, not when it was queued.
-	s.sink.log, s.sink.m, s.sink.stored, s.sink.onEvent = cfg.Logger, s.m, s.preds.sawStored, cfg.Events.OnEvent
-	icfg := cfg.Router.Index.Concurrent
-	icfg.Events = indexer.Events{
-		OnApplied:  func(ev *kvevents.Event) { s.sink.event(ev, nil) },
-		OnRejected: s.sink.event,
-	}
+	s.sink = sink.New(sink.Config{Logger: cfg.Logger, Registry: cfg.Registry, Stored: s.preds.sawStored, OnEvent: cfg.Events.OnEvent})
 	opts := router.Options{
 		Rand: rand.New(rand.NewPCG(seed, seed+1)),
 		NewIndex: func(t kvevents.Tier) indexer.Index {
@@ -134,8 +130,7 @@ func New(cfg Config) (*Server, error) {
 			} else {
 				ix = indexer.NewFlash(cfg.Router.Index.Flash)
 			}
-			s.sink.conc[t] = indexer.NewConcurrent(ix, icfg)
-			return s.sink.conc[t]
+			return s.sink.Writer(t, ix, cfg.Router.Index.Concurrent)
 		},
 		Events: router.Events{
 			OnRoute:   s.m.onRoute,
@@ -150,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.rt = rt
 	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters)
-	s.sink.rt, s.sink.ranks = rt, &s.pool
+	s.sink.Attach(rt, sink.RanksFunc(s.pool.dpSize))
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}

@@ -1,4 +1,4 @@
-package frontend
+package sink
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/ordering"
-	"github.com/kvrouter/kvrouter/router"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -18,7 +17,7 @@ import (
 // hears.
 type sinkLog struct {
 	calls   []string
-	workers map[uint64]*Worker
+	dpSizes map[uint64]int
 	panics  bool
 }
 
@@ -30,23 +29,24 @@ func (l *sinkLog) ApplyEvent(ev *kvevents.Event) error {
 	return nil
 }
 
-func (l *sinkLog) get(id uint64) (*Worker, bool) {
-	w, ok := l.workers[id]
-	return w, ok
+func (l *sinkLog) DPSize(id uint64) (int, bool) {
+	n, ok := l.dpSizes[id]
+	return n, ok
 }
 
 var (
-	_ eventRouter  = (*sinkLog)(nil)
-	_ workerLookup = (*sinkLog)(nil)
+	_ Router = (*sinkLog)(nil)
+	_ Ranks  = (*sinkLog)(nil)
 )
 
-func newTestSink() (*sink, *sinkLog) {
-	l := &sinkLog{workers: map[uint64]*Worker{1: {ID: 1, Info: router.WorkerInfo{DPSize: 2}}}}
-	k := &sink{log: slog.New(slog.DiscardHandler), m: testMetrics(), rt: l, ranks: l,
-		stored: func(w uint64) { l.calls = append(l.calls, fmt.Sprintf("stored %d", w)) },
-		onEvent: func(w uint64, err error) {
+func newTestSink() (*Sink, *sinkLog) {
+	l := &sinkLog{dpSizes: map[uint64]int{1: 2}}
+	k := New(Config{Logger: slog.New(slog.DiscardHandler),
+		Stored: func(w uint64) { l.calls = append(l.calls, fmt.Sprintf("stored %d", w)) },
+		OnEvent: func(w uint64, err error) {
 			l.calls = append(l.calls, fmt.Sprintf("OnEvent %d %v", w, err != nil))
-		}}
+		}})
+	k.Attach(l, l)
 	return k, l
 }
 
@@ -58,7 +58,7 @@ func TestSinkApply(t *testing.T) {
 	for _, ev := range []kvevents.Event{
 		{WorkerID: 1, DPRank: 0}, {WorkerID: 1, DPRank: 1}, {WorkerID: 1, DPRank: 2}, {WorkerID: 5, DPRank: 9},
 	} {
-		err := k.apply(&ev)
+		err := k.Apply(&ev)
 		if want := ev.WorkerID == 1 && ev.DPRank == 2; errors.Is(err, ErrRank) != want {
 			t.Errorf("apply %d/%d = %v, want ErrRank %v", ev.WorkerID, ev.DPRank, err, want)
 		}
@@ -66,14 +66,14 @@ func TestSinkApply(t *testing.T) {
 	if got := strings.Join(l.calls, "; "); got != "apply 1/0; apply 1/1; apply 5/9" {
 		t.Errorf("router saw: %s", got)
 	}
-	if n := testutil.ToFloat64(k.m.eventRejects.WithLabelValues("dp_rank")); n != 1 {
+	if n := testutil.ToFloat64(k.m.rejects.WithLabelValues("dp_rank")); n != 1 {
 		t.Errorf("dp_rank rejects = %v, want 1", n)
 	}
 	l.panics = true
-	if err := k.apply(&kvevents.Event{WorkerID: 1}); !errors.Is(err, ErrApplyPanic) {
+	if err := k.Apply(&kvevents.Event{WorkerID: 1}); !errors.Is(err, ErrApplyPanic) {
 		t.Errorf("apply with a panicking router = %v, want ErrApplyPanic", err)
 	}
-	if n := testutil.ToFloat64(k.m.eventRejects.WithLabelValues("panic")); n != 1 {
+	if n := testutil.ToFloat64(k.m.rejects.WithLabelValues("panic")); n != 1 {
 		t.Errorf("panic rejects = %v, want 1", n)
 	}
 }
@@ -86,24 +86,24 @@ func TestSinkOutcomes(t *testing.T) {
 	k.event(&kvevents.Event{WorkerID: 1, Kind: kvevents.KindStored}, nil)
 	k.event(&kvevents.Event{WorkerID: 1, Kind: kvevents.KindRemoved}, nil)
 	k.event(&kvevents.Event{WorkerID: 2, Kind: kvevents.KindStored}, indexer.ErrUnknownParent)
-	k.count(2, ordering.FaultGap, 3)
-	k.count(2, ordering.RejectUnknownParent, 0) // nothing
+	k.Count(2, ordering.FaultGap, 3)
+	k.Count(2, ordering.RejectUnknownParent, 0) // nothing
 	if got := strings.Join(l.calls, "; "); got != "stored 1; OnEvent 1 false; OnEvent 1 false; OnEvent 2 true" {
 		t.Errorf("calls: %s", got)
 	}
-	if n := testutil.ToFloat64(k.m.events); n != 2 {
+	if n := testutil.ToFloat64(k.m.applied); n != 2 {
 		t.Errorf("events applied = %v, want 2", n)
 	}
-	if got := k.counts.of(2); len(got) != 2 || got[ordering.RejectUnknownParent] != 1 || got[ordering.FaultGap] != 3 {
+	if got := k.Counts(2); len(got) != 2 || got[ordering.RejectUnknownParent] != 1 || got[ordering.FaultGap] != 3 {
 		t.Errorf("worker 2 counts = %v", got)
 	}
-	if got := k.counts.of(1); got != nil {
+	if got := k.Counts(1); got != nil {
 		t.Errorf("worker 1 counts = %v, want none", got)
 	}
-	if n := testutil.ToFloat64(k.m.eventFaults.WithLabelValues(ordering.FaultGap)); n != 3 {
+	if n := testutil.ToFloat64(k.m.faults.WithLabelValues(ordering.FaultGap)); n != 3 {
 		t.Errorf("gap faults = %v, want 3", n)
 	}
-	if k.kind() != "" {
-		t.Errorf("kind without event-fed indexes = %q, want none", k.kind())
+	if ix := k.Index(kvevents.TierDevice); ix != nil {
+		t.Errorf("index without event-fed indexes = %T, want none", ix)
 	}
 }
