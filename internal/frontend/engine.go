@@ -477,6 +477,25 @@ type EngineHealth struct {
 	NoMetrics bool `json:"no_metrics,omitempty"`
 }
 
+// engineBlockSizes is what the prediction check needs of the engines'
+// polls (*pool).
+type engineBlockSizes interface {
+	// engineBlockSize is the block size worker id's engine last reported
+	// (0: none).
+	engineBlockSize(id uint64) int
+}
+
+var _ engineBlockSizes = (*pool)(nil)
+
+func (p *pool) engineBlockSize(id uint64) int {
+	p.eng.mu.Lock()
+	defer p.eng.mu.Unlock()
+	if h := p.eng.w[id]; h != nil {
+		return h.engineBS
+	}
+	return 0
+}
+
 func (p *pool) engineHealth(id uint64) *EngineHealth {
 	p.eng.mu.Lock()
 	defer p.eng.mu.Unlock()

@@ -240,9 +240,9 @@ type flightRecorder struct {
 	kick   func()                         // lets queued requests try again
 	onFree func(id string, worker uint64) // Events.OnFree; nil none
 	// The prediction check (predict.go): the router's block size, the
-	// engines' reported ones, the per-worker tallies.
+	// engines' reported ones (the pool's polls), the per-worker tallies.
 	blockSize int
-	eng       *engineState
+	engines   engineBlockSizes
 	preds     *predictionTracker
 	log       *slog.Logger
 }

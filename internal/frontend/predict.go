@@ -218,10 +218,8 @@ func (r *flightRecorder) checkPrediction(worker uint64, c *predictionCheck) {
 	r.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
 	r.m.eng.reported.WithLabelValues(w).Add(float64(c.cached))
 	r.m.eng.gap.Observe(float64(predicted - c.cached))
-	r.eng.mu.Lock()
-	h := r.eng.w[worker]
-	mismatch := h != nil && h.engineBS != 0 && h.engineBS != bs
-	r.eng.mu.Unlock()
+	ebs := r.engines.engineBlockSize(worker)
+	mismatch := ebs != 0 && ebs != bs
 	// An engine that counts a prompt at another length tokenized it
 	// differently; a few tokens of difference are a template's or
 	// special tokens' and change no full block.

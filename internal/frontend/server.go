@@ -151,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
 	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
-		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, eng: s.pool.eng, preds: s.preds, log: s.log}
+		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, engines: &s.pool, preds: s.preds, log: s.log}
 	s.handler = s.routes()
 	return s, nil
 }
