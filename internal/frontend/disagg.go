@@ -160,7 +160,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 			return prefilled{}, err
 		}
 		s.dm.hops.WithLabelValues("prefill").Inc()
-		h := s.newHold(pid)
+		h := newHold(pid, s.rt, s.kickRelease) // takes over routeHop's booking
 		wk, ok := s.pool.get(d.Worker.ID)
 		if !ok {
 			h.fail(time.Now())
@@ -347,9 +347,6 @@ func (s *Server) observeDecodeFirst(resp *http.Response, stream bool, first, t0 
 // drop releases an SGLang prefill hop's booking when its request
 // is never sent (vLLM's was released when its answer arrived: a no-op).
 func (p *prefilled) drop(now time.Time) { p.h.fail(now) }
-
-// newHold takes over the prefill booking pid that routeHop made.
-func (s *Server) newHold(pid string) *hold { return newHold(pid, s.rt, s.kickRelease) }
 
 // failDecode answers the client when no decode worker could take the
 // request; it returns false (no retry).
