@@ -1,8 +1,10 @@
 package main
 
 import (
+	"path/filepath"
 	"testing"
 
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 )
 
@@ -31,5 +33,14 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 				t.Errorf("%s --%s defaults to %q, README says %q", tc.name, name, f.DefValue, def)
 			}
 		}
+	}
+}
+
+// TestDocCommandsParse: every kvrouter-study command line in a fenced block
+// of README.md or a docs/ page (also as go run ./cmd/kvrouter-study) names a
+// real subcommand and parses with its flags.
+func TestDocCommandsParse(t *testing.T) {
+	if err := clihelp.CheckDocCommands(filepath.Join("..", ".."), newRootCmd, 10); err != nil {
+		t.Error(err)
 	}
 }

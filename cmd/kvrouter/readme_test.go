@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/spf13/cobra"
 )
 
@@ -55,122 +51,11 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 
 // TestDocCommandsParse: every command line for this binary in a fenced
 // block of README.md or a docs/ page (kvrouter up, serve, mocker, bridge,
-// hash, events ...) names a real subcommand and parses with its flags, so
-// the commands a user copies from the docs are accepted. --help and
-// --help-all are left to the help tests.
+// hash, events ..., also as go run ./cmd/kvrouter) names a real
+// subcommand and parses with its flags, so the commands a user copies from
+// the docs are accepted. --help and --help-all are left to the help tests.
 func TestDocCommandsParse(t *testing.T) {
-	files := []string{filepath.Join("..", "..", "README.md")}
-	err := filepath.WalkDir(filepath.Join("..", "..", "docs"), func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	if err := clihelp.CheckDocCommands(filepath.Join("..", ".."), newRootCmd, 20); err != nil {
+		t.Error(err)
 	}
-	// "kvrouter up", "./cmd/kvrouter serve", not "kvrouter-epp" or prose.
-	cmdRE := regexp.MustCompile(`(?:^|[\s/])kvrouter ((?:up|serve|mocker|bridge|hash|events)\b.*)$`)
-	checked := 0
-	for _, path := range files {
-		for _, line := range fencedCommandLines(t, path) {
-			m := cmdRE.FindStringSubmatch(line)
-			if m == nil {
-				continue
-			}
-			args := shellWords(m[1])
-			var keep []string
-			for _, a := range args {
-				if a == "--help" || a == "--help-all" {
-					continue
-				}
-				keep = append(keep, a)
-			}
-			root := newRootCmd()
-			sub, rest, err := root.Find(keep)
-			if err != nil || sub == root {
-				t.Errorf("%s: %q: no such command (%v)", path, line, err)
-				continue
-			}
-			if err := sub.ParseFlags(rest); err != nil {
-				t.Errorf("%s: %q: %v", path, line, err)
-			}
-			checked++
-		}
-	}
-	if checked < 5 {
-		t.Fatalf("checked %d command lines; the docs' examples moved?", checked)
-	}
-}
-
-// fencedCommandLines returns the lines inside ``` blocks of a Markdown
-// file, continuation lines (ending in a backslash) joined.
-func fencedCommandLines(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []string
-	in, cur := false, ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			in = !in
-			continue
-		}
-		if !in {
-			continue
-		}
-		if s, ok := strings.CutSuffix(strings.TrimRight(line, " "), "\\"); ok {
-			cur += s + " "
-			continue
-		}
-		out = append(out, cur+line)
-		cur = ""
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// shellWords splits a shell command line into words: single and double
-// quotes group, and a comment, redirection or pipe ends the command.
-func shellWords(line string) []string {
-	var words []string
-	var w strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else {
-				w.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote, inWord = c, true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words = append(words, w.String())
-				w.Reset()
-				inWord = false
-			}
-		case !inWord && (c == '#' || c == '>' || c == '|' || c == ';' || c == '&'):
-			return words
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, w.String())
-	}
-	return words
 }

@@ -184,7 +184,10 @@ func (h Help) Check(c *cobra.Command) error {
 
 // FlagError is a cobra flag error function (Command.SetFlagErrorFunc)
 // that adds to an unknown long flag the closest flag of the command:
-// "unknown flag: --worker-url (did you mean --worker?)".
+// "unknown flag: --worker-url (did you mean --worker?)". On a command
+// without sections, whose --help already lists every flag, --help-all
+// prints that help instead of failing: users learn it on serve and try it
+// everywhere.
 func FlagError(c *cobra.Command, err error) error { return flagError(c, err, nil) }
 
 func flagError(c *cobra.Command, err error, renamed map[string]string) error {
@@ -195,6 +198,9 @@ func flagError(c *cobra.Command, err error, renamed map[string]string) error {
 	name := ne.GetSpecifiedName()
 	if now, ok := renamed[name]; ok {
 		return fmt.Errorf("--%s is now --%s", name, now)
+	}
+	if name == HelpAll {
+		return c.Help()
 	}
 	var names []string
 	c.Flags().VisitAll(func(f *pflag.Flag) {
