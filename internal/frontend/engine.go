@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -464,6 +465,54 @@ func (p *pool) upWorkers() int {
 		}
 	}
 	return n
+}
+
+// notUp says why the registered workers that are not up are out: how many
+// were refused, by reason (with the engine's and the router's block size),
+// and how many are down ("" when none is out). /readyz appends it, so an
+// operator sees "1 refused: block_size (engine 16, router 64)" rather
+// than only "no workers up".
+func (p *pool) notUp() string {
+	p.mu.RLock()
+	var out []uint64
+	for id, w := range p.workers {
+		if w.down {
+			out = append(out, id)
+		}
+	}
+	p.mu.RUnlock()
+	if len(out) == 0 {
+		return ""
+	}
+	slices.Sort(out)
+	refused := map[string][]string{}
+	var reasons []string
+	down := 0
+	p.eng.mu.Lock()
+	for _, id := range out {
+		h := p.eng.w[id]
+		if h == nil || h.refused == "" {
+			down++
+			continue
+		}
+		if _, ok := refused[h.refused]; !ok {
+			reasons = append(reasons, h.refused)
+		}
+		what := fmt.Sprintf("worker %d", id)
+		if h.refused == "block_size" {
+			what += fmt.Sprintf(": engine %d, router %d", h.engineBS, p.cfg.Router.BlockSize)
+		}
+		refused[h.refused] = append(refused[h.refused], what)
+	}
+	p.eng.mu.Unlock()
+	var parts []string
+	for _, r := range reasons {
+		parts = append(parts, fmt.Sprintf("%d refused for %s (%s)", len(refused[r]), r, strings.Join(refused[r], "; ")))
+	}
+	if down > 0 {
+		parts = append(parts, fmt.Sprintf("%d down (failed polls)", down))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // EngineHealth is a worker's health line in GET /debug/index.

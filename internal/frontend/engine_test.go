@@ -131,8 +131,9 @@ func TestEngineHealthAndBlockSize(t *testing.T) {
 	if st := s.Router().Stats(); st.Workers != 0 {
 		t.Fatalf("refused worker still routed: %+v", st)
 	}
-	if rec := do(t, s.Handler(), "GET", "/readyz", ""); rec.Code != 503 {
-		t.Fatalf("/readyz with only a refused worker: %d %s", rec.Code, rec.Body)
+	want := fmt.Sprintf("no workers up: 1 refused for block_size (worker 1: engine %d, router %d); see the log", bs*2, bs)
+	if rec := do(t, s.Handler(), "GET", "/readyz", ""); rec.Code != 503 || !strings.Contains(rec.Body.String(), want) {
+		t.Fatalf("/readyz with only a refused worker: %d %q, want %q", rec.Code, rec.Body, want)
 	}
 	rep := s.IndexSummaries()
 	if h := rep.Workers[0].Health; h == nil || h.Refused != "block_size" || h.EngineBlockSize != bs*2 {

@@ -266,7 +266,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		http.Error(w, "not ready"+detail, http.StatusServiceUnavailable)
 	case n == 0:
-		http.Error(w, "no workers up"+detail, http.StatusServiceUnavailable)
+		why := s.pool.notUp()
+		if why != "" {
+			why = ": " + why + "; see the log"
+		}
+		http.Error(w, "no workers up"+why+detail, http.StatusServiceUnavailable)
 	default:
 		_, _ = w.Write([]byte("ready: " + strconv.Itoa(n) + " workers" + detail + "\n"))
 	}

@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		ErrorKinds: map[string]int{}, PerWorker: map[string]int{}, RouterHitRate: -1}
 	before, isKV := scrapeHits(ctx, cfg)
 
-	bar := progress.New(cfg.Progress, int64(len(recs)), "replay "+cfg.Label)
+	bar := progress.New(cfg.Progress, int64(len(recs)), strings.TrimSpace("replay "+cfg.Label))
 	results := make(chan result, 256)
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
