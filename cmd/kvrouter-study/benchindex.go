@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvrouter/kvrouter/internal/benchindex"
+	"github.com/kvrouter/kvrouter/internal/profile"
 	"github.com/kvrouter/kvrouter/internal/traces"
 )
 
@@ -68,17 +68,11 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 			if !quiet {
 				cfg.Progress = os.Stderr
 			}
-			if cpuProfile != "" {
-				pf, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stop, err := profile.StartCPU(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			rep, err := benchindex.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
