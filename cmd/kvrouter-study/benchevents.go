@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"runtime/pprof"
-
 	"github.com/kvrouter/kvrouter/internal/benchevents"
 	"github.com/kvrouter/kvrouter/internal/eventplane"
+	"github.com/kvrouter/kvrouter/internal/profile"
 	"github.com/spf13/cobra"
 )
 
@@ -33,45 +30,21 @@ func newBenchEventsCmd() *cobra.Command {
 			cfg.Format = f
 			cfg.CatchUp = !noCatch
 			cfg.Progress = cmd.ErrOrStderr()
-			if cpuProf != "" {
-				// The embedded server runs in-process: one profile covers
-				// publisher, server, subscriber and index.
-				f, err := os.Create(cpuProf)
-				if err != nil {
-					return fmt.Errorf("cpuprofile: %w", err)
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			// The embedded server runs in-process: one profile covers
+			// publisher, server, subscriber and index.
+			stop, err := profile.StartCPU(cpuProf)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			r, err := benchevents.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, r)
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			rate := "unpaced"
-			if r.OfferedRate > 0 {
-				rate = fmt.Sprintf("%.0f events/s offered", r.OfferedRate)
-			}
-			fmt.Fprintf(out, "ingest (%s, %s, GOMAXPROCS=%d): %d events, %d blocks in %.2fs\n",
-				rate, f, r.GOMAXPROCS, r.Events, r.Blocks, r.Seconds)
-			fmt.Fprintf(out, "  %.0f events/s, %.0f blocks/s; publish->visible lag p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms\n",
-				r.EventsPerSec, r.BlocksPerSec, r.LagP50Ms, r.LagP90Ms, r.LagP99Ms, r.LagP999Ms, r.LagMaxMs)
-			fmt.Fprintf(out, "  publish->subscriber hand-off lag p50 %.2f ms, p99 %.2f ms\n", r.SubscriberP50Ms, r.SubscriberP99Ms)
-			if r.CPUSeconds > 0 {
-				fmt.Fprintf(out, "  %d stream messages (%.1f events each); process CPU %.2fs = %.0f blocks per CPU-second\n",
-					r.Messages, float64(r.Events)/float64(max(r.Messages, 1)), r.CPUSeconds, r.BlocksPerCPUSec)
-			}
-			if cfg.CatchUp {
-				fmt.Fprintf(out, "replica catch-up (snapshot of %d events + stream): %d blocks in %.2fs = %.0f blocks/s\n",
-					r.SnapshotEvents, r.CatchUpBlocks, r.CatchUpSeconds, r.CatchUpPerSec)
-			}
-			return nil
+			return r.WriteText(cmd.OutOrStdout(), cfg)
 		},
 	}
 	fs := c.Flags()

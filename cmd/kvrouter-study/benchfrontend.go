@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
-	"runtime/pprof"
-	"text/tabwriter"
 
+	"github.com/kvrouter/kvrouter/internal/profile"
 	"github.com/kvrouter/kvrouter/internal/replay"
 	"github.com/spf13/cobra"
 )
@@ -45,20 +42,14 @@ grows by its own delay only.`,
 			if !asJSON {
 				cfg.Progress = os.Stderr
 			}
-			if cpuProf != "" {
-				pf, err := os.Create(cpuProf)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return fmt.Errorf("cpu profile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			stop, err := profile.StartCPU(cpuProf)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			rep, err := replay.BenchFrontend(cmd.Context(), cfg)
 			if memProf != "" {
-				if perr := writeHeapProfile(memProf); perr != nil {
+				if perr := profile.WriteAllocs(memProf); perr != nil {
 					return perr
 				}
 			}
@@ -68,9 +59,7 @@ grows by its own delay only.`,
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
 			}
-			fmt.Printf("offered %.0f req/s for %.0fs per phase x %d rounds (alternating order, pooled), prompt %d tokens, %d output tokens, mocker speedup %g\n",
-				rep.Rate, rep.Seconds, len(rep.PerRound), rep.PromptTokens, rep.MaxTokens, rep.SpeedupRatio)
-			return writeBenchFrontend(os.Stdout, &rep)
+			return rep.WriteText(cmd.OutOrStdout())
 		},
 	}
 	f := c.Flags()
@@ -88,79 +77,4 @@ grows by its own delay only.`,
 	f.StringVar(&memProf, "memprofile", "", "write an allocation profile (pprof heap, see -sample_index=alloc_space) to this file")
 	f.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the whole bench (client, frontend and mocker) to this file")
 	return c
-}
-
-func writeBenchFrontend(w io.Writer, rep *replay.BenchReport) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tok\terr\tttft p50\tttft p90\tttft p99\tttft mean\titl p50\titl p99\te2e p50\te2e p99\t")
-	reps := []replay.Report{rep.Direct, rep.Frontend}
-	if rep.Floor != nil {
-		reps = append(reps, *rep.Floor)
-	}
-	for _, r := range reps {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t\n", r.Label, r.OK, r.Errors,
-			r.TTFT.P50, r.TTFT.P90, r.TTFT.P99, r.TTFT.Mean, r.ITL.P50, r.ITL.P99, r.E2E.P50, r.E2E.P99)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nfrontend/direct: ttft p50 %.3fx p90 %.3fx p99 %.3fx, e2e p50 %.3fx p99 %.3fx (added ttft p50 %.0f us, e2e p50 %.0f us)\n",
-		rep.TTFTp50Ratio, rep.TTFTp90Ratio, rep.TTFTp99Ratio, rep.E2Ep50Ratio, rep.E2Ep99Ratio, 1000*rep.AddedTTFTp50, 1000*rep.AddedP50)
-	if fl := rep.Floor; fl != nil {
-		fmt.Fprintf(w, "floor-proxy/direct: ttft p50 %.3fx p90 %.3fx p99 %.3fx (added ttft p50 %.0f us); frontend beyond the floor: ttft p50 %+.0f us, p99 %+.0f us\n",
-			fl.TTFT.P50/rep.Direct.TTFT.P50, fl.TTFT.P90/rep.Direct.TTFT.P90, fl.TTFT.P99/rep.Direct.TTFT.P99,
-			1000*(fl.TTFT.P50-rep.Direct.TTFT.P50), 1000*(rep.Frontend.TTFT.P50-fl.TTFT.P50), 1000*(rep.Frontend.TTFT.P99-fl.TTFT.P99))
-	}
-	for i, r := range rep.PerRound {
-		order := "direct first"
-		if r.FrontendFirst {
-			order = "frontend first"
-		}
-		if r.Interleaved {
-			order = "interleaved"
-		}
-		fmt.Fprintf(w, "  round %d (%s): ttft p50 %.3fx p90 %.3fx p99 %.3fx", i+1, order, r.TTFTp50, r.TTFTp90, r.TTFTp99)
-		if rep.Floor != nil {
-			fmt.Fprintf(w, "; frontend/floor p50 %.3fx p99 %.3fx", r.FloorTTFTp50, r.FloorTTFTp99)
-		}
-		for k, ps := range r.Sched {
-			sep := ", "
-			if k == 0 {
-				sep = "; cpu/runnable-waiting "
-			}
-			fmt.Fprintf(w, "%s%s %.2f/%.2fs", sep, ps.Label, ps.CPUSec, ps.WaitSec)
-		}
-		fmt.Fprintln(w)
-	}
-	for _, v := range []*replay.Verdict{rep.FloorP50, rep.FloorP99} {
-		if v == nil {
-			continue
-		}
-		q := "p50"
-		if v == rep.FloorP99 {
-			q = "p99"
-		}
-		fmt.Fprintf(w, "frontend/floor ttft %s <= %.2fx: %s over %d rounds (mean %.3fx, 95%% bound %.3f-%.3fx, log spread %.3f; median %.3fx)",
-			q, v.Goal, v.Outcome, v.Rounds, v.Mean, v.Low, v.High, v.Spread, v.Median)
-		switch {
-		case v.Outcome == "undecided" && v.RoundsNeeded > 0:
-			fmt.Fprintf(w, "; ~%d rounds would decide it", v.RoundsNeeded)
-		case v.Outcome == "undecided":
-			fmt.Fprintf(w, "; the mean sits on the goal")
-		}
-		fmt.Fprintf(w, "; resolving +-%.1f%% takes ~%d rounds\n", 100*(v.Goal-1)/2, v.ResolutionRounds)
-	}
-	return nil
-}
-
-func writeHeapProfile(path string) error {
-	pf, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := pprof.Lookup("allocs").WriteTo(pf, 0); err != nil {
-		pf.Close()
-		return fmt.Errorf("heap profile: %w", err)
-	}
-	return pf.Close()
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kvrouter/kvrouter/internal/benchindex"
+	"github.com/kvrouter/kvrouter/internal/profile"
 	"github.com/kvrouter/kvrouter/internal/traces"
 )
 
@@ -18,47 +18,9 @@ func newBenchIndexCmd() *cobra.Command {
 	var asJSON, quiet bool
 	var cpuProfile string
 	c := &cobra.Command{
-		Use:   "index",
-		Short: "Benchmark the prefix indexes on a trace's real KV event stream (DESIGN.md §8)",
-		Long: `index replays a Mooncake trace against the prefix indexes, Dynamo's way:
-requests are split across --workers simulated workers (seeded random partition),
-each worker's share runs through its own mocker engine on simulated time to
-produce the real KV event stream, and lookups (each request's prompt blocks)
-and events are replayed on one timeline, compressed into a --duration window,
-against each index behind the concurrent wrapper (--writers sticky writer
-goroutines, --readers goroutines issuing lookups inline).
-
-Block ops = requested (query) blocks + blocks in Stored events + hashes in
-Removed events; a Cleared event is one op with zero blocks.
-
---duration 0 (the default) searches each index's sustained rate, --repeat
-times: an unpaced replay measures the capacity, then paced replays start at
-half of it, doubling or halving until one sustains and one fails, then
-bisecting until they are within 5%. A paced replay sustains its offered rate
-if every operation is issued within 1.01x the window and all of it (lookups
-and applied events) completes within 1.10x. The report gives the median,
-min and max sustained rate over the repetitions, with lookup p50/p99/p999 at
-that rate and at half of it. A sustained replay shorter than 10 s is
-flagged: scale the trace with --duplicate N (N copies with disjoint hash
-ids, interleaved in time) and --length-factor F (every prompt's blocks
-extended F times). --sweep instead runs the doubling sweep and writes a chart
-(achieved vs offered block ops/s, log-log) and a CSV into --out. A run that
-leaves more than 5% of its events queued when the replay ends is marked
-invalid.
-
-Lookup latency: --lookup-blocks N cuts every lookup to its prompt's first N
-blocks (the goal's shape is --lookup-blocks 64: a 64-block prompt at W=64),
-events unchanged. The replay at half the sustained rate (and a --duration
-replay) also times each lookup's thread CPU (Linux, --lookup-cpu, on by
-default; two clock reads per lookup): a wall-clock tail far above the CPU
-tail is time the reader spent descheduled, not work. The report also counts
-Flash lookups that ran in safe mode (begun during a write, or overlapped by
-one and redone).
-
-Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
-every prompt at its recorded length, so a request is input_length/64 query
-blocks and the mocker's KV cache really evicts. --block-size 512 gives one
-block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
+		Use:     "index",
+		Short:   "Benchmark the prefix indexes on a trace's real KV event stream (DESIGN.md §8)",
+		Long:    benchIndexLong,
 		Example: "  kvrouter-study bench index --workers 64 --json\n  kvrouter-study bench index --trace synth --limit 2000\n  kvrouter-study bench index --index flash --duplicate 2 --length-factor 2 --lookup-blocks 64",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -68,17 +30,11 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 			if !quiet {
 				cfg.Progress = os.Stderr
 			}
-			if cpuProfile != "" {
-				pf, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
+			stop, err := profile.StartCPU(cpuProfile)
+			if err != nil {
+				return err
 			}
+			defer stop()
 			rep, err := benchindex.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -119,3 +75,44 @@ block per trace hash id, the geometry of Dynamo's published mooncake bench.`,
 	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of the whole run, stream generation included, to this file")
 	return c
 }
+
+// benchIndexLong is bench index's --help text.
+const benchIndexLong = `index replays a Mooncake trace against the prefix indexes, Dynamo's way:
+requests are split across --workers simulated workers (seeded random partition),
+each worker's share runs through its own mocker engine on simulated time to
+produce the real KV event stream, and lookups (each request's prompt blocks)
+and events are replayed on one timeline, compressed into a --duration window,
+against each index behind the concurrent wrapper (--writers sticky writer
+goroutines, --readers goroutines issuing lookups inline).
+
+Block ops = requested (query) blocks + blocks in Stored events + hashes in
+Removed events; a Cleared event is one op with zero blocks.
+
+--duration 0 (the default) searches each index's sustained rate, --repeat
+times: an unpaced replay measures the capacity, then paced replays start at
+half of it, doubling or halving until one sustains and one fails, then
+bisecting until they are within 5%. A paced replay sustains its offered rate
+if every operation is issued within 1.01x the window and all of it (lookups
+and applied events) completes within 1.10x. The report gives the median,
+min and max sustained rate over the repetitions, with lookup p50/p99/p999 at
+that rate and at half of it. A sustained replay shorter than 10 s is
+flagged: scale the trace with --duplicate N (N copies with disjoint hash
+ids, interleaved in time) and --length-factor F (every prompt's blocks
+extended F times). --sweep instead runs the doubling sweep and writes a chart
+(achieved vs offered block ops/s, log-log) and a CSV into --out. A run that
+leaves more than 5% of its events queued when the replay ends is marked
+invalid.
+
+Lookup latency: --lookup-blocks N cuts every lookup to its prompt's first N
+blocks (the goal's shape is --lookup-blocks 64: a 64-block prompt at W=64),
+events unchanged. The replay at half the sustained rate (and a --duration
+replay) also times each lookup's thread CPU (Linux, --lookup-cpu, on by
+default; two clock reads per lookup): a wall-clock tail far above the CPU
+tail is time the reader spent descheduled, not work. The report also counts
+Flash lookups that ran in safe mode (begun during a write, or overlapped by
+one and redone).
+
+Geometry: --block-size 64 (the engine default) with --tokens-per-id 512 keeps
+every prompt at its recorded length, so a request is input_length/64 query
+blocks and the mocker's KV cache really evicts. --block-size 512 gives one
+block per trace hash id, the geometry of Dynamo's published mooncake bench.`

@@ -3,17 +3,17 @@ package main
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"runtime/pprof"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kvrouter/kvrouter/internal/app"
 	"github.com/kvrouter/kvrouter/internal/charts"
 	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/clihelp"
+	"github.com/kvrouter/kvrouter/internal/profile"
 	"github.com/kvrouter/kvrouter/internal/progress"
 	"github.com/kvrouter/kvrouter/internal/sim"
 	"github.com/kvrouter/kvrouter/internal/traces"
@@ -21,19 +21,189 @@ import (
 	"github.com/kvrouter/kvrouter/router"
 )
 
+// simOptions are sim's flags: the study's config, and the spellings that
+// study assembles into it.
+type simOptions struct {
+	cfg                                   sim.Config
+	st                                    sim.Study
+	tracePath, traceList, preset, tiers   string
+	disagg, disaggPolicies                string
+	onboardCost, quiet                    bool
+	policies, loads, cpuProfile, seedList string
+}
+
 func newSimCmd() *cobra.Command {
-	cfg := sim.DefaultConfig()
-	var (
-		st                                        sim.Study
-		tracePath, traceList, preset, tiers       string
-		disagg, disaggPolicies                    string
-		onboardCost, quiet                        bool
-		policies, loadsFlag, cpuProfile, seedList string
-	)
+	o := &simOptions{cfg: sim.DefaultConfig()}
 	c := &cobra.Command{
-		Use:   "sim",
-		Short: "Simulate a fleet of mocker engines behind each routing policy (deterministic, simulated time)",
-		Long: `sim replays a Mooncake trace against a simulated fleet: --workers mocker engine
+		Use:     "sim",
+		Short:   "Simulate a fleet of mocker engines behind each routing policy (deterministic, simulated time)",
+		Long:    simLong,
+		Example: simExample,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := o.study(cmd)
+			if err != nil {
+				return err
+			}
+			stop, err := profile.StartCPU(o.cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			var prog sim.ProgressFunc
+			if !o.quiet {
+				prog = func(desc string) sim.Progress { return progress.Func(cmd.ErrOrStderr(), desc) }
+			}
+			return st.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), prog)
+		},
+	}
+	bindSimFlags(c.Flags(), o)
+	clihelp.Apply(c, clihelp.Help{Sections: simSections, Renamed: map[string]string{"speed": "rate-scale"}})
+	return c
+}
+
+// study assembles the Study that cmd's flags describe: parsed lists, the
+// preset under explicit flags, a --disagg fleet's size and policies.
+func (o *simOptions) study(cmd *cobra.Command) (sim.Study, error) {
+	// Pointers, not copies: applySimPreset re-sets explicit flags, which
+	// write through their bindings into o.
+	cfg, st := &o.cfg, &o.st
+	var err error
+	if cfg.Policies, err = sim.ParsePolicies(o.policies); err != nil {
+		return *st, err
+	}
+	if err := applySimPreset(cmd, cfg, o.preset); err != nil {
+		return *st, err
+	}
+	if err := app.LogFeatures(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cfg.Router.EnableFeature); err != nil {
+		return *st, err
+	}
+	if cfg.Tiers, err = mocker.ParseTierSizes(o.tiers); err != nil {
+		return *st, err
+	}
+	if cfg.Disagg.Pools, err = router.ParsePools(o.disagg); err != nil {
+		return *st, err
+	}
+	if cfg.Disagg.Policies, err = router.ParseDisaggPolicies(o.disaggPolicies); err != nil {
+		return *st, err
+	}
+	if cfg.Disagg.Enabled() && !cmd.Flags().Changed("workers") {
+		cfg.Workers = cfg.Disagg.Prefill + cfg.Disagg.Decode
+	}
+	if cfg.Disagg.Enabled() && !cmd.Flags().Changed("policies") {
+		// Disaggregation is the router's: leave out the
+		// simulator-only cache-aware baseline.
+		cfg.Policies = slices.DeleteFunc(cfg.Policies, func(p sim.Policy) bool { return p == sim.PolicyCacheAware })
+	}
+	if o.onboardCost {
+		cfg.Router.Selector.Onboard = sim.OnboardModel(cfg.Engine.Tiers, cfg.BlockSize)
+	}
+	st.Config, st.Preset, st.Charts = *cfg, o.preset, charts.WriteSim
+	st.Traces = traces.Names
+	switch {
+	case cmd.Flags().Changed("traces"):
+		st.Traces = splitList(o.traceList)
+	case o.tracePath != "":
+		st.Traces = []string{o.tracePath}
+	}
+	if st.Loads, err = sim.ParseLoads(o.loads); err != nil {
+		return *st, err
+	}
+	if o.seedList != "" {
+		if st.Seeds, err = sim.ParseSeeds(o.seedList); err != nil {
+			return *st, err
+		}
+		if cmd.Flags().Changed("seed") {
+			return *st, errors.New("--seeds and --seed exclude each other")
+		}
+	}
+	return *st, nil
+}
+
+// bindSimFlags binds sim's flags to o.
+func bindSimFlags(f *pflag.FlagSet, o *simOptions) {
+	f.StringVar(&o.tracePath, "trace", "", "one trace: a shipped trace's name or a file (Mooncake JSONL or Azure CSV, plain or gzip); same as --traces with one entry")
+	f.StringVar(&o.traceList, "traces", strings.Join(traces.Names, ","), "comma-separated traces: shipped names ("+strings.Join(traces.Names, ", ")+") or files")
+	f.StringVar(&o.preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); explicit router flags override it")
+	f.BoolVar(&o.st.Full, "full", false, "also print every report's full table (latencies, tokens, throughput, imbalance)")
+	f.IntVar(&o.cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
+	f.StringVar(&o.policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
+	f.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, "fleet size (engines)")
+	f.Float64Var(&o.cfg.RateScale, "rate-scale", o.cfg.RateScale, "multiply the trace's arrival rate")
+	f.DurationVar(&o.cfg.EventDelay, "event-delay", o.cfg.EventDelay, "simulated delay of KV events to the kv policy's index")
+	f.DurationVar(&o.cfg.MetricsDelay, "metrics-delay", o.cfg.MetricsDelay, "simulated delay of worker KV usage reports (busy thresholds)")
+	f.Uint64Var(&o.cfg.Seed, "seed", o.cfg.Seed, "seed of every random source")
+	f.StringVar(&o.seedList, "seeds", "", "with --loads: run every cell at each of these seeds (e.g. 1,2,3) and print per policy the mean and range, and per cell a verdict on the means that says when kv's loss is within seed noise, beside each seed's strict verdict")
+	f.Float64Var(&o.st.LoadJitter, "load-jitter", 0, "with --seeds: run the i-th of n seeds at (1 + J*d_i) times each load's rate, d_i evenly in [-1, 1] (e.g. 0.001: the seed alone changes only random tie draws)")
+	f.IntVar(&o.cfg.Parallel, "parallel", 0, "policies simulated at once (0 = GOMAXPROCS)")
+	// Engine.
+	f.IntVar(&o.cfg.BlockSize, "block-size", o.cfg.BlockSize, "KV block size in tokens (engines and router)")
+	f.IntVar(&o.cfg.Engine.NumBlocks, "num-blocks", o.cfg.Engine.NumBlocks, "KV blocks per engine")
+	f.IntVar(&o.cfg.Engine.MaxNumSeqs, "max-num-seqs", o.cfg.Engine.MaxNumSeqs, "max running requests per engine")
+	f.IntVar(&o.cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", o.cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
+	f.Float64Var(&o.cfg.Engine.Watermark, "watermark", o.cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
+	f.StringVar(&o.tiers, "tiers", "", "lower KV tiers (DESIGN.md §7): host=4x,disk=16x[,shared=64x], each a multiple of --num-blocks or a block count; shared is one G4 store for the fleet (default: G1 only)")
+	f.BoolVar(&o.cfg.Engine.Tiers.WriteThrough, "write-through", false, "tiers: offload every computed block (default: offload on G1 eviction)")
+	f.IntVar(&o.cfg.Engine.Tiers.MinReuse, "offload-min-reuse", 0, "tiers: offload only blocks reused at least this many times (0 = all)")
+	bindSimRouterFlags(f, &o.cfg, &o.onboardCost)
+	// Disaggregated prefill and decode (DESIGN.md §10).
+	f.StringVar(&o.disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode workers (sets --workers to P+D); every router policy runs once per --disagg-policy")
+	f.StringVar(&o.disaggPolicies, "disagg-policy", o.cfg.Router.Disagg.Policy.String(), "with --disagg: comma-separated conditional policies to compare, each a row: "+strings.Join(router.DisaggPolicyNames(), ", "))
+	f.IntVar(&o.cfg.Router.Disagg.ISLThreshold, "disagg-isl-threshold", o.cfg.Router.Disagg.ISLThreshold, "isl, isl-or-load: run aggregated below this many uncached prompt tokens")
+	f.Float64Var(&o.cfg.Router.Disagg.LoadThreshold, "disagg-load-threshold", o.cfg.Router.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog (engine steps)")
+	f.Float64Var(&o.cfg.Router.Disagg.TransferWeight, "disagg-transfer-weight", o.cfg.Router.Disagg.TransferWeight, "decode hop: cost of receiving a block relative to computing it")
+	f.Float64Var(&o.cfg.Engine.KVTransfer.Bandwidth, "kv-transfer-bandwidth", o.cfg.Engine.KVTransfer.Bandwidth, "disagg: prefill-to-decode KV bandwidth, bytes/s")
+	f.DurationVar(&o.cfg.Engine.KVTransfer.Latency, "kv-transfer-latency", o.cfg.Engine.KVTransfer.Latency, "disagg: latency per KV transfer")
+	// Cache-aware knobs.
+	ca := &o.cfg.CacheAware
+	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")
+	f.IntVar(&ca.BalanceAbsThreshold, "ca-balance-abs", ca.BalanceAbsThreshold, "cache-aware: imbalance when max-min in-flight > this ...")
+	f.Float64Var(&ca.BalanceRelThreshold, "ca-balance-rel", ca.BalanceRelThreshold, "cache-aware: ... and max > this * min")
+	f.DurationVar(&ca.EvictionInterval, "ca-eviction-interval", ca.EvictionInterval, "cache-aware: tree eviction period")
+	f.IntVar(&ca.MaxTreeTokens, "ca-max-tree-tokens", ca.MaxTreeTokens, "cache-aware: tree size bound per worker, tokens")
+	// Capacity.
+	f.BoolVar(&o.st.FindCapacity, "find-capacity", false, "measure the fleet's capacity and print the rate scales of --loads")
+	f.StringVar(&o.loads, "loads", "", "comma-separated fractions of capacity to run (e.g. 0.5,0.7,0.9); implies --find-capacity")
+	f.Float64Var(&o.st.CapacityScale, "capacity-rate-scale", 0, "known capacity as a rate scale (from an earlier --find-capacity); skips measuring it")
+	f.StringVar(&o.st.CapacityPolicy, "capacity-policy", string(sim.PolicyRoundRobin), "policy whose saturated throughput defines capacity (keep a state-independent one: round-robin or random)")
+	// Output.
+	f.BoolVar(&o.st.JSON, "json", false, "print the report as JSON")
+	f.StringVar(&o.st.OutDir, "out", "", "directory for CSV and PNG charts (TTFT CDF, hit rate per policy)")
+	f.BoolVar(&o.quiet, "quiet", false, "no progress (a bar when stderr is a terminal, else a line per quarter of each run)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	f.StringVar(&o.st.DumpPath, "dump-requests", "", "write every completed request of every policy and run to this file as JSON lines: worker, predicted vs cached blocks, predicted vs actual TTFT and the chosen candidate's cost terms, the engine's queue on arrival (not with --seeds)")
+}
+
+// bindSimRouterFlags binds the router knobs of the kv, approx and load
+// policies.
+func bindSimRouterFlags(f *pflag.FlagSet, cfg *sim.Config, onboardCost *bool) {
+	// Router knobs (kv, approx, load).
+	s := &cfg.Router.Selector
+	cli.TextVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
+	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
+	f.Float64Var(&s.HostWeight, "host-weight", s.HostWeight, "router: credit per host-tier block (1 with --disk-weight 1: tier-blind; 0 ignores the tier)")
+	f.Float64Var(&s.DiskWeight, "disk-weight", s.DiskWeight, "router: credit per disk-tier block (0 ignores the tier)")
+	f.Float64Var(&s.SharedWeight, "shared-weight", s.SharedWeight, "router: credit per block of the fleet's shared G4 store (0: counts only after onboarding)")
+	f.BoolVar(onboardCost, "onboard-cost", false, "router (time cost): charge the load time of lower-tier hits over the engines' links (selector.Onboard)")
+	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
+	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
+	f.Float64Var(&s.ActiveRequestWeight, "active-request-weight", s.ActiveRequestWeight, "router: blocks charged per active request")
+	f.Float64Var(&s.ImposedWeight, "imposed-weight", s.ImposedWeight, "router (time cost): weight of the prefill time a request adds to its worker's queue (0 = its own TTFT only)")
+	f.BoolVar(&s.PassModel, "pass-model", s.PassModel, "router (time cost): price the queue as the engine batches it: the pass in flight (modeled from first tokens), then shared passes with the prefill pending behind it (false = the queue ahead in passes of its own)")
+	f.BoolVar(&s.TieUtilization, "tie-utilization", s.TieUtilization, "router: at temperature 0, give a cost tie to the least utilized rank before picking at random (false = at random)")
+	f.Float64Var(&s.Temperature, "temperature", s.Temperature, "router: softmax temperature (0 = argmin)")
+	f.Float64Var(&s.BusyKVUsage, "busy-kv-usage", s.BusyKVUsage, "router: busy threshold on KV usage fraction (0 = off)")
+	f.Float64Var(&s.BusyPrefillFraction, "busy-prefill-fraction", s.BusyPrefillFraction, "router: busy threshold on active prefill / max batched tokens (0 = off)")
+	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
+	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
+	f.BoolVar(&cfg.Router.Predict.Active, "predict-active", cfg.Router.Predict.Active, "router: credit the prefix a worker's active requests hold (kv; resident until they end, whatever the events say yet)")
+	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
+	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
+	cli.BindCostKnobs(f, &cfg.Router, "router, ")
+	f.DurationVar(&cfg.Router.Index.Approx.TTL, "approx-ttl", cfg.Router.Index.Approx.TTL, "router: approx TTL")
+}
+
+// simLong is sim's --help text.
+const simLong = `sim replays a Mooncake trace against a simulated fleet: --workers mocker engine
 cores on simulated time (each steps through forward passes whose modeled
 durations advance its clock), with the router core in front. KV events reach
 the kv policy's index --event-delay after their pass; first tokens and
@@ -84,157 +254,13 @@ The router knobs (--cost, --imposed-weight, --predict-ttl, --overlap-credit,
 Dynamo's block cost and defaults (explicit flags still override).
 
 With --json stdout carries the JSON alone (text goes to stderr). The same
-flags and --seed always give the same figures.`,
-		Example: `  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
+flags and --seed always give the same figures.`
+
+const simExample = `  kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --limit 3000
   kvrouter-study sim --traces conversation,synth --loads 0.7 --preset dynamo
   kvrouter-study sim --workers 8 --loads 0.5,0.7,0.9 --seeds 1,2,3 --load-jitter 0.001
   kvrouter-study sim --trace my_trace.jsonl.gz --rate-scale 4 --policies kv,round-robin --json
-  kvrouter-study sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if cfg.Policies, err = sim.ParsePolicies(policies); err != nil {
-				return err
-			}
-			if err := applySimPreset(cmd, &cfg, preset); err != nil {
-				return err
-			}
-			if err := app.LogFeatures(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)), cfg.Router.EnableFeature); err != nil {
-				return err
-			}
-			if cfg.Tiers, err = mocker.ParseTierSizes(tiers); err != nil {
-				return err
-			}
-			if cfg.Disagg.Pools, err = router.ParsePools(disagg); err != nil {
-				return err
-			}
-			if cfg.Disagg.Policies, err = router.ParseDisaggPolicies(disaggPolicies); err != nil {
-				return err
-			}
-			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("workers") {
-				cfg.Workers = cfg.Disagg.Prefill + cfg.Disagg.Decode
-			}
-			if cfg.Disagg.Enabled() && !cmd.Flags().Changed("policies") {
-				// Disaggregation is the router's: leave out the
-				// simulator-only cache-aware baseline.
-				cfg.Policies = slices.DeleteFunc(cfg.Policies, func(p sim.Policy) bool { return p == sim.PolicyCacheAware })
-			}
-			if onboardCost {
-				cfg.Router.Selector.Onboard = sim.OnboardModel(cfg.Engine.Tiers, cfg.BlockSize)
-			}
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return err
-				}
-				defer pprof.StopCPUProfile()
-			}
-			st.Config, st.Preset, st.Charts = cfg, preset, charts.WriteSim
-			st.Traces = traces.Names
-			switch {
-			case cmd.Flags().Changed("traces"):
-				st.Traces = splitList(traceList)
-			case tracePath != "":
-				st.Traces = []string{tracePath}
-			}
-			if st.Loads, err = sim.ParseLoads(loadsFlag); err != nil {
-				return err
-			}
-			if seedList != "" {
-				if st.Seeds, err = sim.ParseSeeds(seedList); err != nil {
-					return err
-				}
-				if cmd.Flags().Changed("seed") {
-					return errors.New("--seeds and --seed exclude each other")
-				}
-			}
-			var prog sim.ProgressFunc
-			if !quiet {
-				prog = func(desc string) sim.Progress { return progress.Func(cmd.ErrOrStderr(), desc) }
-			}
-			return st.Run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), prog)
-		},
-	}
-	f := c.Flags()
-	f.StringVar(&tracePath, "trace", "", "one trace: a shipped trace's name or a file (Mooncake JSONL or Azure CSV, plain or gzip); same as --traces with one entry")
-	f.StringVar(&traceList, "traces", strings.Join(traces.Names, ","), "comma-separated traces: shipped names ("+strings.Join(traces.Names, ", ")+") or files")
-	f.StringVar(&preset, "preset", "", "router cost preset: default (time cost) or dynamo (Dynamo's formula and defaults); explicit router flags override it")
-	f.BoolVar(&st.Full, "full", false, "also print every report's full table (latencies, tokens, throughput, imbalance)")
-	f.IntVar(&cfg.Limit, "limit", 0, "simulate only the first N requests (0 = all)")
-	f.StringVar(&policies, "policies", "all", "comma-separated policies: kv, approx, load, round-robin, random, cache-aware (all)")
-	f.IntVar(&cfg.Workers, "workers", cfg.Workers, "fleet size (engines)")
-	f.Float64Var(&cfg.RateScale, "rate-scale", cfg.RateScale, "multiply the trace's arrival rate")
-	f.DurationVar(&cfg.EventDelay, "event-delay", cfg.EventDelay, "simulated delay of KV events to the kv policy's index")
-	f.DurationVar(&cfg.MetricsDelay, "metrics-delay", cfg.MetricsDelay, "simulated delay of worker KV usage reports (busy thresholds)")
-	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of every random source")
-	f.StringVar(&seedList, "seeds", "", "with --loads: run every cell at each of these seeds (e.g. 1,2,3) and print per policy the mean and range, and per cell a verdict on the means that says when kv's loss is within seed noise, beside each seed's strict verdict")
-	f.Float64Var(&st.LoadJitter, "load-jitter", 0, "with --seeds: run the i-th of n seeds at (1 + J*d_i) times each load's rate, d_i evenly in [-1, 1] (e.g. 0.001: the seed alone changes only random tie draws)")
-	f.IntVar(&cfg.Parallel, "parallel", 0, "policies simulated at once (0 = GOMAXPROCS)")
-	// Engine.
-	f.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "KV block size in tokens (engines and router)")
-	f.IntVar(&cfg.Engine.NumBlocks, "num-blocks", cfg.Engine.NumBlocks, "KV blocks per engine")
-	f.IntVar(&cfg.Engine.MaxNumSeqs, "max-num-seqs", cfg.Engine.MaxNumSeqs, "max running requests per engine")
-	f.IntVar(&cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
-	f.Float64Var(&cfg.Engine.Watermark, "watermark", cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
-	f.StringVar(&tiers, "tiers", "", "lower KV tiers (DESIGN.md §7): host=4x,disk=16x[,shared=64x], each a multiple of --num-blocks or a block count; shared is one G4 store for the fleet (default: G1 only)")
-	f.BoolVar(&cfg.Engine.Tiers.WriteThrough, "write-through", false, "tiers: offload every computed block (default: offload on G1 eviction)")
-	f.IntVar(&cfg.Engine.Tiers.MinReuse, "offload-min-reuse", 0, "tiers: offload only blocks reused at least this many times (0 = all)")
-	// Router knobs (kv, approx, load).
-	s := &cfg.Router.Selector
-	cli.TextVar(f, &s.Cost, "cost", "router: cost model, time (default: time to first token from the worker timing model) or blocks (Dynamo's)")
-	f.Float64Var(&s.OverlapCredit, "overlap-credit", s.OverlapCredit, "router: credit per overlapping device block (kv, approx)")
-	f.Float64Var(&s.HostWeight, "host-weight", s.HostWeight, "router: credit per host-tier block (1 with --disk-weight 1: tier-blind; 0 ignores the tier)")
-	f.Float64Var(&s.DiskWeight, "disk-weight", s.DiskWeight, "router: credit per disk-tier block (0 ignores the tier)")
-	f.Float64Var(&s.SharedWeight, "shared-weight", s.SharedWeight, "router: credit per block of the fleet's shared G4 store (0: counts only after onboarding)")
-	f.BoolVar(&onboardCost, "onboard-cost", false, "router (time cost): charge the load time of lower-tier hits over the engines' links (selector.Onboard)")
-	f.Float64Var(&s.PrefillLoadScale, "prefill-load-scale", s.PrefillLoadScale, "router: weight of the prefill term")
-	f.Float64Var(&s.CreditDecay, "credit-decay", s.CreditDecay, "router: overlap credit decay with excess prefill backlog")
-	f.Float64Var(&s.ActiveRequestWeight, "active-request-weight", s.ActiveRequestWeight, "router: blocks charged per active request")
-	f.Float64Var(&s.ImposedWeight, "imposed-weight", s.ImposedWeight, "router (time cost): weight of the prefill time a request adds to its worker's queue (0 = its own TTFT only)")
-	f.BoolVar(&s.PassModel, "pass-model", s.PassModel, "router (time cost): price the queue as the engine batches it: the pass in flight (modeled from first tokens), then shared passes with the prefill pending behind it (false = the queue ahead in passes of its own)")
-	f.BoolVar(&s.TieUtilization, "tie-utilization", s.TieUtilization, "router: at temperature 0, give a cost tie to the least utilized rank before picking at random (false = at random)")
-	f.Float64Var(&s.Temperature, "temperature", s.Temperature, "router: softmax temperature (0 = argmin)")
-	f.Float64Var(&s.BusyKVUsage, "busy-kv-usage", s.BusyKVUsage, "router: busy threshold on KV usage fraction (0 = off)")
-	f.Float64Var(&s.BusyPrefillFraction, "busy-prefill-fraction", s.BusyPrefillFraction, "router: busy threshold on active prefill / max batched tokens (0 = off)")
-	f.Float64Var(&cfg.Router.Queue.Threshold, "queue-threshold", cfg.Router.Queue.Threshold, "router: wait queue threshold (0 = off)")
-	f.DurationVar(&cfg.Router.Predict.TTL, "predict-ttl", cfg.Router.Predict.TTL, "router: lifetime of the predicted side index (kv; 0 = off)")
-	f.BoolVar(&cfg.Router.Predict.Active, "predict-active", cfg.Router.Predict.Active, "router: credit the prefix a worker's active requests hold (kv; resident until they end, whatever the events say yet)")
-	f.BoolVar(&cfg.Router.TrackOutputBlocks, "track-output-blocks", cfg.Router.TrackOutputBlocks, "router: charge expected output blocks as decode load")
-	f.BoolVar(&cfg.ExactOutput, "exact-output", cfg.ExactOutput, "with --track-output-blocks: charge each request's true output length (an oracle) instead of the running average of completed requests' outputs")
-	cli.BindCostKnobs(f, &cfg.Router, "router, ")
-	f.DurationVar(&cfg.Router.Index.Approx.TTL, "approx-ttl", cfg.Router.Index.Approx.TTL, "router: approx TTL")
-	// Disaggregated prefill and decode (DESIGN.md §10).
-	f.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode workers (sets --workers to P+D); every router policy runs once per --disagg-policy")
-	f.StringVar(&disaggPolicies, "disagg-policy", cfg.Router.Disagg.Policy.String(), "with --disagg: comma-separated conditional policies to compare, each a row: "+strings.Join(router.DisaggPolicyNames(), ", "))
-	f.IntVar(&cfg.Router.Disagg.ISLThreshold, "disagg-isl-threshold", cfg.Router.Disagg.ISLThreshold, "isl, isl-or-load: run aggregated below this many uncached prompt tokens")
-	f.Float64Var(&cfg.Router.Disagg.LoadThreshold, "disagg-load-threshold", cfg.Router.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog (engine steps)")
-	f.Float64Var(&cfg.Router.Disagg.TransferWeight, "disagg-transfer-weight", cfg.Router.Disagg.TransferWeight, "decode hop: cost of receiving a block relative to computing it")
-	f.Float64Var(&cfg.Engine.KVTransfer.Bandwidth, "kv-transfer-bandwidth", cfg.Engine.KVTransfer.Bandwidth, "disagg: prefill-to-decode KV bandwidth, bytes/s")
-	f.DurationVar(&cfg.Engine.KVTransfer.Latency, "kv-transfer-latency", cfg.Engine.KVTransfer.Latency, "disagg: latency per KV transfer")
-	// Cache-aware knobs.
-	ca := &cfg.CacheAware
-	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")
-	f.IntVar(&ca.BalanceAbsThreshold, "ca-balance-abs", ca.BalanceAbsThreshold, "cache-aware: imbalance when max-min in-flight > this ...")
-	f.Float64Var(&ca.BalanceRelThreshold, "ca-balance-rel", ca.BalanceRelThreshold, "cache-aware: ... and max > this * min")
-	f.DurationVar(&ca.EvictionInterval, "ca-eviction-interval", ca.EvictionInterval, "cache-aware: tree eviction period")
-	f.IntVar(&ca.MaxTreeTokens, "ca-max-tree-tokens", ca.MaxTreeTokens, "cache-aware: tree size bound per worker, tokens")
-	// Capacity.
-	f.BoolVar(&st.FindCapacity, "find-capacity", false, "measure the fleet's capacity and print the rate scales of --loads")
-	f.StringVar(&loadsFlag, "loads", "", "comma-separated fractions of capacity to run (e.g. 0.5,0.7,0.9); implies --find-capacity")
-	f.Float64Var(&st.CapacityScale, "capacity-rate-scale", 0, "known capacity as a rate scale (from an earlier --find-capacity); skips measuring it")
-	f.StringVar(&st.CapacityPolicy, "capacity-policy", string(sim.PolicyRoundRobin), "policy whose saturated throughput defines capacity (keep a state-independent one: round-robin or random)")
-	// Output.
-	f.BoolVar(&st.JSON, "json", false, "print the report as JSON")
-	f.StringVar(&st.OutDir, "out", "", "directory for CSV and PNG charts (TTFT CDF, hit rate per policy)")
-	f.BoolVar(&quiet, "quiet", false, "no progress (a bar when stderr is a terminal, else a line per quarter of each run)")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
-	f.StringVar(&st.DumpPath, "dump-requests", "", "write every completed request of every policy and run to this file as JSON lines: worker, predicted vs cached blocks, predicted vs actual TTFT and the chosen candidate's cost terms, the engine's queue on arrival (not with --seeds)")
-	clihelp.Apply(c, clihelp.Help{Sections: simSections, Renamed: map[string]string{"speed": "rate-scale"}})
-	return c
-}
+  kvrouter-study sim --trace conversation --loads 0.5,0.7,0.9 --capacity-rate-scale 6.8 --out sim-out`
 
 // simSections groups sim's flags for --help.
 var simSections = []clihelp.Section{

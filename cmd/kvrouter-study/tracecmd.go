@@ -1,15 +1,12 @@
 package main
 
 import (
-	"compress/gzip"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kvrouter/kvrouter/internal/traces"
 	"github.com/kvrouter/kvrouter/trace"
 )
 
@@ -53,21 +50,12 @@ this command's defaults with --seed 1.`,
 			if err != nil {
 				return err
 			}
-			var w io.Writer = cmd.OutOrStdout()
 			if out != "" && out != "-" {
-				f, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				w = f
-				if strings.HasSuffix(out, ".gz") {
-					gz, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
-					defer gz.Close()
-					w = gz
-				}
+				err = traces.WriteFile(out, recs)
+			} else {
+				err = trace.Write(cmd.OutOrStdout(), recs)
 			}
-			if err := trace.Write(w, recs); err != nil {
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%d requests over %.0fs\n", len(recs), recs[len(recs)-1].Timestamp.Seconds())

@@ -65,17 +65,10 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			done := make(chan error, 1)
-			go func() { done <- f.Run(ctx) }()
-			select {
-			case <-f.Ready():
-				printBanner(f, sc.Frontend.APIKeys)
-			case err := <-done:
-				return err
+			ready, err := f.RunAnnounced(cmd.Context(), os.Stdout, sc.Frontend.APIKeys)
+			if ready {
+				fmt.Fprintln(os.Stderr, "kvrouter: stopped")
 			}
-			err = <-done
-			fmt.Fprintln(os.Stderr, "kvrouter: stopped")
 			return err
 		},
 	}
@@ -119,28 +112,3 @@ var upSections = []clihelp.Section{
 
 // newFleet builds up's fleet (a test sees the config up built).
 var newFleet = fleet.New
-
-func printBanner(f *fleet.Fleet, keys []string) {
-	auth := ""
-	if len(keys) > 0 {
-		auth = " -H 'Authorization: Bearer " + keys[0] + "'"
-	}
-	if p, d := f.Pools(); p > 0 {
-		fmt.Printf("disaggregated: %d prefill and %d decode workers (x-kvrouter-prefill-worker names the prefill hop)\n", p, d)
-	}
-	fmt.Printf(`kvrouter is up: router %s, %d mocker workers, embedded NATS %s
-
-Try a streamed completion:
-
-  curl -sN %s/v1/completions -H 'Content-Type: application/json'%s \
-    -d '{"model":"kvrouter-mock","prompt":"Explain KV-cache-aware routing in one paragraph.","max_tokens":32,"stream":true}'
-
-Add -i to see which worker served it (x-kvrouter-worker) and the cached prefix it found
-(x-kvrouter-overlap-blocks). Send a long prompt twice: the second lands on the same worker.
-Routing decision without proxying:  curl -s %s/route -d '{"prompt":"hello"}'
-Metrics:                            curl -s %s/metrics | grep ^kvrouter_
-Index per worker:                   curl -s %s/debug/index
-
-Ctrl-C stops everything.
-`, f.URL(), len(f.Workers()), f.NATSURL(), f.URL(), auth, f.URL(), f.URL(), f.URL())
-}
