@@ -325,12 +325,12 @@ func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 			h.backoff = min(max(2*h.backoff, p.cfg.LoadPollInterval), probeMaxBackoff)
 			h.probeAt = now.Add(h.backoff)
 			p.eng.mu.Unlock()
-			p.m.eng.probes.WithLabelValues("down").Inc()
+			p.m.probes.WithLabelValues("down").Inc()
 			return
 		}
 		h.backoff, h.fails = 0, 0
 		p.eng.mu.Unlock()
-		p.m.eng.probes.WithLabelValues("up").Inc()
+		p.m.probes.WithLabelValues("up").Inc()
 		p.markUp(w.ID)
 	}
 	var rep engineReport

@@ -29,15 +29,10 @@ type metrics struct {
 	tokenize      prometheus.Histogram
 	inflight      prometheus.Gauge
 	retries       prometheus.Counter
-	workerDown    prometheus.Counter
-	workerRefused *prometheus.CounterVec
-	selfTests     *prometheus.CounterVec // worker, outcome (selftest.go)
-	workerKV      *prometheus.GaugeVec
-	workerPrefill *prometheus.GaugeVec
 	authFailures  prometheus.Counter
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
-	eng           *engineMetrics // engine health and predicted vs reported hits (predict.go)
+	predict       *predictMetrics // predicted vs reported hits (predict.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -77,17 +72,6 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Requests being proxied."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
 			Help: "Requests retried on another worker after a connect failure."}),
-		workerDown: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_down_total",
-			Help: "Times a worker was taken out of routing as unreachable."}),
-		workerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_workers_refused_total",
-			Help: "Workers refused at registration, by reason."}, []string{"reason"}),
-		selfTests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_tokenizer_selftest_total",
-			Help: "Tokenizer self-tests of workers (router vs engine /tokenize on canary prompts), by outcome: match, mismatch, unavailable, error."},
-			[]string{"worker", "outcome"}),
-		workerKV: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_kv_usage",
-			Help: "KV usage reported by each worker."}, []string{"worker"}),
-		workerPrefill: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kvrouter_worker_active_prefill_tokens",
-			Help: "Active prefill tokens reported by each worker."}, []string{"worker"}),
 		authFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_auth_failures_total",
 			Help: "Requests refused for a missing or wrong API key."}),
 		limitRejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_limit_rejected_total",
@@ -97,8 +81,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
 		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
-		m.inflight, m.retries, m.workerDown, m.workerRefused, m.selfTests, m.workerKV,
-		m.workerPrefill, m.authFailures, m.limitRejects, m.swept,
+		m.inflight, m.retries, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_active_requests", Help: "Requests tracked by the load tracker."},
@@ -109,7 +92,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		newSessionGauge(s),
 	)
 	registerRuntime(reg)
-	m.eng = newEngineMetrics(reg)
+	m.predict = newPredictMetrics(reg)
 	return m
 }
 

@@ -28,7 +28,7 @@ type pool struct {
 	log      *slog.Logger
 	client   *http.Client
 	rt       fleetRouter
-	m        *metrics
+	m        *poolMetrics
 	eng      *engineState // per-worker health (engine.go), shared with the self-test
 	adapters *adapterSet
 
@@ -48,7 +48,7 @@ type fleetRouter interface {
 var _ fleetRouter = (*router.Router)(nil)
 
 // init readies a zero pool (New's field).
-func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *metrics, adapters *adapterSet) {
+func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *poolMetrics, adapters *adapterSet) {
 	p.cfg, p.log, p.client, p.rt, p.m = cfg, cfg.Logger, client, rt, m
 	p.eng = &engineState{w: map[uint64]*workerHealth{}}
 	p.adapters = adapters

@@ -51,19 +51,8 @@ func newTestPool(t *testing.T) (*pool, *poolLog) {
 	cfg.Events.OnWorkerDown = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerDown %d", id)) }
 	cfg.Events.OnWorkerUp = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerUp %d", id)) }
 	p := &pool{}
-	p.init(cfg, nil, l, testMetrics(), newAdapterSet(nil))
+	p.init(cfg, nil, l, newPoolMetrics(prometheus.NewRegistry()), newAdapterSet(nil))
 	return p, l
-}
-
-// testMetrics are the counters the pool touches, unregistered.
-func testMetrics() *metrics {
-	vec := func(name string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name}, []string{"reason"})
-	}
-	return &metrics{workerDown: prometheus.NewCounter(prometheus.CounterOpts{Name: "down"}),
-		workerRefused: vec("refused"),
-		workerKV:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kv"}, []string{"worker"}),
-		workerPrefill: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "prefill"}, []string{"worker"})}
 }
 
 func (l *poolLog) take() string {

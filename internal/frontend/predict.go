@@ -15,19 +15,16 @@ import (
 // accuracy appears in GET /debug/index, and a sustained gap logs one
 // diagnosis naming the likely cause.
 
-// engineMetrics are the frontend's engine-facing metrics.
-type engineMetrics struct {
-	probes    *prometheus.CounterVec // outcome: up, down
+// predictMetrics are the prediction check's series.
+type predictMetrics struct {
 	predicted *prometheus.CounterVec // worker
 	reported  *prometheus.CounterVec // worker
 	gap       prometheus.Histogram
 	diagnoses *prometheus.CounterVec // cause
 }
 
-func newEngineMetrics(reg *prometheus.Registry) *engineMetrics {
-	m := &engineMetrics{
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_worker_health_probes_total",
-			Help: "GET /health probes of down workers, by outcome (up: back in routing)."}, []string{"outcome"}),
+func newPredictMetrics(reg *prometheus.Registry) *predictMetrics {
+	m := &predictMetrics{
 		predicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_predicted_cached_tokens_total",
 			Help: "Cached prompt tokens the router predicted (device overlap x block size), over requests whose engine reported usage."}, []string{"worker"}),
 		reported: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_reported_cached_tokens_total",
@@ -38,7 +35,7 @@ func newEngineMetrics(reg *prometheus.Registry) *engineMetrics {
 		diagnoses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_prediction_diagnoses_total",
 			Help: "Sustained prediction gaps diagnosed, by likely cause."}, []string{"cause"}),
 	}
-	reg.MustRegister(m.probes, m.predicted, m.reported, m.gap, m.diagnoses)
+	reg.MustRegister(m.predicted, m.reported, m.gap, m.diagnoses)
 	return m
 }
 
@@ -215,9 +212,9 @@ func (r *flightRecorder) checkPrediction(worker uint64, c *predictionCheck) {
 	bs := r.blockSize
 	predicted := min(c.overlapBlocks*bs, c.isl)
 	w := strconv.FormatUint(worker, 10)
-	r.m.eng.predicted.WithLabelValues(w).Add(float64(predicted))
-	r.m.eng.reported.WithLabelValues(w).Add(float64(c.cached))
-	r.m.eng.gap.Observe(float64(predicted - c.cached))
+	r.m.predict.predicted.WithLabelValues(w).Add(float64(predicted))
+	r.m.predict.reported.WithLabelValues(w).Add(float64(c.cached))
+	r.m.predict.gap.Observe(float64(predicted - c.cached))
 	ebs := r.engines.engineBlockSize(worker)
 	mismatch := ebs != 0 && ebs != bs
 	// An engine that counts a prompt at another length tokenized it
@@ -226,7 +223,7 @@ func (r *flightRecorder) checkPrediction(worker uint64, c *predictionCheck) {
 	tokensDiffer := c.reportedPrompt > 0 && (c.reportedPrompt/bs != c.isl/bs)
 	if cause := r.preds.observe(worker, predicted, c.cached, bs, tokensDiffer, mismatch); cause != "" {
 		p := r.preds.snapshot(worker)
-		r.m.eng.diagnoses.WithLabelValues(cause).Inc()
+		r.m.predict.diagnoses.WithLabelValues(cause).Inc()
 		r.log.Warn("prefix-hit prediction gap: "+causeText(cause), "worker", worker, "cause", cause,
 			"requests", p.Requests, "predicted_cached_tokens", p.Predicted, "reported_cached_tokens", p.Reported,
 			"accuracy", p.Accuracy)

@@ -236,7 +236,7 @@ func TestSelfTestOutcomes(t *testing.T) {
 		t.Errorf("mismatch log lines %q, want one naming worker 2, model m1, position 3", ls)
 	}
 	for id, o := range want {
-		if n := testutil.ToFloat64(s.m.selfTests.WithLabelValues(fmt.Sprint(id), o)); n != 1 {
+		if n := testutil.ToFloat64(s.pool.m.selfTests.WithLabelValues(fmt.Sprint(id), o)); n != 1 {
 			t.Errorf("kvrouter_tokenizer_selftest_total{worker=%d,outcome=%s} = %v, want 1", id, o, n)
 		}
 	}
@@ -304,7 +304,7 @@ func TestSelfTestRetryAndRestart(t *testing.T) {
 		t.Errorf("after the restart: %+v, want a mismatch forwarding no ids", res)
 	}
 	for o, want := range map[string]float64{SelfTestError: 1, SelfTestMatch: 1, SelfTestMismatch: 1} {
-		if n := testutil.ToFloat64(s.m.selfTests.WithLabelValues("1", o)); n != want {
+		if n := testutil.ToFloat64(s.pool.m.selfTests.WithLabelValues("1", o)); n != want {
 			t.Errorf("outcome %s counted %v times, want %v", o, n, want)
 		}
 	}

@@ -144,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
-	s.pool.init(&s.cfg, s.client, rt, s.m, s.adapters)
+	s.pool.init(&s.cfg, s.client, rt, newPoolMetrics(cfg.Registry), s.adapters)
 	s.sink.Attach(rt, sink.RanksFunc(s.pool.dpSize))
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
