@@ -423,7 +423,7 @@ func (p *pool) checkEngineConfig(w *Worker, rep engineReport) bool {
 	switch {
 	case mismatch && (prevRefused == "" || changedBS):
 		p.markDown(w.ID)
-		p.m.workerRefused.WithLabelValues("block_size").Inc()
+		p.CountRefused("block_size")
 		p.log.Error("worker refused: engine block size mismatch; its KV events would never match",
 			"worker", w.ID, "url", w.URL, "engine_block_size", rep.BlockSize, "router_block_size", bs)
 		return false

@@ -13,7 +13,7 @@ import (
 // CountWorkerRefused counts a refused worker registration by reason
 // (kvrouter_workers_refused_total; discovery.Fleet.OnRefused).
 func (s *Server) CountWorkerRefused(reason string) {
-	s.pool.m.workerRefused.WithLabelValues(reason).Inc()
+	s.pool.CountRefused(reason)
 }
 
 // routeExtras adds the opt-in admin endpoints (Hardening.Pprof).

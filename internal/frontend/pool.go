@@ -65,7 +65,7 @@ func (p *pool) add(w Worker) error {
 	w.Info.ID = w.ID
 	if err := p.rt.AddWorker(w.Info); err != nil {
 		if errors.Is(err, router.ErrBlockSize) {
-			p.m.workerRefused.WithLabelValues("block_size").Inc()
+			p.CountRefused("block_size")
 		}
 		return fmt.Errorf("frontend: add worker %d: %w", w.ID, err)
 	}
@@ -78,6 +78,13 @@ func (p *pool) add(w Worker) error {
 	p.mu.Unlock()
 	p.log.Info("worker added", "worker", w.ID, "url", w.URL)
 	return nil
+}
+
+// CountRefused counts a refused worker registration by reason
+// (kvrouter_workers_refused_total): the pool's own block-size refusals,
+// and the gates' in front of it (discovery.Fleet.OnRefused).
+func (p *pool) CountRefused(reason string) {
+	p.m.workerRefused.WithLabelValues(reason).Inc()
 }
 
 // join adds a discovered worker, with the fleet's defaults for what it

@@ -98,6 +98,10 @@ func TestPoolMembership(t *testing.T) {
 	if n := testutil.ToFloat64(p.m.workerRefused.WithLabelValues("block_size")); n != 1 {
 		t.Errorf("refused block_size = %v, want 1", n)
 	}
+	p.CountRefused("key") // a gate's refusal, before the pool
+	if n := testutil.ToFloat64(p.m.workerRefused.WithLabelValues("key")); n != 1 {
+		t.Errorf("refused key = %v, want 1", n)
+	}
 	l.take()
 
 	p.markDown(2)
