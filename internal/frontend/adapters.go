@@ -94,6 +94,10 @@ func (a *adapterSet) warnOnce() bool {
 	return w
 }
 
+// LoRA returns model when it names a known adapter, configured or
+// learnt from the engines, else "".
+func (p *pool) LoRA(model string) string { return p.adapters.lora(model) }
+
 // engineModel is one entry of an engine's GET /v1/models.
 type engineModel struct {
 	ID     string  `json:"id"`

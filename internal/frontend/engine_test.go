@@ -149,8 +149,8 @@ func TestEngineHealthAndBlockSize(t *testing.T) {
 		w, _ := s.pool.get(1)
 		return w.Info.TotalKVBlocks == 777 && hasMetric(metricLines(t, s), `kvrouter_worker_kv_usage{worker="1"} 0.5`)
 	})
-	if got := s.adapters.lora("sql-lora"); got != "sql-lora" || s.adapters.lora("base") != "" {
-		t.Fatalf("adapters learnt from /v1/models: sql-lora -> %q, base -> %q", got, s.adapters.lora("base"))
+	if got := s.adapters.LoRA("sql-lora"); got != "sql-lora" || s.adapters.LoRA("base") != "" {
+		t.Fatalf("adapters learnt from /v1/models: sql-lora -> %q, base -> %q", got, s.adapters.LoRA("base"))
 	}
 
 	e.healthy.Store(false)

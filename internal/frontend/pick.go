@@ -152,7 +152,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 			Message: "no eligible worker for this request (the endpoint subset names no known worker)"})
 	}
 	j.allow = in.Allow
-	j.lora = s.adapters.lora(j.model) // salts the hashes as the proxy does
+	j.lora = s.adapters.LoRA(j.model) // salts the hashes as the proxy does
 	for {
 		d, err := s.route(ctx, j, nil)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // pool is the frontend's engine membership: the workers it knows, which
@@ -30,7 +31,7 @@ type pool struct {
 	rt       fleetRouter
 	m        *poolMetrics
 	eng      *engineState // per-worker health (engine.go), shared with the self-test
-	adapters *adapterSet
+	adapters *adapterSet  // LoRA adapters, configured and learnt by the polls (adapters.go)
 
 	mu      sync.RWMutex
 	workers map[uint64]*Worker
@@ -47,11 +48,14 @@ type fleetRouter interface {
 
 var _ fleetRouter = (*router.Router)(nil)
 
-// init readies a zero pool (New's field).
-func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, m *poolMetrics, adapters *adapterSet) {
-	p.cfg, p.log, p.client, p.rt, p.m = cfg, cfg.Logger, client, rt, m
+// init readies a zero pool (New's field) and registers its series and
+// its store of learnt adapters on reg.
+func (p *pool) init(cfg *Config, client *http.Client, rt fleetRouter, reg prometheus.Registerer) {
+	p.cfg, p.log, p.client, p.rt = cfg, cfg.Logger, client, rt
+	p.m = newPoolMetrics(reg)
 	p.eng = &engineState{w: map[uint64]*workerHealth{}}
-	p.adapters = adapters
+	p.adapters = newAdapterSet(cfg.LoRAAdapters)
+	reg.MustRegister(p.adapters.learnt)
 	p.workers = make(map[uint64]*Worker)
 }
 

@@ -51,7 +51,7 @@ func newTestPool(t *testing.T) (*pool, *poolLog) {
 	cfg.Events.OnWorkerDown = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerDown %d", id)) }
 	cfg.Events.OnWorkerUp = func(id uint64) { l.calls = append(l.calls, fmt.Sprintf("OnWorkerUp %d", id)) }
 	p := &pool{}
-	p.init(cfg, nil, l, newPoolMetrics(prometheus.NewRegistry()), newAdapterSet(nil))
+	p.init(cfg, nil, l, prometheus.NewRegistry())
 	return p, l
 }
 

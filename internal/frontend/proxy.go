@@ -321,7 +321,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	s.m.inflight.Inc()
 	defer s.m.inflight.Dec()
 	s.prepareUnstream(j)
-	j.lora = s.adapters.lora(j.model)
+	j.lora = s.adapters.LoRA(j.model)
 	if s.disagg(w, r, j) {
 		return // served in two hops (disagg.go)
 	}

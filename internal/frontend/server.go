@@ -49,6 +49,15 @@ type Worker struct {
 	down bool // unreachable: out of the router until it answers again
 }
 
+// adapterNames says which model names are LoRA adapters (*pool: the
+// configured ones and those its polls learn). Read on every proxied
+// request: LoRA must not block on a poll.
+type adapterNames interface {
+	LoRA(model string) string
+}
+
+var _ adapterNames = (*pool)(nil)
+
 // Server is the frontend. Build with New.
 type Server struct {
 	cfg    Config
@@ -62,7 +71,7 @@ type Server struct {
 
 	flights  *flightRecorder    // what proxied requests teach (flight.go)
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
-	adapters *adapterSet        // LoRA adapter names (adapters.go)
+	adapters adapterNames       // LoRA adapter names, the pool's (adapters.go)
 
 	sink *sink.Sink // KV events into the index
 	pool pool       // the workers (pool.go)
@@ -101,8 +110,7 @@ func New(cfg Config) (*Server, error) {
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
 
-		preds:    newPredictionTracker(),
-		adapters: newAdapterSet(cfg.LoRAAdapters),
+		preds: newPredictionTracker(),
 	}
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
@@ -110,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
 	s.lim.queue = newTokenizeQueue(cfg.Hardening)
 	s.sb = newStreamBuffers(cfg.Hardening)
-	cfg.Registry.MustRegister(s.bk.store, s.lim.queue, s.sb, s.adapters.learnt)
+	cfg.Registry.MustRegister(s.bk.store, s.lim.queue, s.sb)
 	// Every index gets its kind's config from Router.Index (flash stride,
 	// approx TTL, writers, capacity hint): the router builds the
 	// approximate one from it, and the event-fed ones are built here, one
@@ -144,7 +152,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
-	s.pool.init(&s.cfg, s.client, rt, newPoolMetrics(cfg.Registry), s.adapters)
+	s.pool.init(&s.cfg, s.client, rt, cfg.Registry)
+	s.adapters = &s.pool
 	s.sink.Attach(rt, sink.RanksFunc(s.pool.dpSize))
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)

@@ -169,11 +169,11 @@ func TestLearntAdaptersBounded(t *testing.T) {
 		models = append(models, engineModel{ID: "lora-" + strconv.Itoa(i), Parent: &base})
 	}
 	long := strings.Repeat("l", maxAdapterName+1)
-	added := s.adapters.learn(append([]engineModel{{ID: long, Parent: &base}}, models...))
-	if len(added) != maxLearntAdapters || s.adapters.lora(long) != "" || s.adapters.lora("configured") != "configured" {
-		t.Fatalf("learnt %d names (want %d), the long one: %q", len(added), maxLearntAdapters, s.adapters.lora(long))
+	added := s.pool.adapters.learn(append([]engineModel{{ID: long, Parent: &base}}, models...))
+	if len(added) != maxLearntAdapters || s.pool.adapters.lora(long) != "" || s.pool.adapters.lora("configured") != "configured" {
+		t.Fatalf("learnt %d names (want %d), the long one: %q", len(added), maxLearntAdapters, s.pool.adapters.lora(long))
 	}
-	if !s.adapters.warnOnce() || s.adapters.warnOnce() {
+	if !s.pool.adapters.warnOnce() || s.pool.adapters.warnOnce() {
 		t.Errorf("the refusal is not reported exactly once")
 	}
 	g := storeGauges(t, reg, "lora_adapters")
