@@ -308,7 +308,7 @@ func (s *Server) IndexSummaries() IndexReport {
 	}
 	for _, wk := range s.Workers() {
 		x := get(kvevents.Worker{ID: wk.ID})
-		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.down, wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
+		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.Down(), wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
 		x.Timing = s.fits.summary(wk.ID)
 		x.Health, x.Prediction = s.pool.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
 		st := s.pool.selfTestState(wk.ID)

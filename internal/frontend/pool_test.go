@@ -121,6 +121,9 @@ func TestPoolMembership(t *testing.T) {
 	if n := p.upWorkers(); n != 2 {
 		t.Errorf("up = %d, want 2", n)
 	}
+	if w, _ := p.get(2); !w.Down() {
+		t.Error("worker 2 marked down does not say Down")
+	}
 	if got := p.at([]string{"h3:8003", "h2:8002", "nowhere:1", "h1:8001"}); !slices.Equal(got, []uint64{3, 1}) {
 		t.Errorf("at = %v, want [3 1] (2 is down)", got)
 	}
@@ -132,6 +135,9 @@ func TestPoolMembership(t *testing.T) {
 	p.markUp(2)
 	if got := l.take(); got != "router.AddWorker 2; OnWorkerUp 2" {
 		t.Errorf("markUp twice: %s", got)
+	}
+	if w, _ := p.get(2); w.Down() {
+		t.Error("worker 2 back still says Down")
 	}
 	if st := p.selfTestState(2); st.Outcome != selfTestPending {
 		t.Errorf("self-test after markUp = %q, want it due again (maybe a new engine)", st.Outcome)

@@ -49,6 +49,10 @@ type Worker struct {
 	down bool // unreachable: out of the router until it answers again
 }
 
+// Down reports whether the worker was unreachable when listed: out of
+// routing until its /health answers again (engine.go).
+func (w *Worker) Down() bool { return w.down }
+
 // adapterNames says which model names are LoRA adapters (*pool: the
 // configured ones and those its polls learn). Read on every proxied
 // request: LoRA must not block on a poll.
