@@ -200,7 +200,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	copy(out.OverlapBlocks[:], d.Overlap[:3])
 	out.TierOverlap = tierInts(&d.Overlap)
-	if wk, ok := s.pool.get(d.Worker.ID); ok {
+	if wk, ok := s.pool.Get(d.Worker.ID); ok {
 		out.URL = wk.URL
 	}
 	rc := s.rt.Config()
@@ -219,7 +219,7 @@ func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
 	}
 	copy(out.Overlap[:], c.Overlap[:3])
 	tierCandidate(&out, &c, rc)
-	if wk, ok := s.pool.get(c.Worker.ID); ok {
+	if wk, ok := s.pool.Get(c.Worker.ID); ok {
 		out.URL = wk.URL
 	}
 	return out
@@ -262,7 +262,7 @@ type IndexSummary struct {
 	// reported cached tokens (predict.go); both on its rank-0 line.
 	Health     *EngineHealth `json:"health,omitempty"`
 	Prediction *Prediction   `json:"prediction,omitempty"`
-	// Tokenizer is the worker's tokenizer self-test (selftest.go) and
+	// Tokenizer is the worker's tokenizer self-test (package pool) and
 	// whether text prompts go to it as token ids, on its rank-0 line.
 	Tokenizer *SelfTest `json:"tokenizer,omitempty"`
 	// Ingest counts the worker's refused events and stream faults by
@@ -310,8 +310,8 @@ func (s *Server) IndexSummaries() IndexReport {
 		x := get(kvevents.Worker{ID: wk.ID})
 		x.URL, x.Down, x.MaxNumSeqs, x.MaxBatchedTokens = wk.URL, wk.Down(), wk.Info.MaxNumSeqs, wk.Info.MaxNumBatchedTokens
 		x.Timing = s.fits.summary(wk.ID)
-		x.Health, x.Prediction = s.pool.engineHealth(wk.ID), s.preds.snapshot(wk.ID)
-		st := s.pool.selfTestState(wk.ID)
+		x.Health, x.Prediction = s.pool.Health(wk.ID), s.preds.snapshot(wk.ID)
+		st := s.pool.SelfTest(wk.ID)
 		x.Tokenizer = &st
 	}
 	var recs []dumpRecord

@@ -23,7 +23,7 @@ func TestWorkerBudget(t *testing.T) {
 	sglang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/metrics":
-			fmt.Fprint(w, sglangMetrics)
+			fmt.Fprint(w, "# TYPE sglang:token_usage gauge\nsglang:token_usage{model_name=\"m\"} 0.28\n")
 		case "/get_server_info":
 			infoHits.Add(1)
 			fmt.Fprint(w, `{"model_path":"m","chunked_prefill_size":4096,"max_prefill_tokens":16384,"internal_states":[{}],"version":"0.5"}`)
@@ -58,7 +58,7 @@ func TestWorkerBudget(t *testing.T) {
 	}
 	for i := range 3 {
 		for _, w := range s.Workers() {
-			s.pool.pollWorker(t.Context(), &w, time.Now().Add(time.Duration(i)*time.Second))
+			s.pool.Poll(t.Context(), &w, time.Now().Add(time.Duration(i)*time.Second))
 		}
 	}
 	if got, want := budgets(), "1:6000 2:4096 3:1000"; got != want {
@@ -67,42 +67,4 @@ func TestWorkerBudget(t *testing.T) {
 	if n := infoHits.Load(); n != 1 {
 		t.Errorf("/get_server_info asked %d times, want once (worker 2 only)", n)
 	}
-}
-
-// TestParseSGLangBudget: chunked_prefill_size, else max_prefill_tokens
-// when chunking is off (-1 or null), else unknown; sizes out of bounds are
-// unknown.
-func TestParseSGLangBudget(t *testing.T) {
-	for _, tc := range []struct {
-		body string
-		want int
-		err  bool
-	}{
-		{`{"chunked_prefill_size":8192,"max_prefill_tokens":16384}`, 8192, false},
-		{`{"chunked_prefill_size":-1,"max_prefill_tokens":16384}`, 16384, false},
-		{`{"chunked_prefill_size":null,"max_prefill_tokens":16384}`, 16384, false},
-		{`{"model_path":"m"}`, 0, false},
-		{`{"chunked_prefill_size":2147483648}`, 0, false},
-		{`{"chunked_prefill_size":"big"}`, 0, true},
-		{`[`, 0, true},
-	} {
-		got, err := parseSGLangBudget(strings.NewReader(tc.body))
-		if got != tc.want || (err != nil) != tc.err {
-			t.Errorf("%s: %d, %v; want %d, error %v", tc.body, got, err, tc.want, tc.err)
-		}
-	}
-}
-
-// FuzzParseSGLangBudget: any body gives a budget within bounds or an
-// error, never a panic.
-func FuzzParseSGLangBudget(f *testing.F) {
-	f.Add(`{"chunked_prefill_size":8192}`)
-	f.Add(`{"chunked_prefill_size":-1,"max_prefill_tokens":16384}`)
-	f.Add(`{"internal_states":[{"a":1}],"chunked_prefill_size":1e3}`)
-	f.Fuzz(func(t *testing.T, body string) {
-		n, err := parseSGLangBudget(strings.NewReader(body))
-		if n < 0 || n > discovery.MaxBatchedTokens || (err != nil && n != 0) {
-			t.Fatalf("%q: %d, %v", body, n, err)
-		}
-	})
 }

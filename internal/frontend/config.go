@@ -44,7 +44,7 @@ type Config struct {
 	// ForwardTokens sends /v1/completions text prompts to workers as token
 	// ids, so the worker computes exactly the blocks the router hashed, but
 	// only with OwnTokenizer and only to workers whose tokenizer self-test
-	// matched (selftest.go); every other worker gets the client's body and
+	// matched (package pool); every other worker gets the client's body and
 	// the ids serve the routing only. Default true (set via DefaultConfig;
 	// false always sends the text).
 	ForwardTokens bool `yaml:"forward_tokens"`
@@ -71,7 +71,7 @@ type Config struct {
 	// LoadPollInterval is how often each worker's Prometheus GET /metrics
 	// is polled for its load and KV usage (busy thresholds) and cache
 	// config (block size check), and down workers are probed at GET
-	// /health (engine.go). Default 250ms; negative disables polling and
+	// /health (package pool). Default 250ms; negative disables polling and
 	// probing (a worker marked down then stays down).
 	LoadPollInterval time.Duration `yaml:"load_poll_interval"`
 	// SweepInterval is how often stale requests are swept. Default 10 s.

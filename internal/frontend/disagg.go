@@ -161,7 +161,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 		}
 		s.dm.hops.WithLabelValues("prefill").Inc()
 		h := newHold(pid, s.rt, s.kickRelease) // takes over routeHop's booking
-		wk, ok := s.pool.get(d.Worker.ID)
+		wk, ok := s.pool.Get(d.Worker.ID)
 		if !ok {
 			h.fail(time.Now())
 			*tried = append(*tried, d.Worker.ID)
@@ -190,7 +190,7 @@ func (s *Server) prefillHop(ctx context.Context, j *job, tried *[]uint64) (prefi
 		}
 		s.log.Warn("prefill hop failed", "worker", wk.ID, "request_id", j.id, "err", err)
 		if unreachable {
-			s.pool.markDown(wk.ID)
+			s.pool.MarkDown(wk.ID)
 		}
 		if attempt >= s.cfg.Retries {
 			return prefilled{}, err
@@ -267,7 +267,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 	}
 	s.dm.hops.WithLabelValues("decode").Inc()
 	f := s.newFlight(&dj, &d, nil)
-	wk, ok := s.pool.get(d.Worker.ID)
+	wk, ok := s.pool.Get(d.Worker.ID)
 	if !ok {
 		pre.drop(time.Now())
 		f.abort(time.Now())
@@ -290,7 +290,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		resp.Body.Close()
 		err = fmt.Errorf("answered %s", resp.Status)
 	} else if err != nil && dctx.Err() == nil {
-		s.pool.markDown(wk.ID)
+		s.pool.MarkDown(wk.ID)
 	}
 	if err != nil {
 		f.abort(time.Now())

@@ -9,7 +9,7 @@
 // A /v1/completions text prompt goes to a worker as the router's token ids
 // (which vLLM and the mocker accept) only when the tokenizer is the
 // model's own (Config.OwnTokenizer) and the worker passed the tokenizer
-// self-test (selftest.go: canary prompts tokenized by the router and by
+// self-test (package pool: canary prompts tokenized by the router and by
 // the engine's /tokenize agree); every other worker gets the client's
 // body, and the ids serve the routing only.
 //
@@ -49,10 +49,10 @@
 // runs the writers; Flush waits until everything applied so far is
 // visible (readiness, /debug/index).
 //
-// Engines are read where every engine serves them (engine.go): load, KV
+// Engines are read where every engine serves them (package pool): load, KV
 // usage and cache config from Prometheus GET /metrics (vLLM and SGLang
 // names), liveness of a down worker from GET /health, LoRA adapters from
-// GET /v1/models (adapters.go). The chosen dp rank goes to the engine in
+// GET /v1/models. The chosen dp rank goes to the engine in
 // X-data-parallel-rank. A non-streaming request is streamed from the
 // engine and folded into one JSON body (unstream.go); every answer with
 // usage compares the predicted cached tokens with the engine's
@@ -83,7 +83,7 @@
 // placement rules that need the admin key (403 without); one that no
 // worker satisfies is a 503, never another worker.
 //
-// Server is the proxy and composes three parts: pool (pool.go: the
+// Server is the proxy and composes three parts: pool (package pool: the
 // workers, their polls, up and down), sink (package sink: KV events into the
 // index) and, per proxied request, a flight (flight.go: its booking from
 // routing to free and what it teaches); a disaggregated request's prefill

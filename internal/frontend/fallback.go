@@ -44,7 +44,7 @@ func (s *Server) fallbacks(d *router.Decision, n int) []Fallback {
 		if slices.ContainsFunc(out, func(f Fallback) bool { return f.Worker.ID == b.Worker.ID }) {
 			continue
 		}
-		if w, ok := s.pool.get(b.Worker.ID); ok {
+		if w, ok := s.pool.Get(b.Worker.ID); ok {
 			out = append(out, Fallback{Worker: *w, Rank: b.Worker})
 		}
 	}

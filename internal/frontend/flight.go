@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
 	"strconv"
 	"time"
@@ -273,3 +274,13 @@ func (r *flightRecorder) landed(l *landing) {
 		r.onFree(l.id, l.worker)
 	}
 }
+
+// engineBlockSizes is what the prediction check needs of the engines'
+// polls (*pool.Pool).
+type engineBlockSizes interface {
+	// EngineBlockSize is the block size worker id's engine last reported
+	// (0: none).
+	EngineBlockSize(id uint64) int
+}
+
+var _ engineBlockSizes = (*pool.Pool)(nil)

@@ -368,7 +368,7 @@ func TestEventsBeyondDPSizeIgnored(t *testing.T) {
 // its router) is an error and a counted rejection, not a dead process.
 func TestApplyRecovers(t *testing.T) {
 	s := newServerWith(t, false, nil)
-	s.sink.Attach(nil, sink.RanksFunc(s.pool.dpSize)) // any call into the router now panics
+	s.sink.Attach(nil, sink.RanksFunc(s.pool.DPSize)) // any call into the router now panics
 	ev := kvevents.Event{WorkerID: 1, EventID: 1, Kind: kvevents.KindCleared}
 	if err := s.Apply(&ev); !errors.Is(err, ErrApplyPanic) {
 		t.Fatalf("Apply = %v, want ErrApplyPanic", err)

@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"context"
+	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -39,20 +40,7 @@ func EndpointOf(path string) string {
 // HostPort is a worker URL's network endpoint, "ip:port" (the form the
 // Gateway API endpoint picker protocol names endpoints in); "" when the
 // URL has no host.
-func HostPort(workerURL string) string {
-	u, err := url.Parse(workerURL)
-	if err != nil {
-		return ""
-	}
-	if u.Port() == "" && u.Host != "" {
-		port := "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-		return u.Host + ":" + port
-	}
-	return u.Host
-}
+func HostPort(workerURL string) string { return pool.HostPort(workerURL) }
 
 // PickRequest is one HTTP request a shell forwards itself (the Envoy
 // endpoint picker): the router routes it as serve would, and the shell
@@ -100,7 +88,7 @@ type Picked struct {
 	// Body is the body to forward: Request.Body less a client's engine
 	// transfer fields (oai.EngineFields, stripped: guard.go), with a
 	// completions text prompt replaced by its token ids when every worker
-	// it may go to (Worker and the Fallbacks) may get ids (selftest.go
+	// it may go to (Worker and the Fallbacks) may get ids (promptids.go
 	// bodyFor).
 	Body []byte
 	// Fallbacks are up to PickRequest.Fallbacks other workers, the
@@ -158,7 +146,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		if err != nil {
 			return fail(routeError(err))
 		}
-		wk, ok := s.pool.get(d.Worker.ID)
+		wk, ok := s.pool.Get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			_ = s.rt.Fail(j.id, time.Now())
 			continue
@@ -168,7 +156,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 		fbs := s.fallbacks(&d, in.Fallbacks)
 		body := s.bodyFor(j, wk.ID)
 		for i := 0; i < len(fbs) && j.textPrompt; i++ {
-			if !s.pool.forwardIDs(fbs[i].Worker.ID) {
+			if !s.pool.ForwardIDs(fbs[i].Worker.ID) {
 				body = j.body // one body goes down the whole list
 				break
 			}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -86,8 +87,8 @@ func TestPlainOpenAIEngine(t *testing.T) {
 			now := time.Now()
 			failed := 0
 			for i := range polls {
-				w := s.Workers()[0] // a copy, as pollLoads polls
-				s.pool.pollWorker(ctx, &w, now.Add(time.Duration(i)*250*time.Millisecond))
+				w := s.Workers()[0] // a copy, as the pool's Run polls
+				s.pool.Poll(ctx, &w, now.Add(time.Duration(i)*250*time.Millisecond))
 				rec := do(t, s.Handler(), "POST", "/v1/completions",
 					fmt.Sprintf(`{"model":"kvrouter-mock","prompt":"request %d to a plain engine","max_tokens":1}`, i))
 				if rec.Code != http.StatusOK {
@@ -100,7 +101,7 @@ func TestPlainOpenAIEngine(t *testing.T) {
 			if st := s.Router().Stats(); st.Workers != 1 {
 				t.Fatalf("worker out of routing: %+v", st)
 			}
-			if h := s.pool.engineHealth(1); h == nil || !h.NoMetrics || h.PollFailures != 0 {
+			if h := s.pool.Health(1); h == nil || !h.NoMetrics || h.PollFailures != 0 {
 				t.Fatalf("debug index health %+v: want no_metrics and no poll failures", h)
 			}
 			if got := e.metricsHits.Load() > 0; got != tc.wantMetricsHits {
@@ -117,7 +118,7 @@ func TestPlainOpenAIEngine(t *testing.T) {
 }
 
 // TestPlainEngineGoesDown: a worker without engine metrics still leaves
-// routing when it stops answering (its health probe fails pollFailuresDown
+// routing when it stops answering (its health probe fails pool.PollFailuresDown
 // times in a row), and comes back when it answers again.
 func TestPlainEngineGoesDown(t *testing.T) {
 	s := newServerWith(t, false, nil)
@@ -128,13 +129,13 @@ func TestPlainEngineGoesDown(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	w := s.Workers()[0]
-	s.pool.pollWorker(ctx, &w, now)
+	s.pool.Poll(ctx, &w, now)
 	e.Close()
-	for i := range pollFailuresDown {
+	for i := range pool.PollFailuresDown {
 		w = s.Workers()[0]
-		s.pool.pollWorker(ctx, &w, now.Add(time.Duration(i+1)*time.Second))
+		s.pool.Poll(ctx, &w, now.Add(time.Duration(i+1)*time.Second))
 	}
 	if st := s.Router().Stats(); st.Workers != 0 {
-		t.Fatalf("an unreachable plain engine stayed in routing after %d polls", pollFailuresDown)
+		t.Fatalf("an unreachable plain engine stayed in routing after %d polls", pool.PollFailuresDown)
 	}
 }

@@ -215,7 +215,7 @@ func (r *flightRecorder) checkPrediction(worker uint64, c *predictionCheck) {
 	r.m.predict.predicted.WithLabelValues(w).Add(float64(predicted))
 	r.m.predict.reported.WithLabelValues(w).Add(float64(c.cached))
 	r.m.predict.gap.Observe(float64(predicted - c.cached))
-	ebs := r.engines.engineBlockSize(worker)
+	ebs := r.engines.EngineBlockSize(worker)
 	mismatch := ebs != 0 && ebs != bs
 	// An engine that counts a prompt at another length tokenized it
 	// differently; a few tokens of difference are a template's or

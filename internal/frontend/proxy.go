@@ -53,7 +53,7 @@ type job struct {
 	// to stream (unstream.go).
 	unstream bool
 	// lora is the LoRA adapter the request's model names ("" = base
-	// model): it salts the block hashes (adapters.go).
+	// model): it salts the block hashes (package pool learns them).
 	lora string
 	// allow, when non-nil, restricts the request to these workers
 	// (Pick's endpoint subset).
@@ -333,7 +333,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			return
 		}
 		f := s.newFlight(j, &d, s.fits.begin(&d, time.Now()))
-		wk, ok := s.pool.get(d.Worker.ID)
+		wk, ok := s.pool.Get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			f.abort(time.Now())
 			tried = append(tried, d.Worker.ID)
@@ -348,7 +348,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 				return
 			}
 			s.log.Warn("worker unreachable", "worker", wk.ID, "request_id", j.id, "err", err)
-			s.pool.markDown(wk.ID)
+			s.pool.MarkDown(wk.ID)
 			if attempt < s.cfg.Retries {
 				s.m.retries.Inc()
 				tried = append(tried, wk.ID)
@@ -395,7 +395,7 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
 	}
 	if len(tried) > 0 {
-		ids := s.pool.candidates(tried)
+		ids := s.pool.Candidates(tried)
 		if allow := req.Constraints.Allow; allow != nil {
 			ids = slices.DeleteFunc(ids, func(id uint64) bool { return !slices.Contains(allow, id) })
 		}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/tokenizer"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 var builtinTok = sync.OnceValues(func() (*tokenizer.Local, error) { return tokenizer.Default(tokenizer.Options{}) })
@@ -68,19 +67,11 @@ func serveTokenize(w http.ResponseWriter, r *http.Request, tok tokenizer.Tokeniz
 // selfTestNow runs worker id's self-test at once, as the poller does.
 func selfTestNow(t *testing.T, s *Server, id uint64) SelfTest {
 	t.Helper()
-	i := slices.IndexFunc(s.Workers(), func(w Worker) bool { return w.ID == id })
-	if i < 0 {
-		t.Fatalf("no worker %d", id)
+	res, ok := s.pool.RunSelfTest(context.Background(), id, time.Now())
+	if !ok {
+		t.Fatalf("worker %d: no self-test due", id)
 	}
-	w := s.Workers()[i]
-	s.pool.eng.mu.Lock()
-	s.pool.eng.get(id)
-	s.pool.eng.mu.Unlock()
-	gen, due := s.pool.selfTestDue(&w, time.Now())
-	if !due {
-		t.Fatalf("worker %d: self-test not due", id)
-	}
-	return s.pool.runSelfTest(context.Background(), &w, gen)
+	return res
 }
 
 // tokEngine is a fake engine for the self-test: GET /metrics (with a
@@ -188,7 +179,7 @@ func waitOutcome(t *testing.T, s *Server, id uint64, want string) SelfTest {
 	t.Helper()
 	var res SelfTest
 	waitUntil(t, fmt.Sprintf("worker %d's self-test outcome %s", id, want), func() bool {
-		res = s.pool.selfTestState(id)
+		res = s.pool.SelfTest(id)
 		return res.Outcome == want
 	})
 	return res
@@ -224,11 +215,11 @@ func TestSelfTestOutcomes(t *testing.T) {
 	for id, o := range want {
 		waitOutcome(t, s, id, o)
 	}
-	if res := s.pool.selfTestState(2); res.Mismatch == nil || *res.Mismatch != (Mismatch{Canary: "text", Position: 3,
+	if res := s.pool.SelfTest(2); res.Mismatch == nil || *res.Mismatch != (Mismatch{Canary: "text", Position: 3,
 		RouterToken: res.Mismatch.RouterToken, EngineToken: res.Mismatch.RouterToken + 1}) || res.ForwardIDs {
 		t.Errorf("mismatch %+v %+v, want canary text at position 3, engine token = router token + 1, no ids", res, res.Mismatch)
 	}
-	if res := s.pool.selfTestState(4); res.Canaries != 2 || len(res.Skipped) != 1 || !strings.HasPrefix(res.Skipped[0], "chat: engine:") {
+	if res := s.pool.SelfTest(4); res.Canaries != 2 || len(res.Skipped) != 1 || !strings.HasPrefix(res.Skipped[0], "chat: engine:") {
 		t.Errorf("sglang-like: %+v, want 2 canaries compared, chat skipped", res)
 	}
 	if ls := logs.lines("tokenizer self-test mismatch"); len(ls) != 1 || !strings.Contains(ls[0], "worker=2") ||
@@ -236,7 +227,7 @@ func TestSelfTestOutcomes(t *testing.T) {
 		t.Errorf("mismatch log lines %q, want one naming worker 2, model m1, position 3", ls)
 	}
 	for id, o := range want {
-		if n := testutil.ToFloat64(s.pool.m.selfTests.WithLabelValues(fmt.Sprint(id), o)); n != 1 {
+		if n := metricValue(t, s, fmt.Sprintf(`kvrouter_tokenizer_selftest_total{outcome=%q,worker="%d"}`, o, id)); n != 1 {
 			t.Errorf("kvrouter_tokenizer_selftest_total{worker=%d,outcome=%s} = %v, want 1", id, o, n)
 		}
 	}
@@ -295,16 +286,16 @@ func TestSelfTestRetryAndRestart(t *testing.T) {
 	}
 	waitOutcome(t, s, 1, SelfTestError)
 	e.mode.Store("match")
-	if res := waitOutcome(t, s, 1, SelfTestMatch); !res.ForwardIDs || !s.pool.forwardIDs(1) {
+	if res := waitOutcome(t, s, 1, SelfTestMatch); !res.ForwardIDs || !s.pool.ForwardIDs(1) {
 		t.Fatalf("after the retry: %+v, want a match forwarding ids", res)
 	}
 	e.mode.Store("mismatch")
 	e.start.Add(60) // restarted a minute later
-	if res := waitOutcome(t, s, 1, SelfTestMismatch); res.ForwardIDs || s.pool.forwardIDs(1) {
+	if res := waitOutcome(t, s, 1, SelfTestMismatch); res.ForwardIDs || s.pool.ForwardIDs(1) {
 		t.Errorf("after the restart: %+v, want a mismatch forwarding no ids", res)
 	}
 	for o, want := range map[string]float64{SelfTestError: 1, SelfTestMatch: 1, SelfTestMismatch: 1} {
-		if n := testutil.ToFloat64(s.pool.m.selfTests.WithLabelValues("1", o)); n != want {
+		if n := metricValue(t, s, fmt.Sprintf(`kvrouter_tokenizer_selftest_total{outcome=%q,worker="1"}`, o)); n != want {
 			t.Errorf("outcome %s counted %v times, want %v", o, n, want)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -26,41 +27,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Worker is one upstream worker.
-type Worker struct {
-	// ID is the worker id used in KV events and routing decisions.
-	ID uint64
-	// URL is the worker's HTTP base URL, e.g. "http://127.0.0.1:8001".
-	URL string
-	// Info describes the worker to the router (ID is overwritten by ID).
-	Info router.WorkerInfo
-	// BootstrapPort, on a prefill worker, is its SGLang bootstrap server's
-	// port: its disaggregated requests use SGLang's PD protocol
-	// (sglang.go). 0: vLLM's (disagg.go).
-	BootstrapPort int
-	// NoMetrics: never read the worker's /metrics (a worker option,
-	// metrics=off); its health comes from /health, else /v1/models.
-	NoMetrics bool
-	// FleetBudget: Info.MaxNumBatchedTokens is Config.WorkerMaxBatchedTokens
-	// (the registration named none), so the engine's own budget replaces
-	// it where the engine says it (budget.go).
-	FleetBudget bool
+// The pool's types, part of the frontend's API (internal/frontend/pool).
+type (
+	// Worker is one upstream worker.
+	Worker = pool.Worker
+	// EngineHealth is a worker's health line in GET /debug/index.
+	EngineHealth = pool.EngineHealth
+	// SelfTest is a worker's tokenizer self-test result.
+	SelfTest = pool.SelfTest
+	// Mismatch is where a self-test's canary differed.
+	Mismatch = pool.Mismatch
+)
 
-	down bool // unreachable: out of the router until it answers again
-}
+// Tokenizer self-test outcomes (pool.SelfTestMatch and the others).
+const (
+	SelfTestMatch       = pool.SelfTestMatch
+	SelfTestMismatch    = pool.SelfTestMismatch
+	SelfTestUnavailable = pool.SelfTestUnavailable
+	SelfTestError       = pool.SelfTestError
+)
 
-// Down reports whether the worker was unreachable when listed: out of
-// routing until its /health answers again (engine.go).
-func (w *Worker) Down() bool { return w.down }
-
-// adapterNames says which model names are LoRA adapters (*pool: the
+// adapterNames says which model names are LoRA adapters (*pool.Pool: the
 // configured ones and those its polls learn). Read on every proxied
 // request: LoRA must not block on a poll.
 type adapterNames interface {
 	LoRA(model string) string
 }
 
-var _ adapterNames = (*pool)(nil)
+var _ adapterNames = (*pool.Pool)(nil)
 
 // Server is the frontend. Build with New.
 type Server struct {
@@ -75,10 +69,10 @@ type Server struct {
 
 	flights  *flightRecorder    // what proxied requests teach (flight.go)
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
-	adapters adapterNames       // LoRA adapter names, the pool's (adapters.go)
+	adapters adapterNames       // LoRA adapter names, the pool's
 
 	sink *sink.Sink // KV events into the index
-	pool pool       // the workers (pool.go)
+	pool *pool.Pool // the workers (internal/frontend/pool)
 
 	reqSeq atomic.Uint64
 	prefix string
@@ -156,15 +150,19 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
-	s.pool.init(&s.cfg, s.client, rt, cfg.Registry)
-	s.adapters = &s.pool
-	s.sink.Attach(rt, sink.RanksFunc(s.pool.dpSize))
+	s.pool = pool.New(pool.Config{Logger: cfg.Logger, Client: s.client, Registry: cfg.Registry,
+		BlockSize: cfg.Router.BlockSize, LoadPollInterval: cfg.LoadPollInterval,
+		WorkerMaxBatchedTokens: cfg.WorkerMaxBatchedTokens, WorkerMaxNumSeqs: cfg.WorkerMaxNumSeqs,
+		LoRAAdapters: cfg.LoRAAdapters, Model: cfg.Model, Tokenizer: cfg.Tokenizer, OwnTokenizer: cfg.OwnTokenizer,
+		ForwardTokens: cfg.ForwardTokens, OnWorkerDown: cfg.Events.OnWorkerDown, OnWorkerUp: cfg.Events.OnWorkerUp}, rt)
+	s.adapters = s.pool
+	s.sink.Attach(rt, sink.RanksFunc(s.pool.DPSize))
 	if cfg.TimingFit && cfg.Router.Selector.Cost == selector.CostTime {
 		s.fits = newTimingFits(cfg.Registry, rt, cfg.Router.Selector.Timing)
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
 	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
-		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, engines: &s.pool, preds: s.preds, log: s.log}
+		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, engines: s.pool, preds: s.preds, log: s.log}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -181,7 +179,7 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if s.cfg.LoadPollInterval > 0 {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.pool.pollLoads(ctx) }()
+		go func() { defer wg.Done(); s.pool.Run(ctx) }()
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.releaseLoop(ctx) }()
@@ -267,7 +265,7 @@ func (s *Server) routes() http.Handler {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	n := s.pool.upWorkers() // down or refused workers do not count
+	n := s.pool.Up() // down or refused workers do not count
 	ok, detail := true, ""
 	if s.cfg.Readiness != nil {
 		ok, detail = s.cfg.Readiness()
@@ -279,7 +277,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	case !ok:
 		http.Error(w, "not ready"+detail, http.StatusServiceUnavailable)
 	case n == 0:
-		why := s.pool.notUp()
+		why := s.pool.NotUp()
 		if why != "" {
 			why = ": " + why + "; see the log"
 		}

@@ -70,7 +70,7 @@ func (s *Server) sglangPrefill(ctx context.Context, j *job, pre *prefilled, canc
 		bad = true
 		s.log.Warn("sglang prefill failed", "worker", pre.boot.ID, "request_id", j.id, "err", err)
 		if unreachable {
-			s.pool.markDown(pre.boot.ID)
+			s.pool.MarkDown(pre.boot.ID)
 		}
 		cancelDecode()
 	}()

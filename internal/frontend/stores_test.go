@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,30 +153,5 @@ func TestStreamBuffersBounded(t *testing.T) {
 	}
 	if g := storeGauges(t, reg, "stream_buffers"); g["entries"] != 0 || g["bytes"] != 0 {
 		t.Errorf("stream_buffers after every answer ended: %v", g)
-	}
-}
-
-// TestLearntAdaptersBounded: the adapter names learnt from engines'
-// /v1/models are the bounded store "lora_adapters": names beyond
-// maxLearntAdapters, or longer than maxAdapterName, are not learnt.
-func TestLearntAdaptersBounded(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	s := newServerWith(t, false, func(c *Config) { c.Registry = reg; c.LoRAAdapters = []string{"configured"} })
-	base := "base"
-	var models []engineModel
-	for i := range maxLearntAdapters + 10 {
-		models = append(models, engineModel{ID: "lora-" + strconv.Itoa(i), Parent: &base})
-	}
-	long := strings.Repeat("l", maxAdapterName+1)
-	added := s.pool.adapters.learn(append([]engineModel{{ID: long, Parent: &base}}, models...))
-	if len(added) != maxLearntAdapters || s.pool.adapters.lora(long) != "" || s.pool.adapters.lora("configured") != "configured" {
-		t.Fatalf("learnt %d names (want %d), the long one: %q", len(added), maxLearntAdapters, s.pool.adapters.lora(long))
-	}
-	if !s.pool.adapters.warnOnce() || s.pool.adapters.warnOnce() {
-		t.Errorf("the refusal is not reported exactly once")
-	}
-	g := storeGauges(t, reg, "lora_adapters")
-	if g["entries"] != maxLearntAdapters || g["limit_entries"] != maxLearntAdapters || g["bytes"] > g["limit_bytes"] {
-		t.Errorf("lora_adapters gauges: %v", g)
 	}
 }

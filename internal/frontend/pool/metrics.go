@@ -1,4 +1,4 @@
-package frontend
+package pool
 
 import "github.com/prometheus/client_golang/prometheus"
 

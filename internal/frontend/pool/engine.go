@@ -1,4 +1,4 @@
-package frontend
+package pool
 
 import (
 	"context"
@@ -57,9 +57,9 @@ var errNoEngineMetrics = errors.New("no vLLM or SGLang load metric")
 
 // Down-worker handling.
 const (
-	// pollFailuresDown consecutive failed /metrics polls take a worker out
+	// PollFailuresDown consecutive failed /metrics polls take a worker out
 	// of routing (one transient error does not).
-	pollFailuresDown = 3
+	PollFailuresDown = 3
 	// probeMaxBackoff caps the interval between /health probes of a down
 	// worker; probes start at the poll interval and double.
 	probeMaxBackoff = 5 * time.Second
@@ -221,7 +221,7 @@ func (e *engineState) forget(id uint64) {
 }
 
 // fetchEngine scrapes base/metrics.
-func (p *pool) fetchEngine(ctx context.Context, base string) (engineReport, error) {
+func (p *Pool) fetchEngine(ctx context.Context, base string) (engineReport, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return engineReport{}, err
@@ -250,7 +250,7 @@ func (p *pool) fetchEngine(ctx context.Context, base string) (engineReport, erro
 
 // probeHealth asks base/health (vLLM, SGLang, the simulator, the mocker),
 // falling back to /v1/models when /health does not exist.
-func (p *pool) probeHealth(ctx context.Context, base string) error {
+func (p *Pool) probeHealth(ctx context.Context, base string) error {
 	for _, path := range []string{"/health", "/v1/models"} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
@@ -273,14 +273,15 @@ func (p *pool) probeHealth(ctx context.Context, base string) error {
 	return fmt.Errorf("frontend: %s: no health endpoint", base)
 }
 
-// pollLoads scrapes every worker's /metrics each LoadPollInterval: the KV
+// Run scrapes every worker's /metrics each LoadPollInterval: the KV
 // usage feeds the busy thresholds, the cache config is checked against the
-// router's block size, and pollFailuresDown failures in a row take the
+// router's block size, and PollFailuresDown failures in a row take the
 // worker out of routing. A worker without engine metrics is asked
 // /health (else /v1/models) instead, with the same failure count. Down workers are probed at GET /health with
 // exponential backoff (from the poll interval up to probeMaxBackoff) and
-// come back once healthy.
-func (p *pool) pollLoads(ctx context.Context) {
+// come back once healthy. It returns when ctx is done, after the
+// self-tests it started; Config.LoadPollInterval must be positive.
+func (p *Pool) Run(ctx context.Context) {
 	t := time.NewTicker(p.cfg.LoadPollInterval)
 	defer t.Stop()
 	var tests sync.WaitGroup // self-tests run beside the polls
@@ -291,7 +292,7 @@ func (p *pool) pollLoads(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ws := p.list()
+		ws := p.List()
 		var wg sync.WaitGroup
 		for i := range ws {
 			wg.Add(1)
@@ -301,7 +302,7 @@ func (p *pool) pollLoads(ctx context.Context) {
 				// with a fast poll interval.
 				pctx, cancel := context.WithTimeout(ctx, max(p.cfg.LoadPollInterval*4, time.Second))
 				defer cancel()
-				p.pollWorker(pctx, w, time.Now())
+				p.Poll(pctx, w, time.Now())
 			}(&ws[i])
 		}
 		wg.Wait()
@@ -309,7 +310,9 @@ func (p *pool) pollLoads(ctx context.Context) {
 	}
 }
 
-func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
+// Poll polls worker w once at now, as each of Run's rounds does (w is a
+// copy, as List gives). For callers that drive the clock themselves.
+func (p *Pool) Poll(ctx context.Context, w *Worker, now time.Time) {
 	p.eng.mu.Lock()
 	h := p.eng.get(w.ID)
 	refused := h.refused
@@ -355,11 +358,11 @@ func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 	if err != nil {
 		p.eng.mu.Lock()
 		h.fails++
-		down := h.fails >= pollFailuresDown && !w.down
+		down := h.fails >= PollFailuresDown && !w.down
 		p.eng.mu.Unlock()
 		if down {
-			p.log.Warn("worker metrics unreachable", "worker", w.ID, "url", w.URL, "failures", pollFailuresDown, "err", err)
-			p.markDown(w.ID)
+			p.log.Warn("worker metrics unreachable", "worker", w.ID, "url", w.URL, "failures", PollFailuresDown, "err", err)
+			p.MarkDown(w.ID)
 		}
 		return
 	}
@@ -402,8 +405,8 @@ func (p *pool) pollWorker(ctx context.Context, w *Worker, now time.Time) {
 // the router's size. A capacity that differs from the configured one is
 // logged once; an unconfigured capacity is taken from the engine. It
 // reports whether the worker may be routed to.
-func (p *pool) checkEngineConfig(w *Worker, rep engineReport) bool {
-	bs := p.cfg.Router.BlockSize
+func (p *Pool) checkEngineConfig(w *Worker, rep engineReport) bool {
+	bs := p.cfg.BlockSize
 	p.eng.mu.Lock()
 	h := p.eng.get(w.ID)
 	prevRefused := h.refused
@@ -422,7 +425,7 @@ func (p *pool) checkEngineConfig(w *Worker, rep engineReport) bool {
 	p.eng.mu.Unlock()
 	switch {
 	case mismatch && (prevRefused == "" || changedBS):
-		p.markDown(w.ID)
+		p.MarkDown(w.ID)
 		p.CountRefused("block_size")
 		p.log.Error("worker refused: engine block size mismatch; its KV events would never match",
 			"worker", w.ID, "url", w.URL, "engine_block_size", rep.BlockSize, "router_block_size", bs)
@@ -454,8 +457,8 @@ func (p *pool) checkEngineConfig(w *Worker, rep engineReport) bool {
 	return true
 }
 
-// upWorkers counts the workers in routing (not down, not refused).
-func (p *pool) upWorkers() int {
+// Up counts the workers in routing (not down, not refused).
+func (p *Pool) Up() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	n := 0
@@ -467,12 +470,12 @@ func (p *pool) upWorkers() int {
 	return n
 }
 
-// notUp says why the registered workers that are not up are out: how many
+// NotUp says why the registered workers that are not up are out: how many
 // were refused, by reason (with the engine's and the router's block size),
 // and how many are down ("" when none is out). /readyz appends it, so an
 // operator sees "1 refused: block_size (engine 16, router 64)" rather
 // than only "no workers up".
-func (p *pool) notUp() string {
+func (p *Pool) NotUp() string {
 	p.mu.RLock()
 	var out []uint64
 	for id, w := range p.workers {
@@ -500,7 +503,7 @@ func (p *pool) notUp() string {
 		}
 		what := fmt.Sprintf("worker %d", id)
 		if h.refused == "block_size" {
-			what += fmt.Sprintf(": engine %d, router %d", h.engineBS, p.cfg.Router.BlockSize)
+			what += fmt.Sprintf(": engine %d, router %d", h.engineBS, p.cfg.BlockSize)
 		}
 		refused[h.refused] = append(refused[h.refused], what)
 	}
@@ -526,17 +529,9 @@ type EngineHealth struct {
 	NoMetrics bool `json:"no_metrics,omitempty"`
 }
 
-// engineBlockSizes is what the prediction check needs of the engines'
-// polls (*pool).
-type engineBlockSizes interface {
-	// engineBlockSize is the block size worker id's engine last reported
-	// (0: none).
-	engineBlockSize(id uint64) int
-}
-
-var _ engineBlockSizes = (*pool)(nil)
-
-func (p *pool) engineBlockSize(id uint64) int {
+// EngineBlockSize is the block size worker id's engine last reported
+// (0: none).
+func (p *Pool) EngineBlockSize(id uint64) int {
 	p.eng.mu.Lock()
 	defer p.eng.mu.Unlock()
 	if h := p.eng.w[id]; h != nil {
@@ -545,7 +540,9 @@ func (p *pool) engineBlockSize(id uint64) int {
 	return 0
 }
 
-func (p *pool) engineHealth(id uint64) *EngineHealth {
+// Health is worker id's health line for GET /debug/index (nil before
+// its first poll).
+func (p *Pool) Health(id uint64) *EngineHealth {
 	p.eng.mu.Lock()
 	defer p.eng.mu.Unlock()
 	h := p.eng.w[id]

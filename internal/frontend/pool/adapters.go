@@ -1,4 +1,4 @@
-package frontend
+package pool
 
 import (
 	"context"
@@ -96,7 +96,7 @@ func (a *adapterSet) warnOnce() bool {
 
 // LoRA returns model when it names a known adapter, configured or
 // learnt from the engines, else "".
-func (p *pool) LoRA(model string) string { return p.adapters.lora(model) }
+func (p *Pool) LoRA(model string) string { return p.adapters.lora(model) }
 
 // engineModel is one entry of an engine's GET /v1/models.
 type engineModel struct {
@@ -106,7 +106,7 @@ type engineModel struct {
 }
 
 // fetchModels asks base/v1/models.
-func (p *pool) fetchModels(ctx context.Context, base string) ([]engineModel, error) {
+func (p *Pool) fetchModels(ctx context.Context, base string) ([]engineModel, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/models", nil)
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func decodeModels(r io.Reader) ([]engineModel, error) {
 }
 
 // learnAdapters reads a worker's /v1/models and logs new adapters.
-func (p *pool) learnAdapters(ctx context.Context, w *Worker) {
+func (p *Pool) learnAdapters(ctx context.Context, w *Worker) {
 	models, err := p.fetchModels(ctx, w.URL)
 	if err != nil {
 		return

@@ -1,4 +1,4 @@
-package frontend
+package pool
 
 import (
 	"context"
@@ -30,7 +30,7 @@ const maxServerInfoBytes = 4 << 20
 // sglangBudget asks an SGLang worker's /get_server_info for its budget per
 // step: chunked_prefill_size, else max_prefill_tokens; 0 when it says
 // neither.
-func (p *pool) sglangBudget(ctx context.Context, base string) (int, error) {
+func (p *Pool) sglangBudget(ctx context.Context, base string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/get_server_info", nil)
 	if err != nil {
 		return 0, err
@@ -69,7 +69,7 @@ func parseSGLangBudget(r io.Reader) (int, error) {
 // learnBudget takes an SGLang worker's budget from the engine when its
 // registration named none (once per worker): the fleet default is a guess,
 // the engine's own setting is not.
-func (p *pool) learnBudget(ctx context.Context, w *Worker, h *workerHealth) {
+func (p *Pool) learnBudget(ctx context.Context, w *Worker, h *workerHealth) {
 	p.eng.mu.Lock()
 	asked := h.budgetAsked
 	h.budgetAsked = true

@@ -1,14 +1,12 @@
-package frontend
+package pool
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/internal/tokenizer/remote"
 	"github.com/kvrouter/kvrouter/tokenizer"
 )
@@ -141,7 +139,7 @@ func tokenAt(ids []uint32, i int) int64 {
 }
 
 // selfTest compares the router's tokenizer with w's engine on every canary.
-func (p *pool) selfTest(ctx context.Context, w *Worker) SelfTest {
+func (p *Pool) selfTest(ctx context.Context, w *Worker) SelfTest {
 	eng, err := remote.New(remote.Config{Endpoints: []string{w.URL}, Model: p.cfg.Model, Client: p.client})
 	if err != nil {
 		return SelfTest{Outcome: SelfTestError, Detail: err.Error()}
@@ -183,10 +181,10 @@ func (p *pool) selfTest(ctx context.Context, w *Worker) SelfTest {
 	return res
 }
 
-// forwardIDs reports whether completion text prompts go to worker id as
+// ForwardIDs reports whether completion text prompts go to worker id as
 // the router's token ids: ForwardTokens is on, the tokenizer is the
 // model's own, and the worker's self-test matched.
-func (p *pool) forwardIDs(id uint64) bool {
+func (p *Pool) ForwardIDs(id uint64) bool {
 	if !p.cfg.ForwardTokens || !p.cfg.OwnTokenizer {
 		return false
 	}
@@ -199,7 +197,7 @@ func (p *pool) forwardIDs(id uint64) bool {
 // selfTestDue claims w's self-test when one is due at now: never run since
 // the last reset, or a SelfTestError whose backoff has passed. The worker
 // must be in routing and its last poll answered.
-func (p *pool) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
+func (p *Pool) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
 	if w.down {
 		return 0, false
 	}
@@ -224,7 +222,7 @@ func (p *pool) selfTestDue(w *Worker, now time.Time) (gen uint64, due bool) {
 
 // runSelfTest runs w's self-test (claimed with selfTestDue at gen), records
 // the result, counts it and logs it once.
-func (p *pool) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest {
+func (p *Pool) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest {
 	tctx, cancel := context.WithTimeout(ctx, selfTestTimeout)
 	res := p.selfTest(tctx, w)
 	cancel()
@@ -245,7 +243,7 @@ func (p *pool) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest 
 	if stale { // removed, reset meanwhile, or shutting down: not an outcome
 		return res
 	}
-	res.ForwardIDs = p.forwardIDs(w.ID)
+	res.ForwardIDs = p.ForwardIDs(w.ID)
 	p.m.selfTests.WithLabelValues(strconv.FormatUint(w.ID, 10), res.Outcome).Inc()
 	lg := p.log.With("worker", w.ID, "url", w.URL, "model", p.cfg.Model, "tokenizer", p.cfg.Tokenizer.Name())
 	switch res.Outcome {
@@ -263,9 +261,35 @@ func (p *pool) runSelfTest(ctx context.Context, w *Worker, gen uint64) SelfTest 
 	return res
 }
 
+// RunSelfTest runs worker id's self-test at once, as Run does after a
+// poll round, and returns its result; ok is false when id is unknown or
+// no self-test is due (down, refused, failing its polls, running, or
+// done). A worker not polled yet counts as answering. For callers that
+// drive the pool themselves (tests); Run needs no help.
+func (p *Pool) RunSelfTest(ctx context.Context, id uint64, now time.Time) (res SelfTest, ok bool) {
+	p.mu.RLock()
+	wp, found := p.workers[id]
+	var w Worker
+	if found {
+		w = *wp
+	}
+	p.mu.RUnlock()
+	if !found {
+		return SelfTest{}, false
+	}
+	p.eng.mu.Lock()
+	p.eng.get(id)
+	p.eng.mu.Unlock()
+	gen, due := p.selfTestDue(&w, now)
+	if !due {
+		return SelfTest{}, false
+	}
+	return p.runSelfTest(ctx, &w, gen), true
+}
+
 // selfTests starts the due self-tests of ws on their own goroutines
 // (tracked by wg), so a slow /tokenize never holds up load polling.
-func (p *pool) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup) {
+func (p *Pool) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sync.WaitGroup) {
 	for i := range ws {
 		w := &ws[i]
 		gen, due := p.selfTestDue(w, now)
@@ -279,7 +303,7 @@ func (p *pool) selfTests(ctx context.Context, ws []Worker, now time.Time, wg *sy
 
 // resetSelfTest makes id's self-test due again (the worker came back or
 // its engine restarted); its ids stop being forwarded until it passes.
-func (p *pool) resetSelfTest(id uint64) {
+func (p *Pool) resetSelfTest(id uint64) {
 	p.eng.mu.Lock()
 	if h := p.eng.w[id]; h != nil {
 		h.tok.reset()
@@ -289,7 +313,7 @@ func (p *pool) resetSelfTest(id uint64) {
 
 // noteEngineStart resets id's self-test when the engine's process start
 // time changed (a restart the poller did not see as down).
-func (p *pool) noteEngineStart(w *Worker, start float64) {
+func (p *Pool) noteEngineStart(w *Worker, start float64) {
 	if start == 0 {
 		return
 	}
@@ -306,8 +330,8 @@ func (p *pool) noteEngineStart(w *Worker, start float64) {
 	}
 }
 
-// selfTestState is id's self-test for GET /debug/index.
-func (p *pool) selfTestState(id uint64) SelfTest {
+// SelfTest is id's self-test for GET /debug/index.
+func (p *Pool) SelfTest(id uint64) SelfTest {
 	p.eng.mu.Lock()
 	var res SelfTest
 	if h := p.eng.w[id]; h != nil {
@@ -317,29 +341,6 @@ func (p *pool) selfTestState(id uint64) SelfTest {
 	if res.Outcome == "" {
 		res.Outcome = selfTestPending
 	}
-	res.ForwardIDs = p.forwardIDs(id)
+	res.ForwardIDs = p.ForwardIDs(id)
 	return res
-}
-
-// bodyFor is j's body as forwarded to worker id: a completion's text
-// prompt replaced by the router's token ids when forwardIDs(id), else the
-// client's body (the engine tokenizes the text itself; the ids served the
-// routing only).
-func (s *Server) bodyFor(j *job, id uint64) []byte {
-	if !j.textPrompt || len(j.tokens) == 0 || !s.pool.forwardIDs(id) {
-		return j.body
-	}
-	b, err := setPromptIDs(j.body, j.tokens)
-	if err != nil {
-		return j.body
-	}
-	return b
-}
-
-func setPromptIDs(body []byte, ids []uint32) ([]byte, error) {
-	b, err := oai.SetFields(body, map[string]any{"prompt": ids})
-	if err != nil {
-		return nil, fmt.Errorf("frontend: forward token ids: %w", err)
-	}
-	return b, nil
 }
