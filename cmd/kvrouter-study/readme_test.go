@@ -22,16 +22,8 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
 			"floor": "false"}},
 	} {
-		c := tc.cmd()
-		for name, def := range tc.flags {
-			f := c.Flags().Lookup(name)
-			if f == nil {
-				t.Errorf("%s has no --%s", tc.name, name)
-				continue
-			}
-			if def != "" && f.DefValue != def {
-				t.Errorf("%s --%s defaults to %q, README says %q", tc.name, name, f.DefValue, def)
-			}
+		if err := clihelp.CheckDefaults(tc.cmd(), tc.flags); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

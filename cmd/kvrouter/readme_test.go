@@ -35,16 +35,8 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 		{"mocker", newMockerCmd, map[string]string{"addr": "", "worker-id": "", "nats": "", "zmq-pub": "", "zmq-replay": "",
 			"speedup-ratio": "", "block-size": "64", "model": "kvrouter-mock", "role": ""}},
 	} {
-		c := tc.cmd()
-		for name, def := range tc.flags {
-			f := c.Flags().Lookup(name)
-			if f == nil {
-				t.Errorf("%s has no --%s", tc.name, name)
-				continue
-			}
-			if def != "" && f.DefValue != def {
-				t.Errorf("%s --%s defaults to %q, README says %q", tc.name, name, f.DefValue, def)
-			}
+		if err := clihelp.CheckDefaults(tc.cmd(), tc.flags); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 }

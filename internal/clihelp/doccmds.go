@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -277,4 +278,26 @@ func shellCommands(line string) [][]string {
 	}
 	endCmd()
 	return cmds
+}
+
+// CheckDefaults reports every flag of defaults that c lacks, and every
+// default that differs from the one the docs state ("" = any default):
+// the docs' promise about a flag, kept by each command's test.
+func CheckDefaults(c *cobra.Command, defaults map[string]string) error {
+	var errs []error
+	names := make([]string, 0, len(defaults))
+	for n := range defaults {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		f := c.Flags().Lookup(name)
+		switch {
+		case f == nil:
+			errs = append(errs, fmt.Errorf("%s has no --%s", c.Name(), name))
+		case defaults[name] != "" && f.DefValue != defaults[name]:
+			errs = append(errs, fmt.Errorf("%s --%s defaults to %q, the docs say %q", c.Name(), name, f.DefValue, defaults[name]))
+		}
+	}
+	return errors.Join(errs...)
 }
