@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,29 @@ func TestUpDrainTimeout(t *testing.T) {
 	want := app.DefaultServeConfig().Frontend.DrainTimeout
 	if len(got) != 2 || got[0] != 2*time.Minute || got[1] != want {
 		t.Fatalf("fleet drain timeouts %v, want [2m0s %v]", got, want)
+	}
+}
+
+// TestMovedCommands: a command that moved to kvrouter-study or
+// kvrouter-epp answers where it went (it was "unknown command"), with any
+// flags after it, and stays out of the help.
+func TestMovedCommands(t *testing.T) {
+	for args, want := range map[string]string{
+		"sim --limit 300 --json":    "kvrouter sim is now kvrouter-study sim, a binary of its own (go run ./cmd/kvrouter-study)",
+		"bench index":               "kvrouter bench is now kvrouter-study bench",
+		"epp --pool-selector app=x": "kvrouter epp is now kvrouter-epp, a binary of its own (go run ./cmd/kvrouter-epp)",
+	} {
+		root := newRootCmd()
+		root.SetOut(&bytes.Buffer{})
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(strings.Fields(args))
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+	for _, line := range strings.Split(runHelp(t, "--help"), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(line, "  ") && slices.Contains([]string{"sim", "replay", "bench", "trace", "epp"}, f[0]) {
+			t.Errorf("moved command listed in the help: %q", line)
+		}
 	}
 }

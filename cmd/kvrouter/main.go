@@ -25,6 +25,12 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newUpCmd(),
 		newBridgeCmd(),
+		// Commands now in kvrouter-study and kvrouter-epp.
+		clihelp.Moved("sim", "kvrouter-study sim"),
+		clihelp.Moved("replay", "kvrouter-study replay"),
+		clihelp.Moved("bench", "kvrouter-study bench"),
+		clihelp.Moved("trace", "kvrouter-study trace"),
+		clihelp.Moved("epp", "kvrouter-epp"),
 	)
 	return root
 }
