@@ -111,7 +111,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 			}
 		}
 	}
-	return r.commitLocked(p, &cands[chosen], res.Breakdowns, chosen, aff, outBlocks, now)
+	d, oc, err := r.commitLocked(p, &cands[chosen], res.Breakdowns, chosen, aff, outBlocks, now)
+	d.Waited = !fresh
+	return d, oc, err
 }
 
 // candidates builds one selector.Candidate per rank, in rank order, in

@@ -96,6 +96,9 @@ type Decision struct {
 	Cost float64
 	// Affinity reports that the session binding chose the worker.
 	Affinity bool
+	// Waited reports that the request waited in the queue and Release
+	// placed it (RegretOf's queue cause).
+	Waited bool
 	// Hop is the request's Hop; TransferBlocks (HopDecode) the full prompt
 	// blocks the worker does not hold and receives by KV transfer.
 	Hop            Hop
