@@ -42,6 +42,8 @@ type flight struct {
 	// The engine's usage report: prompt and cached tokens (cached -1: none
 	// reported) and completion tokens (exact, unlike counted events).
 	reportedPrompt, reportedCached, reportedOutput int
+	// epoch is the worker's removal epoch at the decision (regret.go).
+	epoch uint64
 }
 
 // tracker is the router's load accounting of requests (*router.Router).
@@ -84,6 +86,10 @@ type landing struct {
 type predictionCheck struct {
 	overlapBlocks, isl     int
 	reportedPrompt, cached int
+	// The regret's part (regret.go): the blocks the router predicted on
+	// the worker (router.Regret.Chosen) and its removal epoch then.
+	chosen int
+	epoch  uint64
 }
 
 // touchEvery is how long a streaming request goes without telling the
@@ -92,8 +98,12 @@ type predictionCheck struct {
 const touchEvery = time.Second
 
 func newFlight(j *job, d *router.Decision, fit *fitObs, bk tracker, ob flightObserver) *flight {
-	return &flight{id: j.id, endpoint: j.endpoint, model: j.model, start: j.start, d: d, fit: fit,
+	f := &flight{id: j.id, endpoint: j.endpoint, model: j.model, start: j.start, d: d, fit: fit,
 		bk: bk, ob: ob, outcome: "ok", reportedCached: -1}
+	if e, ok := ob.(interface{ removalEpoch(worker uint64) uint64 }); ok {
+		f.epoch = e.removalEpoch(d.Worker.ID)
+	}
+	return f
 }
 
 // abort ends a flight whose request never reached its worker (Fail, once).
@@ -198,7 +208,8 @@ func (f *flight) land(now time.Time) {
 		}
 		if f.reportedCached >= 0 && !f.noCheck {
 			l.check = &predictionCheck{overlapBlocks: f.d.Overlap[kvevents.TierDevice], isl: f.d.ISL,
-				reportedPrompt: f.reportedPrompt, cached: f.reportedCached}
+				reportedPrompt: f.reportedPrompt, cached: f.reportedCached,
+				chosen: router.RegretOf(f.d).Chosen, epoch: f.epoch}
 		}
 	}
 	f.ob.landed(l)
@@ -245,7 +256,9 @@ type flightRecorder struct {
 	blockSize int
 	engines   engineBlockSizes
 	preds     *predictionTracker
-	log       *slog.Logger
+	// removals are the workers' removal epochs (regret.go).
+	removals *removalEpochs
+	log      *slog.Logger
 }
 
 func (r *flightRecorder) firstToken(ttft time.Duration) {
@@ -269,6 +282,9 @@ func (r *flightRecorder) landed(l *landing) {
 	}
 	if c := l.check; c != nil {
 		r.checkPrediction(l.worker, c)
+		if r.removals != nil {
+			r.m.regret.answered(c.chosen, c.cached, r.blockSize, r.removals.epoch(l.worker) != c.epoch)
+		}
 	}
 	if r.onFree != nil {
 		r.onFree(l.id, l.worker)
@@ -284,3 +300,11 @@ type engineBlockSizes interface {
 }
 
 var _ engineBlockSizes = (*pool.Pool)(nil)
+
+// removalEpoch is worker's removal epoch now (newFlight keeps it).
+func (r *flightRecorder) removalEpoch(worker uint64) uint64 {
+	if r.removals == nil {
+		return 0
+	}
+	return r.removals.epoch(worker)
+}

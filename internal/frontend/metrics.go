@@ -33,6 +33,7 @@ type metrics struct {
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
 	predict       *predictMetrics // predicted vs reported hits (predict.go)
+	regret        *regretMetrics  // lost prefix blocks by cause (regret.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -93,6 +94,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	)
 	registerRuntime(reg)
 	m.predict = newPredictMetrics(reg)
+	m.regret = newRegretMetrics(reg)
 	return m
 }
 
@@ -104,6 +106,7 @@ func (m *metrics) onRoute(req *router.Request, d *router.Decision) {
 	m.promptTokens.Add(float64(d.ISL))
 	m.cachedTokens.Add(float64(d.CachedTokens))
 	m.cost.Observe(d.Cost)
+	m.regret.routed(d)
 }
 
 func (m *metrics) onReject(req *router.Request, err error) {

@@ -69,6 +69,7 @@ type Server struct {
 
 	flights  *flightRecorder    // what proxied requests teach (flight.go)
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
+	removals *removalEpochs     // workers' applied removals (regret.go)
 	adapters adapterNames       // LoRA adapter names, the pool's
 
 	sink *sink.Sink // KV events into the index
@@ -108,7 +109,8 @@ func New(cfg Config) (*Server, error) {
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
 
-		preds: newPredictionTracker(),
+		preds:    newPredictionTracker(),
+		removals: &removalEpochs{},
 	}
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
@@ -126,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	// goroutine, lookups stay inline on the request goroutines. The
 	// writers report outcomes, so metrics and Events.OnEvent see an
 	// event once it is visible to lookups, not when it was queued.
-	s.sink = sink.New(sink.Config{Logger: cfg.Logger, Registry: cfg.Registry, Stored: s.preds.sawStored, OnEvent: cfg.Events.OnEvent})
+	s.sink = sink.New(sink.Config{Logger: cfg.Logger, Registry: cfg.Registry, Stored: s.preds.sawStored, Removed: s.removals.saw, OnEvent: cfg.Events.OnEvent})
 	opts := router.Options{
 		Rand: rand.New(rand.NewPCG(seed, seed+1)),
 		NewIndex: func(t kvevents.Tier) indexer.Index {
@@ -162,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.outAvg = newOutputAverage(cfg.Router)
 	s.flights = &flightRecorder{m: s.m, gm: s.gm, fits: s.fits, outAvg: s.outAvg, kick: s.kickRelease,
-		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, engines: s.pool, preds: s.preds, log: s.log}
+		onFree: cfg.Events.OnFree, blockSize: cfg.Router.BlockSize, engines: s.pool, preds: s.preds, removals: s.removals, log: s.log}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -24,6 +24,9 @@ type Config struct {
 	// Stored hears of each applied Stored event (the frontend's
 	// prediction check: "the engine's events arrive"); nil none.
 	Stored func(worker uint64)
+	// Removed hears of each applied Removed or Cleared event (the
+	// frontend's regret: evicted after the route); nil none.
+	Removed func(worker uint64)
 	// OnEvent hears of each event applied (err nil) or rejected; nil none.
 	OnEvent func(worker uint64, err error)
 }
@@ -33,6 +36,7 @@ type Sink struct {
 	log     *slog.Logger
 	m       metrics
 	stored  func(worker uint64)
+	removed func(worker uint64)
 	onEvent func(worker uint64, err error)
 	counts  counts
 
@@ -62,7 +66,7 @@ func (f RanksFunc) DPSize(worker uint64) (int, bool) { return f(worker) }
 
 // New returns a Sink that applies nothing until Attach.
 func New(cfg Config) *Sink {
-	k := &Sink{log: cfg.Logger, m: newMetrics(), stored: cfg.Stored, onEvent: cfg.OnEvent}
+	k := &Sink{log: cfg.Logger, m: newMetrics(), stored: cfg.Stored, removed: cfg.Removed, onEvent: cfg.OnEvent}
 	if k.log == nil {
 		k.log = slog.Default()
 	}
@@ -196,6 +200,8 @@ func (k *Sink) event(ev *kvevents.Event, err error) {
 		k.m.applied.Inc()
 		if ev.Kind == kvevents.KindStored {
 			k.stored(ev.WorkerID)
+		} else if k.removed != nil {
+			k.removed(ev.WorkerID)
 		}
 	}
 	if k.onEvent != nil {
