@@ -70,6 +70,8 @@ type routerPolicy struct {
 	// keep keeps the last decision in last (Config.KeepRequests).
 	keep bool
 	last router.Decision
+	// regret tallies the kv policy's regret (regret.go); nil otherwise.
+	regret *regretTally
 }
 
 func (rp *routerPolicy) lastDecision() *router.Decision { return &rp.last }
@@ -100,6 +102,9 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 		}
 	}
 	rp := &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0, keep: cfg.KeepRequests}
+	if mode == router.PolicyKV {
+		rp.regret = newRegretTally(cfg.Workers)
+	}
 	if rc.TrackOutputBlocks && !cfg.ExactOutput {
 		rp.out = router.NewOutputAverage(OutputWindow)
 	}
@@ -124,6 +129,10 @@ func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool,
 	}
 	if rp.keep {
 		rp.last = d
+	}
+	if rp.regret != nil {
+		rp.regret.size(len(p.reqs))
+		rp.regret.routed(i, &d)
 	}
 	return int(d.Worker.ID), d.Queued, nil
 }
@@ -152,6 +161,9 @@ func (rp *routerPolicy) release(now time.Duration) []released {
 		if err != nil {
 			continue // not ours; cannot happen
 		}
+		if rp.regret != nil && rel.Err == nil {
+			rp.regret.routed(i, &rel.Decision)
+		}
 		out = append(out, released{i: i, w: int(rel.Decision.Worker.ID), err: rel.Err})
 	}
 	return out
@@ -162,6 +174,9 @@ func (rp *routerPolicy) apply(evs []kvevents.Event) {
 		// A rejected event is counted by the router (Stats); the
 		// simulation goes on, as a live router would.
 		_ = rp.r.ApplyEvent(&evs[k])
+		if rp.regret != nil {
+			rp.regret.applied(&evs[k])
+		}
 	}
 }
 

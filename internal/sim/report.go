@@ -124,6 +124,9 @@ type PolicyReport struct {
 	RequestRows []RequestRow `json:"-"`
 	// Disagg splits a disaggregated variant's requests (Config.Disagg).
 	Disagg *DisaggReport `json:"disagg,omitempty"`
+	// Regret is the kv policy's lost prefix blocks by cause (regret.go;
+	// not for disaggregated variants).
+	Regret *RegretReport `json:"regret,omitempty"`
 }
 
 // Policy returns the report of p, or nil.

@@ -205,6 +205,10 @@ func runPolicy(ctx context.Context, cfg *Config, p *prepared, v variant, progres
 		return PolicyReport{}, err
 	}
 	f.finish()
+	if rg, ok := f.pol.(regretPolicy); ok && f.dis == nil && rg.tally() != nil {
+		rep := rg.tally().rep
+		f.rep.Regret = &rep
+	}
 	f.rep.WallS = time.Since(wall).Seconds()
 	return f.rep, nil
 }
@@ -458,6 +462,9 @@ func (f *fleet) record(w int, r *mocker.Result) {
 	}
 	if f.rows != nil {
 		f.noteRecord(int(r.ID), r.TTFT, cached)
+	}
+	if rg, ok := f.pol.(regretPolicy); ok && f.dis == nil && rg.tally() != nil {
+		rg.tally().answered(int(r.ID), w, cached, f.cfg.BlockSize)
 	}
 	rp.PromptTokens += int64(r.PromptTokens)
 	rp.CachedTokens += int64(cached)
