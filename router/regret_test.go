@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -69,13 +70,15 @@ func TestRegretTiersAndCaps(t *testing.T) {
 	}
 }
 
-// TestRegretQueueThroughRouter: a request that waits in the queue and is
-// released onto a worker other than the one holding its prefix carries
-// Waited, so its lost blocks are the queue's.
-func TestRegretQueueThroughRouter(t *testing.T) {
+// regretFleet is a router of two workers (B=4, 100-token batches)
+// where worker 1 holds the 10 blocks of the returned prompt.
+func regretFleet(t *testing.T, set func(*Config)) (*Router, []uint32) {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.BlockSize = 4
-	cfg.Queue.Threshold = 0.5
+	if set != nil {
+		set(&cfg)
+	}
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
@@ -85,14 +88,7 @@ func TestRegretQueueThroughRouter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	toks := func(from, n int) []uint32 {
-		s := make([]uint32, n)
-		for i := range s {
-			s[i] = uint32(from + i)
-		}
-		return s
-	}
-	prompt := toks(1000, 40) // 10 blocks, all on worker 1
+	prompt := regretTokens(1000, 40)
 	ev := &kvevents.Event{WorkerID: 1, EventID: 1, Kind: kvevents.KindStored}
 	for i, l := range kvhash.LocalHashes(prompt, 4, kvhash.Seed("", "")) {
 		ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: uint64(1 + i), Local: l})
@@ -100,6 +96,85 @@ func TestRegretQueueThroughRouter(t *testing.T) {
 	if err := r.ApplyEvent(ev); err != nil {
 		t.Fatal(err)
 	}
+	return r, prompt
+}
+
+func regretTokens(from, n int) []uint32 {
+	s := make([]uint32, n)
+	for i := range s {
+		s[i] = uint32(from + i)
+	}
+	return s
+}
+
+// TestRegretThroughRouter provokes each routing cause with the real
+// selector: the holder worker 1 out by an allow-list (filter), over a
+// busy threshold (busy), loaded by a long pinned prompt (load), or
+// cheapest but sampled away at a high temperature (temperature).
+func TestRegretThroughRouter(t *testing.T) {
+	ctx, now := context.Background(), time.Unix(0, 0)
+	t.Run("filter", func(t *testing.T) {
+		r, prompt := regretFleet(t, nil)
+		d, err := r.Route(ctx, Request{ID: "p", Tokens: prompt, Constraints: selector.Constraints{Allow: []uint64{2}}}, now)
+		if rg := RegretOf(&d); err != nil || rg.Cause != CauseFilter || rg.Lost != 10 {
+			t.Fatalf("%v %+v", err, rg)
+		}
+	})
+	t.Run("busy", func(t *testing.T) {
+		r, prompt := regretFleet(t, func(c *Config) { c.Selector.BusyKVUsage = 0.5 })
+		if err := r.UpdateWorkerMetrics(kvevents.Worker{ID: 1}, Metrics{KVUsage: 0.9}); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Route(ctx, Request{ID: "p", Tokens: prompt}, now)
+		if rg := RegretOf(&d); err != nil || rg.Cause != CauseBusy || rg.Lost != 10 {
+			t.Fatalf("%v %+v", err, rg)
+		}
+	})
+	t.Run("load", func(t *testing.T) {
+		r, prompt := regretFleet(t, nil)
+		big := Request{ID: "big", Tokens: regretTokens(10000, 400), Constraints: selector.Constraints{Pin: &kvevents.Worker{ID: 1}}}
+		if _, err := r.Route(ctx, big, now); err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Route(ctx, Request{ID: "p", Tokens: prompt}, now)
+		if rg := RegretOf(&d); err != nil || rg.Cause != CauseLoad || rg.Lost != 10 {
+			t.Fatalf("%v %+v\n%s", err, rg, &d)
+		}
+	})
+	t.Run("temperature", func(t *testing.T) {
+		// No predicted side index: a pick of worker 2 would make it a holder.
+		r, prompt := regretFleet(t, func(c *Config) { c.Predict = PredictConfig{} })
+		away := 0
+		for i := range 200 {
+			id := fmt.Sprint("p", i)
+			d, err := r.Route(ctx, Request{ID: id, Tokens: prompt, Overrides: selector.Overrides{Temperature: selector.Float(100)}}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rg := RegretOf(&d)
+			if d.Worker.ID == 2 {
+				away++
+				if rg.Cause != CauseTemperature || rg.Lost != 10 {
+					t.Fatalf("sampled away: %+v\n%s", rg, &d)
+				}
+			} else if rg.Lost != 0 {
+				t.Fatalf("on the holder: %+v", rg)
+			}
+			if err := r.Free(id, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if away == 0 {
+			t.Fatal("temperature 100 never sampled worker 2")
+		}
+	})
+}
+
+// TestRegretQueueThroughRouter: a request that waits in the queue and is
+// released onto a worker other than the one holding its prefix carries
+// Waited, so its lost blocks are the queue's.
+func TestRegretQueueThroughRouter(t *testing.T) {
+	r, prompt := regretFleet(t, func(c *Config) { c.Queue.Threshold = 0.5 })
 	now := time.Unix(0, 0)
 	ctx := context.Background()
 	for id, w := range map[string]uint64{"big": 1, "small": 2} {
@@ -107,7 +182,7 @@ func TestRegretQueueThroughRouter(t *testing.T) {
 		if w == 2 {
 			n = 60
 		}
-		req := Request{ID: id, Tokens: toks(int(w)*10000, n), Constraints: selector.Constraints{Pin: &kvevents.Worker{ID: w}}}
+		req := Request{ID: id, Tokens: regretTokens(int(w)*10000, n), Constraints: selector.Constraints{Pin: &kvevents.Worker{ID: w}}}
 		if d, err := r.Route(ctx, req, now); err != nil || d.Queued || d.Worker.ID != w {
 			t.Fatalf("route %s: %v %+v", id, err, d)
 		}
