@@ -54,6 +54,7 @@ type seq struct {
 	// locals and hashes cover every full block of known tokens computed so
 	// far (prompt blocks at Add, output blocks as they fill).
 	locals, hashes []uint64
+	seed           uint64  // local-hash seed: the engine's, or its LoRA's (Request.LoRA)
 	blocks         []int32 // physical blocks, in token order
 	registered     int     // leading blocks already cached or shared
 	numTokens      int     // prompt + generated
@@ -167,10 +168,13 @@ func (e *Engine) Add(req Request) error {
 		return fmt.Errorf("%w: request %d needs %d blocks, the pool has %d beside the watermark",
 			ErrTooLong, req.ID, need, room)
 	}
-	s := &seq{req: req, numTokens: len(req.Tokens), prefillLeft: len(req.Tokens)}
+	s := &seq{req: req, numTokens: len(req.Tokens), prefillLeft: len(req.Tokens), seed: e.seed}
+	if req.LoRA != "" {
+		s.seed = kvhash.Seed(req.LoRA, "")
+	}
 	s.res = Result{ID: req.ID, Arrival: req.Arrival, PromptTokens: len(req.Tokens)}
 	if e.cfg.EnablePrefixCaching {
-		s.locals = kvhash.SaltLocals(kvhash.AppendLocal(make([]uint64, 0, len(req.Tokens)/B+1), req.Tokens, B, e.seed), req.CacheSalt)
+		s.locals = kvhash.SaltLocals(kvhash.AppendLocal(make([]uint64, 0, len(req.Tokens)/B+1), req.Tokens, B, s.seed), req.CacheSalt)
 		s.hashes = kvhash.AppendSeq(make([]uint64, 0, cap(s.locals)), s.locals)
 	}
 	e.byID[req.ID] = s
@@ -597,7 +601,7 @@ func (e *Engine) ensureHashes(s *seq, n int) {
 				e.tok[k] = OutputToken(s.req.ID, i-len(prompt))
 			}
 		}
-		l := kvhash.Local(e.tok, e.seed)
+		l := kvhash.Local(e.tok, s.seed)
 		if j == 0 {
 			l = kvhash.SaltFirst(l, s.req.CacheSalt)
 		}

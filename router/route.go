@@ -57,7 +57,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	cands := r.candidates(p, ov, outBlocks, now)
 	// The filters are function values, so a local Request would escape.
 	sreq := &r.sreq
-	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides,
+	*sreq = selector.Request{ISL: p.isl, BlockSize: r.cfg.BlockSize, Constraints: req.Constraints, Overrides: req.Overrides, LoRA: req.LoRA,
 		Utilization: r.utilization(len(cands), r.candBusy, r.candStep, now)}
 	if r.feat.tailGuard {
 		sreq.TailTTFT = r.tail[req.Hop].Value()
@@ -161,6 +161,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		// copied with a write barrier for Labels.
 		c.Worker = w
 		c.Labels = ws.info.Labels
+		c.LoRAKnown, c.LoRAs, c.MaxLoRAs = ws.info.LoRAKnown, ws.info.LoRAs, ws.info.MaxLoRAs
 		c.MaxNumBatchedTokens = ws.info.MaxNumBatchedTokens
 		c.MaxNumSeqs = ws.info.MaxNumSeqs
 		c.SlotWait = r.fin.slotWait(int(s), l.Requests, c.MaxNumSeqs)

@@ -283,8 +283,12 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 	if info.DPSize == 0 {
 		info.DPSize = 1
 	}
+	if err := checkLoRAs(info.ID, info.MaxLoRAs, info.LoRAs); err != nil {
+		return err
+	}
 	info.BlockSize = r.cfg.BlockSize
 	info.Labels = cloneLabels(info.Labels)
+	info.LoRAs = slices.Clone(info.LoRAs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ws := &workerState{info: info, metrics: make([]Metrics, info.DPSize), hasMet: make([]bool, info.DPSize)}

@@ -145,6 +145,11 @@ type Released struct {
 // worker (the largest data-parallel deployments have a few hundred).
 const MaxDPSize = 1024
 
+// MaxWorkerLoRAs bounds WorkerInfo.LoRAs: a worker reporting more loaded
+// adapters is refused (engines load a handful; vLLM's --max-loras
+// defaults to 1).
+const MaxWorkerLoRAs = 1024
+
 // WorkerInfo describes a worker (all its data-parallel ranks).
 type WorkerInfo struct {
 	ID uint64
@@ -170,6 +175,15 @@ type WorkerInfo struct {
 	// Role is the worker's part in disaggregated serving (DESIGN.md §10).
 	// Default RoleBoth.
 	Role Role
+	// LoRAKnown says the worker reports its LoRA adapters: LoRAs are
+	// those loaded (at most MaxWorkerLoRAs) and MaxLoRAs its adapter
+	// slots (vLLM's --max-loras; 0 unbounded). A request for an adapter
+	// prefers the workers that have it loaded, then those with a free
+	// slot, then any (selector LoRATier); false leaves the worker out of
+	// that preference. SetWorkerLoRAs updates LoRAs.
+	LoRAKnown bool
+	LoRAs     []string
+	MaxLoRAs  int
 }
 
 // Metrics are what a worker rank reports about itself.

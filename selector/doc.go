@@ -131,7 +131,10 @@
 // a busy threshold (Config.BusyKVUsage, BusyPrefillTokens,
 // BusyPrefillFraction). No candidate left yields ErrNoneEligible or, when
 // some candidate passed every hard constraint and was only dropped by a
-// busy threshold, ErrAllOverloaded (the shells answer 503 and 529).
+// busy threshold, ErrAllOverloaded (the shells answer 503 and 529). A
+// request naming a LoRA adapter then keeps only its best LoRA tier
+// (loaded, free slot, any) or, when no one has it loaded, that tier's
+// rendezvous worker (lora.go).
 //
 // The package is pure: randomness enters as a *rand.Rand (math/rand/v2), no
 // clock, no I/O. A Selector is immutable after New and safe for concurrent

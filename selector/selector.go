@@ -84,6 +84,15 @@ type Candidate struct {
 	// Nil: every pending token beyond PassTokens counts as come at once
 	// (the router fills it only with its feature pass-arrivals).
 	PassQueue []PassArrival
+	// LoRAKnown says LoRAs and MaxLoRAs are reported by the worker (its
+	// /v1/models or registration); false: unknown, and the LoRA filter
+	// treats the worker as having a free slot (lora.go).
+	LoRAKnown bool
+	// LoRAs are the adapters loaded on the worker (shared by its ranks).
+	LoRAs []string
+	// MaxLoRAs is the worker's adapter slot count (vLLM's --max-loras);
+	// 0: unbounded or unknown.
+	MaxLoRAs int
 }
 
 // PassArrival is prefill routed to a rank after its dated pass started:
@@ -127,6 +136,9 @@ type Request struct {
 	// then guards (tail.go; the router's feature tail-guard). 0: unknown
 	// or off, no tail charge.
 	TailTTFT float64
+	// LoRA is the adapter the request names ("" = base model); the LoRA
+	// filter then prefers workers by LoRATier (lora.go).
+	LoRA string
 }
 
 // Reason says why a candidate was not scored; ReasonNone means it was.
@@ -139,9 +151,10 @@ const (
 	ReasonRank                    // rank outside the bounds
 	ReasonLabel                   // missing a required label
 	ReasonBusy                    // every rank of the worker is over a busy threshold
+	ReasonLoRA                    // a better LoRA tier, or the adapter's rendezvous worker, exists
 )
 
-var reasonNames = [...]string{"", "not-allowed", "not-pinned", "rank-out-of-bounds", "missing-label", "busy"}
+var reasonNames = [...]string{"", "not-allowed", "not-pinned", "rank-out-of-bounds", "missing-label", "busy", "lora-tier"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -283,6 +296,7 @@ func Filters(cfg Config) []Filter {
 		rankFilter,
 		labelFilter,
 		busyFilter(cfg),
+		loraFilter,
 	}
 }
 

@@ -44,7 +44,7 @@ var mockerSections = []clihelp.Section{
 	{Name: "Worker", Shown: "addr advertise-url worker-id model tokenizer",
 		More: "default-max-tokens drain-timeout"},
 	{Name: "Engine", Shown: "block-size num-blocks speedup-ratio",
-		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching"},
+		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching max-loras"},
 	{Name: "KV events and registration", Shown: "nats zmq-pub zmq-replay", More: "no-register"},
 	{Name: "NATS credentials", More: "nats-user nats-password nats-token nats-nkey nats-creds nats-tls-ca nats-tls-cert nats-tls-key nats-tls-insecure"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse"},
@@ -66,6 +66,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.IntVar(&e.BlockSize, "block-size", e.BlockSize, "tokens per KV block (must equal the router's)")
 	f.IntVar(&e.NumBlocks, "num-blocks", e.NumBlocks, "KV cache capacity in blocks")
 	f.IntVar(&e.MaxNumSeqs, "max-num-seqs", e.MaxNumSeqs, "max running requests")
+	f.IntVar(&mc.MaxLoRAs, "max-loras", mc.MaxLoRAs, "LoRA adapter slots: serve any other model name as an adapter, loaded on first use (0 = base model only)")
 	f.IntVar(&e.MaxNumBatchedTokens, "max-num-batched-tokens", e.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&e.Watermark, "watermark", e.Watermark, "fraction of blocks kept free at admission")
 	f.BoolVar(&e.EnablePrefixCaching, "enable-prefix-caching", e.EnablePrefixCaching, "cache blocks and emit KV events")

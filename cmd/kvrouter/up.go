@@ -15,6 +15,7 @@ import (
 func newUpCmd() *cobra.Command {
 	var (
 		workers   int
+		maxLoRAs  int
 		disagg    string
 		port      int
 		host, tok string
@@ -58,7 +59,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
-			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t,
+			fc := fleet.Config{Workers: workers, Engine: eng, Model: sc.Frontend.Model, Tokenizer: t, MaxLoRAs: maxLoRAs,
 				Frontend: sc.Frontend, RouterAddr: fmt.Sprintf("%s:%d", host, port), Logger: log, Tiers: tiers}
 			fc.Prefill, fc.Decode = pools.Prefill, pools.Decode
 			f, err := newFleet(fc)
@@ -85,6 +86,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.StringVar(&tok, "tokenizer", "builtin", "builtin, or a tokenizer.json file / model directory (router and workers)")
 	fl.IntVar(&eng.BlockSize, "block-size", eng.BlockSize, "tokens per KV block")
 	fl.IntVar(&eng.NumBlocks, "num-blocks", eng.NumBlocks, "KV capacity per worker, in blocks")
+	fl.IntVar(&maxLoRAs, "max-loras", 0, "LoRA adapter slots per worker: other model names are served as adapters, loaded on first use (0 = base model only)")
 	fl.Float64Var(&eng.SpeedupRatio, "speedup-ratio", eng.SpeedupRatio, "workers run this much faster than the modeled GPU (0 = no sleeping)")
 	cli.BindEngineTiers(fl, &tiers, &eng)
 	rsc := &sc.Frontend.Router.Selector
@@ -102,7 +104,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 
 // upSections groups up's flags for --help.
 var upSections = []clihelp.Section{
-	{Name: "Fleet", Shown: "workers disagg speedup-ratio tokenizer", More: "block-size num-blocks"},
+	{Name: "Fleet", Shown: "workers disagg speedup-ratio tokenizer", More: "block-size num-blocks max-loras"},
 	{Name: "Router", Shown: "port host policy api-key", More: "index max-prompt-tokens drain-timeout"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},

@@ -86,7 +86,8 @@ func (m *Mocker) Worker() discovery.Worker {
 	e := m.mc.Engine
 	return discovery.Worker{ID: m.cfg.WorkerID, Model: m.mc.Model, URL: m.url, BlockSize: e.BlockSize,
 		TotalKVBlocks: e.NumBlocks, MaxBatchedTokens: e.MaxNumBatchedTokens, MaxNumSeqs: e.MaxNumSeqs, DPSize: 1,
-		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch, Role: m.cfg.Role}
+		EventEndpoint: m.cfg.ZMQPub, ReplayEndpoint: m.cfg.ZMQReplay, Epoch: m.epoch, Role: m.cfg.Role,
+		MaxLoRAs: m.mc.MaxLoRAs}
 }
 
 // Run serves until ctx is done, then drains (up to DrainTimeout),

@@ -12,6 +12,7 @@ import (
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/frontend"
+	"github.com/kvrouter/kvrouter/internal/mockerd"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/spf13/pflag"
 )
@@ -184,6 +185,7 @@ var FlagRanges = map[string]Range{
 	"max-num-seqs":           Ints(1, discovery.MaxNumSeqs),
 	"max-num-batched-tokens": Ints(1, discovery.MaxBatchedTokens),
 	"default-max-tokens":     Ints(0, maxTokens),
+	"max-loras":              Ints(0, mockerd.MaxLoRASlots),
 	"watermark":              Floats(0, 1).Open(),
 	"speedup-ratio":          finite(),
 	"kv-transfer-bandwidth":  finite(),

@@ -74,7 +74,7 @@ func BindServe(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Float64Var(&rc.Disagg.TransferWeight, "disagg-transfer-weight", rc.Disagg.TransferWeight, "decode hop: cost of receiving a prompt block by KV transfer relative to computing it")
 	f.DurationVar(&fc.PrefillTimeout, "prefill-timeout", fc.PrefillTimeout, "disaggregated requests: longest prefill hop before another prefill worker is tried")
 	f.Int64Var(&fc.KVBytesPerToken, "kv-bytes-per-token", fc.KVBytesPerToken, "the model's KV cache bytes per token (kvrouter_disagg_transfer_bytes_total)")
-	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,role=prefill|decode|both,zmq=tcp://...,replay=tcp://...,pod=P,bs=N,max-num-seqs=N,max-batched-tokens=N] (repeatable)")
+	f.StringArrayVar(&c.Workers, "worker", c.Workers, "static worker: URL[,id=N,role=prefill|decode|both,zmq=tcp://...,replay=tcp://...,pod=P,bs=N,max-num-seqs=N,max-batched-tokens=N,max-loras=N] (repeatable)")
 	f.IntVar(&fc.WorkerMaxNumSeqs, "worker-max-num-seqs", fc.WorkerMaxNumSeqs, "time cost: running-request cap per rank (the engines' --max-num-seqs) of workers that do not announce theirs; at it a request waits for a slot (0 = unknown: no cap rule)")
 	f.IntVar(&fc.WorkerMaxBatchedTokens, "worker-max-batched-tokens", fc.WorkerMaxBatchedTokens, "token budget per engine step (the engines' --max-num-batched-tokens) of workers that do not announce theirs; --queue-threshold and --busy-prefill-fraction are fractions of it (default: vLLM's on H100-class GPUs; 0 = unknown: never saturated)")
 	f.StringVar(&c.WorkersFile, "workers-file", c.WorkersFile, "YAML file with a static worker list")

@@ -69,6 +69,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 	f.Add("w.9", []byte(`{"id":9,"url":"http://h:1","max_num_seqs":1048577}`))
 	f.Add("w.3", []byte(`{"id":3,"url":"http://h:1","epoch":"0123456789abcdef"}`))
 	f.Add("w.3", []byte(`{"id":3,"url":"http://h:1","epoch":{"x":1}}`))
+	f.Add("w.4", []byte(`{"id":4,"url":"http://h:1","max_loras":2,"loras":["sql","chat"]}`))
+	f.Add("w.4", []byte(`{"id":4,"url":"http://h:1","max_loras":-1,"loras":[""]}`))
 	f.Fuzz(func(t *testing.T, key string, val []byte) {
 		w, err := discovery.DecodeRegistration(key, val)
 		if err != nil {
@@ -86,7 +88,8 @@ func FuzzDecodeRegistration(f *testing.F) {
 			t.Fatal(err)
 		}
 		info := router.WorkerInfo{ID: w.ID, DPSize: w.DPSize, MaxNumBatchedTokens: w.MaxBatchedTokens, MaxNumSeqs: w.MaxNumSeqs,
-			TotalKVBlocks: w.TotalKVBlocks, BlockSize: w.BlockSize, Labels: w.Labels}
+			TotalKVBlocks: w.TotalKVBlocks, BlockSize: w.BlockSize, Labels: w.Labels,
+			LoRAKnown: w.MaxLoRAs > 0 || w.LoRAs != nil, LoRAs: w.LoRAs, MaxLoRAs: w.MaxLoRAs}
 		if err := rt.AddWorker(info); err != nil {
 			t.Fatalf("router refused an accepted registration %+v: %v", w, err)
 		}

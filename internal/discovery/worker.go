@@ -52,6 +52,13 @@ type Worker struct {
 	// comes from /health, else /v1/models, and whose load is the router's
 	// own bookings) or "off" (never read it).
 	Metrics string `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+	// MaxLoRAs is the worker's LoRA adapter slots (vLLM's --max-loras),
+	// LoRAs the adapters it has loaded: a worker announcing either is
+	// placed by the router's LoRA preference (router.WorkerInfo.LoRAKnown).
+	// The pool's GET /v1/models poll updates LoRAs for a worker that did
+	// not announce them. Both optional: older registrations omit them.
+	MaxLoRAs int      `json:"max_loras,omitempty" yaml:"max_loras,omitempty"`
+	LoRAs    []string `json:"loras,omitempty" yaml:"loras,omitempty"`
 }
 
 // MetricsOff is Worker.Metrics for a worker whose /metrics is never read.
@@ -120,6 +127,15 @@ func (w Worker) Validate() error {
 	if len(w.Model) > maxStringLen || len(w.Epoch) > maxStringLen || len(w.Pod) > maxStringLen {
 		bad("model, epoch or pod longer than %d bytes", maxStringLen)
 	}
+	if w.MaxLoRAs < 0 || w.MaxLoRAs > router.MaxWorkerLoRAs || len(w.LoRAs) > router.MaxWorkerLoRAs {
+		bad("max loras %d or %d loaded adapters: want 0..%d", w.MaxLoRAs, len(w.LoRAs), router.MaxWorkerLoRAs)
+	}
+	for _, a := range w.LoRAs {
+		if a == "" || len(a) > maxStringLen {
+			bad("lora adapter %.40q: empty or longer than %d bytes", a, maxStringLen)
+			break
+		}
+	}
 	if len(w.Labels) > MaxLabels {
 		bad("%d labels, at most %d", len(w.Labels), MaxLabels)
 	}
@@ -156,7 +172,7 @@ func CheckBlockSize(routerBlockSize int, w Worker) error {
 //
 // keys: id, model, zmq (event endpoint), replay, pod (bind-topology topic
 // pod, see Worker.Pod), block-size (or bs),
-// kv-blocks, max-batched-tokens, max-num-seqs, dp-size, role (prefill, decode or both),
+// kv-blocks, max-batched-tokens, max-num-seqs, max-loras, dp-size, role (prefill, decode or both),
 // bootstrap-port (an SGLang prefill worker's), metrics (auto or off, see
 // Worker.Metrics), label.NAME=VALUE. Example:
 //
@@ -191,6 +207,8 @@ func ParseWorkerFlag(s string) (Worker, error) {
 			w.MaxBatchedTokens, err = strconv.Atoi(v)
 		case "max-num-seqs":
 			w.MaxNumSeqs, err = strconv.Atoi(v)
+		case "max-loras":
+			w.MaxLoRAs, err = strconv.Atoi(v)
 		case "dp-size":
 			w.DPSize, err = strconv.Atoi(v)
 		case "role":

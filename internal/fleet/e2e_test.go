@@ -35,6 +35,12 @@ type env struct {
 
 func start(t *testing.T, direct bool, workers int, speedup float64, mod func(*frontend.Config)) *env {
 	t.Helper()
+	return startFleet(t, direct, workers, speedup, mod, nil)
+}
+
+// startFleet is start with fmod, when set, applied to the fleet's config.
+func startFleet(t *testing.T, direct bool, workers int, speedup float64, mod func(*frontend.Config), fmod func(*fleet.Config)) *env {
+	t.Helper()
 	e := &env{events: make(chan uint64, 4096), freed: make(chan string, 1024), runDone: make(chan error, 1)}
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 4096, 16, speedup
@@ -62,7 +68,11 @@ func start(t *testing.T, direct bool, workers int, speedup float64, mod func(*fr
 		mod(&fc)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f, err := fleet.New(fleet.Config{Workers: workers, Engine: eng, Frontend: fc, Direct: direct, Logger: log})
+	cfg := fleet.Config{Workers: workers, Engine: eng, Frontend: fc, Direct: direct, Logger: log}
+	if fmod != nil {
+		fmod(&cfg)
+	}
+	f, err := fleet.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

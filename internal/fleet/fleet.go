@@ -37,6 +37,10 @@ type Config struct {
 	SpeedupRatios []float64
 	// Model is the served model name. Default app.DefaultModel.
 	Model string
+	// MaxLoRAs is every worker's LoRA adapter slots (mocker --max-loras):
+	// > 0 serves other model names as adapters, loaded on first use.
+	// Default 0: the base model only.
+	MaxLoRAs int
 	// Tokenizer is shared by the router and the workers. Default the
 	// built-in tokenizer (tokenizer.Default).
 	Tokenizer tokenizer.Tokenizer
@@ -274,7 +278,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 	mocks := make([]*app.Mocker, len(f.workers))
 	for i, w := range f.workers {
 		mc := app.DefaultMockerConfig()
-		mc.Mocker.Engine, mc.Mocker.Model = f.cfg.Engine, f.cfg.Model
+		mc.Mocker.Engine, mc.Mocker.Model, mc.Mocker.MaxLoRAs = f.cfg.Engine, f.cfg.Model, f.cfg.MaxLoRAs
 		if len(f.cfg.SpeedupRatios) > 0 {
 			mc.Mocker.Engine.SpeedupRatio = f.cfg.SpeedupRatios[i]
 		}

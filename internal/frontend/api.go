@@ -79,6 +79,10 @@ type Candidate struct {
 	TierOverlap map[string]int     `json:"tier_overlap"`
 	TierCredit  map[string]float64 `json:"tier_credit,omitempty"`
 	OnboardMS   float64            `json:"onboard_ms,omitempty"`
+	// LoRATier, for a request naming an adapter, is the worker's LoRA
+	// preference tier: loaded, free-slot or full (lora.go); "" when the
+	// request names none or the worker reports no adapters.
+	LoRATier string `json:"lora_tier,omitempty"`
 }
 
 // RouteResponse is the answer of POST /route.
@@ -206,6 +210,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 	rc := s.rt.Config()
 	for _, c := range d.Candidates {
 		out.Candidates = append(out.Candidates, s.candidate(c, &rc))
+		s.loraTier(&out.Candidates[len(out.Candidates)-1], rr.LoRA)
 	}
 	s.m.requests.WithLabelValues(ep, "200").Inc()
 	writeJSON(w, http.StatusOK, out)

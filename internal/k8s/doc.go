@@ -21,14 +21,15 @@
 // adds the pod's replay endpoint, asked for missed batches on a gap.
 //
 // Optional annotations kvrouter.io/block-size, kvrouter.io/dp-size,
-// kvrouter.io/max-num-seqs and kvrouter.io/max-batched-tokens describe the
-// engine (a block size other than the router's is refused; max-num-seqs
-// turns on the time cost's sequence-cap rule for that pod;
-// max-batched-tokens is the budget the queue threshold and the busy
-// prefill fraction are fractions of, else the picker's
-// --worker-max-batched-tokens). Editing max-num-seqs or max-batched-tokens
-// on a running pod updates the worker in place; an edit of block-size or
-// dp-size changes what its events mean, so the pod leaves and joins anew.
+// kvrouter.io/max-num-seqs, kvrouter.io/max-batched-tokens and
+// kvrouter.io/max-loras (LoRA adapter slots) describe the engine (a
+// block size other than the router's is refused; max-num-seqs turns on
+// the time cost's sequence-cap rule for that pod; max-batched-tokens is
+// the budget the queue threshold and the busy prefill fraction are
+// fractions of, else the picker's --worker-max-batched-tokens). Editing
+// max-num-seqs, max-batched-tokens or max-loras on a running pod
+// updates the worker in place; an edit of block-size or dp-size changes
+// what its events mean, so the pod leaves and joins anew.
 //
 // Pool is safe for concurrent use (Members while Run applies pod
 // changes). The package imports client-go; the router's core packages

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
+	"github.com/kvrouter/kvrouter/router"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -19,6 +20,11 @@ import (
 // the pod.
 func TestPodMaxNumSeqs(t *testing.T) {
 	testPodIntAnnotation(t, AnnotationMaxNumSeqs, discovery.MaxNumSeqs, func(w discovery.Worker) int { return w.MaxNumSeqs })
+}
+
+// TestPodMaxLoRAs: kvrouter.io/max-loras becomes the worker's MaxLoRAs.
+func TestPodMaxLoRAs(t *testing.T) {
+	testPodIntAnnotation(t, AnnotationMaxLoRAs, router.MaxWorkerLoRAs, func(w discovery.Worker) int { return w.MaxLoRAs })
 }
 
 // testPodIntAnnotation checks how Pool.worker reads the int annotation

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/discovery"
 	"github.com/kvrouter/kvrouter/internal/eventplane/zmqsub"
+	"github.com/kvrouter/kvrouter/router"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +39,10 @@ const (
 	// (token budget per step, per rank); absent or malformed = unknown
 	// (the picker's --worker-max-batched-tokens applies).
 	AnnotationMaxBatchedTokens = "kvrouter.io/max-batched-tokens"
+	// AnnotationMaxLoRAs is the engine's LoRA adapter slots (vLLM's
+	// --max-loras): the router then places adapter requests by its LoRA
+	// preference; absent or malformed = unknown.
+	AnnotationMaxLoRAs = "kvrouter.io/max-loras"
 )
 
 // PoolConfig configures pod discovery.
@@ -111,13 +116,14 @@ type member struct {
 	replay string // its replay endpoint, or ""
 	// The engine's annotated shape: block and dp size change what its
 	// events mean, so a pod whose annotations change them joins anew;
-	// max_num_seqs and max_num_batched_tokens only tune the cost and the
-	// thresholds, so they are updated in place.
-	blockSize, dpSize, maxNumSeqs, maxBatched int
+	// max_num_seqs, max_num_batched_tokens and max-loras only tune the
+	// cost, the thresholds and the LoRA preference, so they are updated
+	// in place.
+	blockSize, dpSize, maxNumSeqs, maxBatched, maxLoRAs int
 }
 
-func (m member) withCaps(seqs, batched int) member {
-	m.maxNumSeqs, m.maxBatched = seqs, batched
+func (m member) withCaps(seqs, batched, loras int) member {
+	m.maxNumSeqs, m.maxBatched, m.maxLoRAs = seqs, batched, loras
 	return m
 }
 
@@ -233,12 +239,12 @@ func (p *Pool) apply(m discovery.Membership, obj any, deleted bool) {
 	old, had := p.members[key]
 	p.mu.Unlock()
 	now := member{id: w.ID, url: w.URL, zmq: ep, replay: replay,
-		blockSize: w.BlockSize, dpSize: w.DPSize, maxNumSeqs: w.MaxNumSeqs, maxBatched: w.MaxBatchedTokens}
+		blockSize: w.BlockSize, dpSize: w.DPSize, maxNumSeqs: w.MaxNumSeqs, maxBatched: w.MaxBatchedTokens, maxLoRAs: w.MaxLoRAs}
 	if had && ready && old == now {
 		return // nothing changed for the router
 	}
-	if had && ready && old.withCaps(now.maxNumSeqs, now.maxBatched) == now {
-		p.update(m, key, w, now) // only max_num_seqs or max_num_batched_tokens changed
+	if had && ready && old.withCaps(now.maxNumSeqs, now.maxBatched, now.maxLoRAs) == now {
+		p.update(m, key, w, now) // only max_num_seqs, max_num_batched_tokens or max-loras changed
 		return
 	}
 	if had {
@@ -305,6 +311,7 @@ func (p *Pool) worker(pod *corev1.Pod) (discovery.Worker, bool) {
 	w.DPSize, _ = strconv.Atoi(pod.Annotations[AnnotationDPSize])
 	w.MaxNumSeqs = p.annotatedInt(pod, AnnotationMaxNumSeqs, discovery.MaxNumSeqs)
 	w.MaxBatchedTokens = p.annotatedInt(pod, AnnotationMaxBatchedTokens, discovery.MaxBatchedTokens)
+	w.MaxLoRAs = p.annotatedInt(pod, AnnotationMaxLoRAs, router.MaxWorkerLoRAs)
 	return w, ip != "" && pod.DeletionTimestamp == nil && podReady(pod)
 }
 

@@ -34,6 +34,7 @@ type blockTokens struct {
 type blockData struct {
 	toks []uint32
 	salt string
+	lora string // the request's LoRA adapter (every block: vLLM's lora_name)
 }
 
 type blockRef struct {
@@ -49,6 +50,7 @@ const recentBlocks = 8192
 type reqBlocks struct {
 	toks   []uint32
 	salt   string   // cache_salt: salts block 0 (kvhash.SaltFirst)
+	lora   string   // LoRA adapter: its blocks hash with kvhash.Seed(lora, "")
 	hashes []uint64 // sequence hashes of its full blocks, registered in m
 }
 
@@ -139,9 +141,10 @@ func (b *blockTokens) ref(h uint64, bd blockData) {
 	b.m[h] = &blockRef{blockData: bd, refs: 1}
 }
 
-// add registers a new request's prompt blocks; salt is its cache_salt.
-func (b *blockTokens) add(prompt []uint32, salt string) *reqBlocks {
-	rb := &reqBlocks{toks: append([]uint32(nil), prompt...), salt: salt}
+// add registers a new request's prompt blocks; salt is its cache_salt,
+// lora its adapter.
+func (b *blockTokens) add(prompt []uint32, salt, lora string) *reqBlocks {
+	rb := &reqBlocks{toks: append([]uint32(nil), prompt...), salt: salt, lora: lora}
 	b.extend(rb)
 	return rb
 }
@@ -150,8 +153,12 @@ func (b *blockTokens) add(prompt []uint32, salt string) *reqBlocks {
 func (b *blockTokens) extend(rb *reqBlocks) {
 	for n := len(rb.hashes); (n+1)*b.bs <= len(rb.toks); n++ {
 		blk := rb.toks[n*b.bs : (n+1)*b.bs : (n+1)*b.bs]
-		local := kvhash.Local(blk, b.seed)
-		bd := blockData{toks: blk}
+		seed := b.seed
+		if rb.lora != "" {
+			seed = kvhash.Seed(rb.lora, "")
+		}
+		local := kvhash.Local(blk, seed)
+		bd := blockData{toks: blk, lora: rb.lora}
 		if n == 0 {
 			local = kvhash.SaltFirst(local, rb.salt)
 			bd.salt = rb.salt
@@ -180,10 +187,10 @@ func (b *blockTokens) drop(rb *reqBlocks) {
 }
 
 // tokens returns the tokens of each block of a Stored event (nil entries
-// for blocks it does not know) and the cache salt of its first block.
-func (b *blockTokens) tokens(ev *kvevents.Event) ([][]uint32, string) {
-	out := make([][]uint32, len(ev.Blocks))
-	var salt string
+// for blocks it does not know), the cache salt of its first block and its
+// LoRA adapter.
+func (b *blockTokens) tokens(ev *kvevents.Event) (out [][]uint32, salt, lora string) {
+	out = make([][]uint32, len(ev.Blocks))
 	for i, blk := range ev.Blocks {
 		var bd blockData
 		if r := b.m[blk.Hash]; r != nil {
@@ -193,8 +200,8 @@ func (b *blockTokens) tokens(ev *kvevents.Event) ([][]uint32, string) {
 		}
 		out[i] = bd.toks
 		if i == 0 {
-			salt = bd.salt
+			salt, lora = bd.salt, bd.lora
 		}
 	}
-	return out, salt
+	return out, salt, lora
 }

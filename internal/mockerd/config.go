@@ -61,6 +61,10 @@ type Config struct {
 	// (disagg.go). Default "": none (a decode mocker then releases
 	// nothing).
 	AdvertiseURL string `yaml:"-"`
+	// MaxLoRAs is the LoRA adapter slots (vLLM's --max-loras): > 0 serves
+	// any other model name as an adapter loaded on first use (lora.go).
+	// Default 0: the base model only.
+	MaxLoRAs int `yaml:"max_loras"`
 	// Logger; default slog.Default().
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -84,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxModelLen < 0 {
 		errs = append(errs, fmt.Errorf("mockerd: max model len %d is negative", c.MaxModelLen))
+	}
+	if c.MaxLoRAs < 0 || c.MaxLoRAs > MaxLoRASlots {
+		errs = append(errs, fmt.Errorf("mockerd: max loras %d not in [0, %d]", c.MaxLoRAs, MaxLoRASlots))
 	}
 	return errors.Join(errs...)
 }

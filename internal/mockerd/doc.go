@@ -12,7 +12,7 @@
 //
 //	POST /v1/completions        prompt as text or token ids; stream or not
 //	POST /v1/chat/completions   messages, rendered with the tokenizer's chat template
-//	GET  /v1/models
+//	GET  /v1/models             the base model, and the LoRA adapters loaded (Config.MaxLoRAs; lora.go)
 //	POST /tokenize              {"prompt"} or {"messages"} -> {"count","max_model_len","tokens"}
 //	GET  /load                  kvrouter's load report (KV usage, active prefill tokens)
 //	GET  /metrics               Prometheus, with vLLM's gauge names

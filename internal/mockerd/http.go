@@ -49,14 +49,6 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *oai.Error) {
 	return b, nil
 }
 
-func (s *Server) checkModel(model string) *oai.Error {
-	if model != "" && model != s.cfg.Model {
-		return &oai.Error{Status: http.StatusNotFound, Type: oai.TypeNotFound, Code: "model_not_found",
-			Message: "The model `" + model + "` does not exist; the model served here is `" + s.cfg.Model + "`."}
-	}
-	return nil
-}
-
 func toMessages(in []oai.ChatMessageInput) []tokenizer.Message {
 	out := make([]tokenizer.Message, len(in))
 	for i, m := range in {
@@ -75,6 +67,7 @@ type genRequest struct {
 	includeUsage bool
 	kv           *oai.KVTransferParams // disaggregation (disagg.go)
 	salt         string                // cache_salt (vLLM's): salts block 0
+	lora         string                // LoRA adapter ("" = base model; lora.go)
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
@@ -88,11 +81,12 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if e := s.checkModel(req.Model); e != nil {
+	lora, e := s.checkModel(req.Model)
+	if e != nil {
 		e.Write(w)
 		return
 	}
-	g := genRequest{model: req.Model, maxTokens: req.Limit(), stream: req.Stream, includeUsage: req.IncludeUsage()}
+	g := genRequest{model: req.Model, lora: lora, maxTokens: req.Limit(), stream: req.Stream, includeUsage: req.IncludeUsage()}
 	if g.kv, err = oai.ParseKVTransferParams(body); err != nil {
 		oai.BadRequest("kv_transfer_params", err.Error()).Write(w)
 		return
@@ -124,7 +118,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if e := s.checkModel(req.Model); e != nil {
+	lora, e := s.checkModel(req.Model)
+	if e != nil {
 		e.Write(w)
 		return
 	}
@@ -144,7 +139,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.generate(w, r, genRequest{chat: true, model: req.Model, tokens: toks, maxTokens: req.Limit(),
-		stream: req.Stream, includeUsage: req.IncludeUsage(), kv: kv, salt: salt})
+		stream: req.Stream, includeUsage: req.IncludeUsage(), kv: kv, salt: salt, lora: lora})
 }
 
 func writeErr(w http.ResponseWriter, err error) {
@@ -176,7 +171,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, g genRequest) 
 		g.model = s.cfg.Model
 	}
 	st := &stream{
-		req:    mocker.Request{ID: s.nextID.Add(1), Tokens: g.tokens, MaxOutputTokens: g.maxTokens, CacheSalt: g.salt},
+		req:    mocker.Request{ID: s.nextID.Add(1), Tokens: g.tokens, MaxOutputTokens: g.maxTokens, CacheSalt: g.salt, LoRA: g.lora},
 		notify: make(chan struct{}, 1),
 	}
 	applyKV(st, g.kv)
@@ -297,10 +292,4 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		toks = []uint32{}
 	}
 	writeJSON(w, oai.TokenizeResponse{Count: len(toks), MaxModelLen: s.cfg.MaxModelLen, Tokens: toks})
-}
-
-func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, oai.ModelList{Object: "list", Data: []oai.Model{{
-		ID: s.cfg.Model, Object: "model", Created: 0, OwnedBy: "kvrouter", MaxModelLen: s.cfg.MaxModelLen,
-	}}})
 }

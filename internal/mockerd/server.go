@@ -38,6 +38,7 @@ type Server struct {
 
 	handler http.Handler
 	stopped chan struct{} // closed when Run returns
+	loras   *loraSlots    // loaded LoRA adapters (lora.go)
 }
 
 // op is a request from a handler to the engine loop.
@@ -101,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	st := s.eng.Stats()
 	s.stats.Store(&st)
 	s.m = newMetrics(s.reg, s)
+	s.loras = newLoRASlots(cfg.MaxLoRAs, s.reg)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -228,7 +230,7 @@ func (s *Server) Run(ctx context.Context) error {
 		if err == nil {
 			live[o.add.req.ID] = o.add
 			if bt != nil {
-				o.add.rb = bt.add(o.add.req.Tokens, o.add.req.CacheSalt)
+				o.add.rb = bt.add(o.add.req.Tokens, o.add.req.CacheSalt, o.add.req.LoRA)
 			}
 		}
 		o.reply <- err
@@ -346,12 +348,12 @@ func (s *Server) publishZMQ(ev *kvevents.Event, bt *blockTokens) {
 		return
 	}
 	var toks [][]uint32
-	var salt string
+	var salt, lora string
 	if ev.Kind == kvevents.KindStored {
-		toks, salt = bt.tokens(ev)
+		toks, salt, lora = bt.tokens(ev)
 	}
 	bt.track(ev)
-	if err := s.cfg.ZMQ.PublishSalted(ev, toks, salt); err != nil {
+	if err := s.cfg.ZMQ.PublishSalted(ev, toks, salt, lora); err != nil {
 		s.pubErr.Add(1)
 		s.log.Warn("publish KV event on ZMQ", "event_id", ev.EventID, "err", err)
 	}

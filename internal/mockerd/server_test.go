@@ -37,6 +37,12 @@ func (r *recorder) events() []kvevents.Event {
 
 func newTestServer(t testing.TB) (*Server, *httptest.Server, *recorder) {
 	t.Helper()
+	return newTestServerWith(t, func(*Config) {})
+}
+
+// newTestServerWith is newTestServer with mod applied to the config.
+func newTestServerWith(t testing.TB, mod func(*Config)) (*Server, *httptest.Server, *recorder) {
+	t.Helper()
 	tok, err := tokenizer.Default(tokenizer.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +54,7 @@ func newTestServer(t testing.TB) (*Server, *httptest.Server, *recorder) {
 	cfg.Engine.Worker = kvevents.Worker{ID: 7}
 	cfg.Sinks = []EventSink{rec}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	mod(&cfg)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

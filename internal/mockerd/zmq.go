@@ -98,14 +98,15 @@ func (z *ZMQPublisher) Close() error {
 // Publish sends one event whose Stored blocks' tokens are given by toks
 // (toks[i] for ev.Blocks[i]; nil for other kinds).
 func (z *ZMQPublisher) Publish(ev *kvevents.Event, toks [][]uint32) error {
-	return z.PublishSalted(ev, toks, "")
+	return z.PublishSalted(ev, toks, "", "")
 }
 
-// PublishSalted is Publish for a Stored event whose first block carries a
-// request's cache_salt: with no parent (the block at token 0) the salt goes
-// into that block's extra_keys, as vLLM sends it.
-func (z *ZMQPublisher) PublishSalted(ev *kvevents.Event, toks [][]uint32, salt string) error {
-	payload, err := z.encode(ev, toks, salt)
+// PublishSalted is Publish for a Stored event of a request with a
+// cache_salt or a LoRA adapter: the adapter goes into lora_name and at the
+// head of every block's extra_keys, and, with no parent (the block at
+// token 0), the salt after it in that block's, as vLLM sends them.
+func (z *ZMQPublisher) PublishSalted(ev *kvevents.Event, toks [][]uint32, salt, lora string) error {
+	payload, err := z.encode(ev, toks, salt, lora)
 	if err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (z *ZMQPublisher) PublishSalted(ev *kvevents.Event, toks [][]uint32, salt s
 	return err
 }
 
-func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32, salt string) ([]byte, error) {
+func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32, salt, lora string) ([]byte, error) {
 	var e []any
 	medium := Medium(ev.Tier)
 	switch ev.Kind {
@@ -142,12 +143,24 @@ func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32, salt string) 
 			parent = ev.Parent
 		}
 		e = []any{"BlockStored", hashes, parent, flat, z.bs, nil, medium}
-		if salt != "" && !ev.HasParent && len(ev.Blocks) > 0 {
-			// lora_name, then extra_keys: one entry per block, the salt
-			// in block 0's (vLLM's generate_block_hash_extra_keys).
+		salted := salt != "" && !ev.HasParent && len(ev.Blocks) > 0
+		if salted || lora != "" {
+			// lora_name, then extra_keys: one entry per block, the
+			// adapter's name first, the salt in block 0's (vLLM's
+			// generate_block_hash_extra_keys).
 			extra := make([]any, len(ev.Blocks))
-			extra[0] = []any{salt}
-			e = append(e, nil, extra)
+			var name any
+			if lora != "" {
+				name = lora
+				for i := range extra {
+					extra[i] = []any{lora}
+				}
+			}
+			if salted {
+				k, _ := extra[0].([]any)
+				extra[0] = append(k, salt)
+			}
+			e = append(e, name, extra)
 		}
 	case kvevents.KindRemoved:
 		e = []any{"BlockRemoved", ev.Hashes, medium}

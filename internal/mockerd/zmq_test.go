@@ -37,6 +37,7 @@ func TestZMQPublisherInterop(t *testing.T) {
 	cfg.Tokenizer, cfg.ZMQ, cfg.Sinks, cfg.Logger = tok, zp, []EventSink{rec}, log
 	cfg.Engine.NumBlocks, cfg.Engine.BlockSize, cfg.Engine.SpeedupRatio = 256, 16, 0
 	cfg.Engine.Worker = kvevents.Worker{ID: 3}
+	cfg.MaxLoRAs = 2
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestZMQPublisherInterop(t *testing.T) {
 	// 40 prompt tokens + 30 generated = 70 tokens: blocks from both; the
 	// second prompt with a cache_salt, which the ZMQ events carry in their
 	// first block's extra_keys (vLLM's layout).
-	check := func(tok int, salt string) {
+	check := func(tok int, salt, lora string) {
 		t.Helper()
 		n := len(rec.events())
 		// A warm-up prompt's batch may still be on its way (the drain above
@@ -93,6 +94,11 @@ func TestZMQPublisherInterop(t *testing.T) {
 		extra := ""
 		if salt != "" {
 			extra = `,"cache_salt":"` + salt + `"`
+		}
+		seed := kvhash.DefaultSeed
+		if lora != "" {
+			extra += `,"model":"` + lora + `"`
+			seed = kvhash.Seed(lora, "")
 		}
 		post(t, hs.URL+"/v1/completions", `{"prompt":[`+strings.Repeat(fmt.Sprintf("%d,", tok), 39)+fmt.Sprint(tok)+`],"max_tokens":30`+extra+`}`)
 		want := rec.events()[n:]
@@ -109,7 +115,7 @@ func TestZMQPublisherInterop(t *testing.T) {
 		for i := range first {
 			first[i] = uint32(tok)
 		}
-		if w := kvhash.SaltFirst(kvhash.Local(first, kvhash.DefaultSeed), salt); wantBlocks[0].Local != w {
+		if w := kvhash.SaltFirst(kvhash.Local(first, seed), salt); wantBlocks[0].Local != w {
 			t.Fatalf("salt %q: engine's first block local %d, want %d", salt, wantBlocks[0].Local, w)
 		}
 		timeout := time.After(10 * time.Second)
@@ -129,6 +135,9 @@ func TestZMQPublisherInterop(t *testing.T) {
 			}
 		}
 	}
-	check(9, "")
-	check(8, "tenant-a")
+	check(9, "", "")
+	check(8, "tenant-a", "")
+	// An adapter's blocks: seeded by its name, lora_name on the wire.
+	check(7, "", "sql")
+	check(6, "tenant-b", "sql")
 }

@@ -107,6 +107,10 @@ type Model struct {
 	OwnedBy string `json:"owned_by"`
 	// MaxModelLen is vLLM's extension; 0 omits it.
 	MaxModelLen int `json:"max_model_len,omitempty"`
+	// Root and Parent are vLLM's: a LoRA adapter's entry names its base
+	// model in Parent (the router learns adapters from it); "" omits them.
+	Root   string `json:"root,omitempty"`
+	Parent string `json:"parent,omitempty"`
 }
 
 // ModelList is the /v1/models response.

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/kvrouter/kvrouter/internal/bounds"
+	"github.com/kvrouter/kvrouter/router"
 )
 
 // LoRA adapters (DESIGN.md §1 salts): a request whose model field names a
@@ -152,8 +154,49 @@ func (p *Pool) learnAdapters(ctx context.Context, w *Worker) {
 	for _, name := range p.adapters.learn(models) {
 		p.log.Info("LoRA adapter learnt: requests for it are hashed with its name as salt", "adapter", name, "worker", w.ID)
 	}
+	p.setLoaded(w.ID, p.adapters.loaded(models))
 	if p.adapters.warnOnce() {
 		p.log.Warn("LoRA adapter names beyond the bounds not learnt", "worker", w.ID,
 			"max_adapters", maxLearntAdapters, "max_name_bytes", maxAdapterName)
+	}
+}
+
+// loaded returns the adapters of one /v1/models answer that the set
+// knows (so the bounds of "lora_adapters" bound them too), at most
+// router.MaxWorkerLoRAs, sorted; never nil.
+func (a *adapterSet) loaded(models []engineModel) []string {
+	out := []string{}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	for _, m := range models {
+		if len(out) == router.MaxWorkerLoRAs {
+			break
+		}
+		if m.Parent != nil && *m.Parent != "" && *m.Parent != m.ID && a.names[m.ID] {
+			out = append(out, m.ID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// setLoaded records the adapters an engine lists as loaded on worker id
+// (the router's LoRA preference: router.WorkerInfo.LoRAs), unless the
+// worker's registration announced its own. vLLM's /v1/models lists the
+// adapters the engine serves (--lora-modules and those loaded at run
+// time); which of them sit in one of its --max-loras GPU slots at a given
+// moment it does not say, so "loaded" means "served without a load call".
+func (p *Pool) setLoaded(id uint64, loaded []string) {
+	p.mu.Lock()
+	cur, ok := p.workers[id]
+	if !ok || cur.AnnouncedLoRAs || (cur.Info.LoRAKnown && slices.Equal(cur.Info.LoRAs, loaded)) {
+		p.mu.Unlock()
+		return
+	}
+	cur.Info.LoRAKnown, cur.Info.LoRAs = true, loaded
+	info, down := cur.Info, cur.down
+	p.mu.Unlock()
+	if !down {
+		_ = p.rt.AddWorker(info)
 	}
 }

@@ -91,6 +91,9 @@ type Worker struct {
 	// (the registration named none), so the engine's own budget replaces
 	// it where the engine says it (budget.go).
 	FleetBudget bool
+	// AnnouncedLoRAs: Info.LoRAs came with the registration, and the
+	// /v1/models poll leaves them alone (adapters.go).
+	AnnouncedLoRAs bool
 
 	down bool // unreachable: out of the router until it answers again
 }
@@ -165,7 +168,8 @@ func (p *Pool) Join(w discovery.Worker) error {
 		FleetBudget: w.MaxBatchedTokens == 0, Info: router.WorkerInfo{
 			DPSize: w.DPSize, MaxNumBatchedTokens: cmp.Or(w.MaxBatchedTokens, p.cfg.WorkerMaxBatchedTokens), TotalKVBlocks: w.TotalKVBlocks,
 			BlockSize: w.BlockSize, Labels: w.Labels, Role: role, MaxNumSeqs: cmp.Or(w.MaxNumSeqs, p.cfg.WorkerMaxNumSeqs),
-		}})
+			LoRAKnown: w.MaxLoRAs > 0 || w.LoRAs != nil, LoRAs: w.LoRAs, MaxLoRAs: w.MaxLoRAs,
+		}, AnnouncedLoRAs: w.LoRAs != nil})
 }
 
 // Remove removes a worker from routing, its index entries and loads.

@@ -1,0 +1,56 @@
+package frontend
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
+)
+
+// TestRouteLoRAMixedFleet: on a fleet where workers 1-2 have adapter
+// "sql" loaded (2 with its one slot taken), 3-4 a free slot and 5-6 are
+// full, /route sends requests for "sql" to 1-2, those for "chat" (loaded
+// nowhere) to the rendezvous pick of 1, 3 and 4, and its breakdown names each candidate's LoRA tier.
+func TestRouteLoRAMixedFleet(t *testing.T) {
+	s := newServer(t, router.PolicyKV)
+	fleet := []router.WorkerInfo{
+		{LoRAKnown: true, MaxLoRAs: 2, LoRAs: []string{"sql"}},
+		{LoRAKnown: true, MaxLoRAs: 1, LoRAs: []string{"sql"}},
+		{LoRAKnown: true, MaxLoRAs: 2, LoRAs: []string{"x"}},
+		{LoRAKnown: true, MaxLoRAs: 3},
+		{LoRAKnown: true, MaxLoRAs: 1, LoRAs: []string{"x"}},
+		{LoRAKnown: true, MaxLoRAs: 2, LoRAs: []string{"x", "y"}},
+	}
+	for i, info := range fleet {
+		if err := s.AddWorker(Worker{ID: uint64(i + 1), URL: deadURL(t), Info: info}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantTier := map[string][]string{
+		"sql":  {"loaded", "loaded", "free-slot", "free-slot", "full", "full"},
+		"chat": {"free-slot", "full", "free-slot", "free-slot", "full", "full"},
+	}
+	chat, _ := selector.Rendezvous("chat", []uint64{1, 3, 4})
+	for lora, tiers := range wantTier {
+		for n := range 4 {
+			rec := do(t, s.Handler(), "POST", "/route", fmt.Sprintf(`{"tokens":[1,2,3,4,5,6,7,8,%d],"lora":%q}`, n, lora))
+			var rr RouteResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &rr); err != nil || rec.Code != 200 {
+				t.Fatalf("/route %s: %d %v %s", lora, rec.Code, err, rec.Body)
+			}
+			if lora == "sql" && rr.Worker != 1 && rr.Worker != 2 || lora == "chat" && rr.Worker != chat {
+				t.Fatalf("%s request %d went to worker %d (chat's rendezvous worker %d)", lora, n, rr.Worker, chat)
+			}
+			for _, c := range rr.Candidates {
+				if c.LoRATier != tiers[c.Worker-1] {
+					t.Fatalf("%s: worker %d tier %q, want %q", lora, c.Worker, c.LoRATier, tiers[c.Worker-1])
+				}
+				if kept := lora == "sql" && c.Worker <= 2 || lora == "chat" && c.Worker == chat; kept != (c.Out == "") {
+					t.Fatalf("%s: worker %d filtered %q", lora, c.Worker, c.Out)
+				}
+			}
+		}
+	}
+}
