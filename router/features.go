@@ -28,6 +28,14 @@ const (
 	// TailTTFT). With pass-arrivals: 11 of 12 whole-trace verdicts (the
 	// default 8), 10 of 12 on the first 4000 requests (the default 12).
 	FeatureTailGuard = "tail-guard"
+	// FeaturePeerKVHints attaches a selector.PeerHint to a decision when
+	// another worker holds at least selector.DefaultPeerMinBlocks more of
+	// the prompt on its device than the chosen one and fetching them over
+	// the KV link (selector.DefaultPeerLink) is modeled faster than
+	// computing them; the decision's prefill load then counts them as
+	// cached (peerhint.go). Moving the request to the holder is the
+	// selector's own choice of that candidate.
+	FeaturePeerKVHints = "peer-kv-hints"
 )
 
 // FeatureInfo names a feature and says what it does, in a line.
@@ -40,6 +48,7 @@ func Features() []FeatureInfo {
 	return []FeatureInfo{
 		{FeaturePassArrivals, "time cost, pass model: a rolled pass takes only the prefill routed before it began"},
 		{FeatureTailGuard, "time cost: charge predicted TTFT above the fleet's 98th percentile 10 times more, scaled by the request's own share of it"},
+		{FeaturePeerKVHints, "hint the chosen worker to fetch the prompt blocks a peer holds over the KV link when that beats computing them"},
 	}
 }
 
@@ -54,7 +63,7 @@ func FeatureNames() []string {
 
 // featureSet is Config.EnableFeature resolved (New).
 type featureSet struct {
-	passArrivals, tailGuard bool
+	passArrivals, tailGuard, peerHints bool
 }
 
 // EnabledFeatures returns the features names enable, each once, in the
@@ -101,6 +110,8 @@ func features(cfg *Config) featureSet {
 			fs.passArrivals = cfg.Selector.PassModel
 		case FeatureTailGuard:
 			fs.tailGuard = cfg.Selector.Cost == selector.CostTime && !cfg.Policy.blind()
+		case FeaturePeerKVHints:
+			fs.peerHints = !cfg.Policy.blind()
 		}
 	}
 	return fs

@@ -351,6 +351,11 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		// decode worker computes only the tail (DESIGN.md §10).
 		computed = p.isl - min(p.isl, len(p.locals)*B)
 	}
+	hint := r.peerHint(p, c, bs, chosen)
+	if hint != nil {
+		cached = min(p.isl, hint.Blocks*B)
+		computed = p.isl - cached
+	}
 	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.ids, PrefillTokens: computed, OutputBlocks: outBlocks}
 	if err := r.loads.Add(e, now); err != nil {
 		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
@@ -382,6 +387,7 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		NewBlocks:      c.NewBlocks,
 		Hop:            p.req.Hop,
 		TransferBlocks: transferBlocks(p.req.Hop, len(p.locals), c.Overlap[kvevents.TierDevice]),
+		PeerHint:       hint,
 		Cost:           bs[chosen].Cost,
 		Affinity:       aff,
 		Candidates:     bs,

@@ -103,6 +103,10 @@ type Decision struct {
 	// blocks the worker does not hold and receives by KV transfer.
 	Hop            Hop
 	TransferBlocks int
+	// PeerHint, with the peer-kv-hints feature, names the peer to fetch
+	// the leading PeerHint.Blocks prompt blocks from (peerhint.go); nil
+	// when computing them is modeled no slower.
+	PeerHint *selector.PeerHint
 	// Candidates holds every worker+rank's cost breakdown or the reason it
 	// was filtered out, sorted by worker.
 	Candidates []selector.Breakdown

@@ -72,6 +72,9 @@ type routerPolicy struct {
 	last router.Decision
 	// regret tallies the kv policy's regret (regret.go); nil otherwise.
 	regret *regretTally
+	// peer holds the blocks of each routed request's peer-KV hint until
+	// its dispatch (peerhint.go); nil until a hint comes.
+	peer map[int]int
 }
 
 func (rp *routerPolicy) lastDecision() *router.Decision { return &rp.last }
@@ -130,6 +133,7 @@ func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool,
 	if rp.keep {
 		rp.last = d
 	}
+	rp.notePeerHint(i, &d)
 	if rp.regret != nil {
 		rp.regret.size(len(p.reqs))
 		rp.regret.routed(i, &d)
@@ -163,6 +167,9 @@ func (rp *routerPolicy) release(now time.Duration) []released {
 		}
 		if rp.regret != nil && rel.Err == nil {
 			rp.regret.routed(i, &rel.Decision)
+		}
+		if rel.Err == nil {
+			rp.notePeerHint(i, &rel.Decision)
 		}
 		out = append(out, released{i: i, w: int(rel.Decision.Worker.ID), err: rel.Err})
 	}

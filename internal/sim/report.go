@@ -90,6 +90,11 @@ type PolicyReport struct {
 	ComputedTokens   int64 `json:"computed_tokens"`
 	RecomputedTokens int64 `json:"recomputed_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
+	// PeerHints counts requests dispatched with a peer-KV hint
+	// (router.FeaturePeerKVHints); PeerPulledBlocks the prompt blocks their
+	// engines pulled over the KV link (part of CachedTokens).
+	PeerHints        int64 `json:"peer_hints,omitempty"`
+	PeerPulledBlocks int64 `json:"peer_pulled_blocks,omitempty"`
 	// Block hit rate = HitBlocks / Blocks (full prompt blocks), and its
 	// ratio to the two bounds.
 	Blocks    int64   `json:"blocks"`

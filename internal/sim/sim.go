@@ -335,6 +335,7 @@ func (f *fleet) dispatch(i, w int) {
 		Tokens:          tok,
 		MaxOutputTokens: max(1, r.rec.OutputLength),
 		Arrival:         r.arrival,
+		RemoteBlocks:    f.peerBlocks(i),
 	})
 	if err != nil {
 		// ErrTooLong: the prompt cannot fit this engine at all.
@@ -493,6 +494,9 @@ func (f *fleet) finish() {
 		rp.TTFTSamples = append([]float64(nil), f.ttft...)
 	}
 	rp.TTFT = quantiles(f.ttft)
+	if f.dis == nil {
+		rp.PeerPulledBlocks = f.transferred
+	}
 	f.finishDisagg()
 	rp.E2E = quantiles(f.e2e)
 	if f.itl.TotalCount() > 0 {
