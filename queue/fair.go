@@ -94,7 +94,7 @@ func (f *Fair[T]) Push(tenant string, it Item[T]) error {
 	b := f.Bucket(tenant)
 	s, ok := f.subs[b]
 	if !ok {
-		s = &sub[T]{tenant: b, weight: f.Weight(b), q: New[T](f.policy, 0)}
+		s = &sub[T]{tenant: b, weight: f.Weight(b), q: New[T](f.policy, f.cap)}
 	}
 	if err := s.q.Push(it); err != nil {
 		return err
@@ -185,6 +185,15 @@ func (f *Fair[T]) taken(s *sub[T], id string) {
 	if f.cur >= len(f.active) {
 		f.cur = 0
 	}
+}
+
+// Tenant is the sub-queue of tenant (a bucket name), nil when it has no
+// request waiting. It is for reading: changing it bypasses Fair's counts.
+func (f *Fair[T]) Tenant(tenant string) *Queue[T] {
+	if s, ok := f.subs[tenant]; ok {
+		return s.q
+	}
+	return nil
 }
 
 // Contains reports whether id is waiting.

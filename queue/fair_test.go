@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -195,17 +196,8 @@ func twoTenant(t *testing.T, fair, heavy bool, slots int, service, lightRate flo
 	if heavy {
 		gen("heavy", 10*lightRate, 10*n)
 	}
-	slices.SortStableFunc(arr, func(a, b arrival) int {
-		switch {
-		case a.at < b.at:
-			return -1
-		case a.at > b.at:
-			return 1
-		}
-		return 0
-	})
-	w := map[string]float64{}
-	q, err := NewFair[float64](FCFS, 0, 0, w)
+	slices.SortStableFunc(arr, func(a, b arrival) int { return cmp.Compare(a.at, b.at) })
+	q, err := NewFair[float64](FCFS, 0, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
