@@ -20,3 +20,23 @@ func (r *Router) queueString() string {
 	}
 	return "queue: empty\n"
 }
+
+// TenantStats is the fair queue's tenant table.
+type TenantStats struct {
+	// Tenants is the number of tenants with requests waiting.
+	Tenants int
+	// Overflowed counts requests that joined the shared bucket because
+	// QueueConfig.MaxTenants tenants were already waiting.
+	Overflowed uint64
+}
+
+// QueueTenants returns the fair queue's tenant table (zero when the queue
+// is off).
+func (r *Router) QueueTenants() TenantStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.queue == nil {
+		return TenantStats{}
+	}
+	return TenantStats{Tenants: r.queue.Tenants(), Overflowed: r.queue.Overflowed()}
+}
