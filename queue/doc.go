@@ -8,6 +8,13 @@
 // best mean TTFT). Equal keys keep arrival order. Push on a full queue
 // returns ErrFull.
 //
+// Fair puts per-tenant sub-queues in front of that order: tenants (named by
+// the TenantHeader request header) are released by weighted deficit round
+// robin, one request costing one, so a tenant flooding the queue cannot
+// starve the others; within a tenant the policy above orders requests. The
+// number of tenants with a sub-queue of their own is bounded; the rest share
+// one bucket.
+//
 // The package is pure (time enters as a value) and NOT safe for concurrent
 // use; the router serializes access to it.
 package queue

@@ -15,6 +15,9 @@ import (
 // vLLM's common setting for kvrouter fleets).
 const DefaultBlockSize = 64
 
+// DefaultMaxTenants is QueueConfig.MaxTenants's default.
+const DefaultMaxTenants = 64
+
 // QueueConfig configures the wait queue (DESIGN.md §4).
 type QueueConfig struct {
 	// Threshold enables the queue: a request waits while every eligible
@@ -27,6 +30,19 @@ type QueueConfig struct {
 	// with an error matching selector.ErrAllOverloaded (529) and
 	// queue.ErrFull. Default 1024; 0 = unbounded.
 	Capacity int `yaml:"capacity"`
+	// Fair releases waiting requests by weighted deficit round robin
+	// across tenants (Request.Tenant), Policy ordering each tenant's own
+	// requests, so a tenant flooding the queue cannot starve the others.
+	// Default false: one queue, tenants ignored.
+	Fair bool `yaml:"fair"`
+	// TenantWeights are the tenants' DRR weights (> 0; a tenant not
+	// listed weighs 1): a tenant of weight w is released w requests per
+	// round while it has any waiting.
+	TenantWeights map[string]float64 `yaml:"tenant_weights"`
+	// MaxTenants bounds the tenants with a sub-queue of their own at
+	// once; requests of further tenants share one bucket (queue.OtherTenant,
+	// weight 1). Default 64; 0 = unbounded.
+	MaxTenants int `yaml:"max_tenants"`
 }
 
 // AffinityConfig configures session affinity (DESIGN.md §4).
@@ -148,7 +164,7 @@ func DefaultConfig() Config {
 		Index:     DefaultIndexConfig(),
 		Selector:  selector.DefaultConfig(),
 		Loads:     loads.DefaultConfig(),
-		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024},
+		Queue:     QueueConfig{Policy: queue.FCFS, Capacity: 1024, MaxTenants: DefaultMaxTenants},
 		Affinity: AffinityConfig{TTL: 5 * time.Minute, MaxSessions: DefaultMaxSessions, MaxBytes: DefaultAffinityMaxBytes,
 			MaxIDBytes: DefaultMaxSessionIDBytes},
 		Predict: PredictConfig{TTL: DefaultPredictTTL, Active: true},
@@ -205,6 +221,12 @@ func (c Config) Validate() error {
 	}
 	if c.Queue.Capacity < 0 {
 		errs = append(errs, fmt.Errorf("router: queue capacity %d must be >= 0", c.Queue.Capacity))
+	}
+	if c.Queue.MaxTenants < 0 {
+		errs = append(errs, fmt.Errorf("router: queue max tenants %d must be >= 0", c.Queue.MaxTenants))
+	}
+	if _, err := queue.NewFair[int](c.Queue.Policy, 0, 0, c.Queue.TenantWeights); err != nil {
+		errs = append(errs, fmt.Errorf("router: %w", err))
 	}
 	if c.UtilizationWindow < 0 {
 		errs = append(errs, fmt.Errorf("router: utilization window %v must be >= 0", c.UtilizationWindow))

@@ -325,7 +325,7 @@ func (r *Router) enqueueLocked(p *pending, cands []selector.Candidate, now time.
 		best = max(best, cachedBlocks(&cands[i].Overlap))
 	}
 	uncached := max(0, p.isl-best*r.cfg.BlockSize)
-	err := r.queue.Push(queue.Item[*pending]{ID: p.req.ID, Priority: p.req.Priority, Arrival: now, Uncached: uncached, Value: p})
+	err := r.queue.Push(r.tenant(&p.req), queue.Item[*pending]{ID: p.req.ID, Priority: p.req.Priority, Arrival: now, Uncached: uncached, Value: p})
 	if err != nil {
 		if errors.Is(err, queue.ErrFull) {
 			return Decision{}, dispatched, fmt.Errorf("router: request %q: %w: %w", p.req.ID, selector.ErrAllOverloaded, err)
@@ -409,7 +409,7 @@ func (r *Router) Release(now time.Time) []Released {
 	var books []Booking
 	r.mu.Lock()
 	for r.queue.Len() > 0 {
-		head, _ := r.queue.Peek()
+		head, _, _ := r.queue.Peek()
 		p := head.Value
 		if r.cfg.Policy == PolicyKV && r.wantsOverlap(&p.req) {
 			r.lookupKV(p) // under the lock: Release is rare

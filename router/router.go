@@ -118,7 +118,7 @@ type Router struct {
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
 	feat     featureSet      // Config.EnableFeature resolved (features.go)
 	loads    *loads.Tracker
-	queue    *queue.Queue[*pending]
+	queue    *queue.Fair[*pending]
 	aff      *affinity.Table
 	workers  map[uint64]*workerState
 	ranks    []kvevents.Worker // every rank of every worker, sorted
@@ -198,7 +198,11 @@ func New(cfg Config, opts Options) (*Router, error) {
 		r.predictAtEnd = predictAtEnd(cfg)
 	}
 	if cfg.Queue.Threshold > 0 {
-		r.queue = queue.New[*pending](cfg.Queue.Policy, cfg.Queue.Capacity)
+		q, err := queue.NewFair[*pending](cfg.Queue.Policy, cfg.Queue.Capacity, cfg.Queue.MaxTenants, cfg.Queue.TenantWeights)
+		if err != nil {
+			return nil, fmt.Errorf("router: %w", err)
+		}
+		r.queue = q
 	}
 	if cfg.Policy == PolicyKV {
 		for t := range kvevents.NumTiers {
@@ -487,7 +491,7 @@ func (r *Router) Free(id string, now time.Time) error {
 
 func (r *Router) freeLocked(id string, now time.Time) error {
 	if r.queue != nil {
-		if it, ok := r.queue.Remove(id); ok {
+		if it, _, ok := r.queue.Remove(id); ok {
 			putPending(it.Value)
 			return nil
 		}
@@ -568,7 +572,7 @@ func (r *Router) String() string {
 		}
 	}
 	if r.queue != nil {
-		b.WriteString(r.queue.String())
+		b.WriteString(r.queueString())
 	}
 	if r.cfg.Affinity.Enabled {
 		b.WriteString(r.aff.String())

@@ -177,6 +177,18 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.Queue.Policy = p
 		case "cap":
 			cfg.Queue.Capacity = a.int(t, k)
+		case "fair":
+			cfg.Queue.Fair = v == "true"
+		case "weights":
+			cfg.Queue.TenantWeights = map[string]float64{}
+			for _, kv := range strings.Split(v, ",") {
+				name, w, _ := strings.Cut(kv, ":")
+				x, err := strconv.ParseFloat(w, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Queue.TenantWeights[name] = x
+			}
 		case "affinity":
 			cfg.Affinity = AffinityConfig{Enabled: true, TTL: a.dur(t, k)}
 		case "stale":
@@ -225,6 +237,8 @@ func request(t *testing.T, a targs) Request {
 			req.Priority = a.float(t, k)
 		case "session":
 			req.Session = v
+		case "tenant":
+			req.Tenant = v
 		case "out":
 			req.OutputTokens = a.int(t, k)
 		case "allow":

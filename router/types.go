@@ -47,6 +47,9 @@ type Request struct {
 	CacheSalt string
 	// Priority orders the wait queue (queue package); higher is sooner.
 	Priority float64
+	// Tenant names the request's tenant or program for the fair queue
+	// (QueueConfig.Fair; "" = no tenant, a tenant like any other).
+	Tenant string
 	// Session binds the request to a worker when affinity is on ("" = none).
 	Session string
 	// Constraints are hard placement rules (allow-list, pin, ranks, labels).

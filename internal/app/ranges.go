@@ -120,6 +120,7 @@ var FlagRanges = map[string]Range{
 	"busy-prefill-fraction":     finite(),
 	"queue-threshold":           finite(),
 	"queue-capacity":            Ints(0, 1<<24),
+	"queue-max-tenants":         Ints(0, 1<<20),
 	"predict-ttl":               durs(day),
 	"affinity-ttl":              durs(year),
 	"stale-limit":               durs(week),

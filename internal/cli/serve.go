@@ -52,6 +52,7 @@ func BindServe(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.Float64Var(&rc.Queue.Threshold, "queue-threshold", rc.Queue.Threshold, "queue requests while every worker's prefill exceeds this fraction of its batch budget (0 = no queue)")
 	TextVar(f, &rc.Queue.Policy, "queue-policy", "fcfs or wspt")
 	f.IntVar(&rc.Queue.Capacity, "queue-capacity", rc.Queue.Capacity, "most queued requests; beyond, 529 (0 = unbounded)")
+	BindTenants(f, rc)
 	f.BoolVar(&rc.Affinity.Enabled, "session-affinity", rc.Affinity.Enabled, "bind x-session-id to the worker of its first request")
 	f.DurationVar(&rc.Affinity.TTL, "affinity-ttl", rc.Affinity.TTL, "idle time after which a session binding expires (0 = never)")
 	f.DurationVar(&rc.Loads.StaleAfter, "stale-limit", rc.Loads.StaleAfter, "release a request without progress for this long (0 = never)")
@@ -105,7 +106,8 @@ var ServeSections = []clihelp.Section{
 	{Name: "Cost", More: "cost overlap-credit prefill-load-scale active-request-weight credit-decay temperature " +
 		"imposed-weight pass-model tie-utilization timing-fit predict-ttl predict-active unclamped"},
 	{Name: "Experimental", More: "enable-feature"},
-	{Name: "Busy workers and queue", More: "busy-kv-usage busy-prefill-tokens busy-prefill-fraction queue-threshold queue-policy queue-capacity"},
+	{Name: "Busy workers and queue", More: "busy-kv-usage busy-prefill-tokens busy-prefill-fraction queue-threshold queue-policy queue-capacity " +
+		"queue-fair tenant-weight queue-max-tenants"},
 	{Name: "Session affinity", More: "session-affinity affinity-ttl session-id-max-bytes affinity-max-sessions affinity-max-bytes"},
 	{Name: "KV tiers", More: "host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy disagg-isl-threshold disagg-load-threshold disagg-transfer-weight prefill-timeout"},

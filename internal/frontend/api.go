@@ -235,7 +235,7 @@ func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop route
 	if lora == "" && ns == "" {
 		return s.routeHop(r.Context(), j, j.id, hop, nil)
 	}
-	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, CacheSalt: j.salt, Priority: j.priority, Session: j.session, Hop: hop}
+	req := router.Request{ID: j.id, Tokens: j.tokens, LoRA: lora, Namespace: ns, CacheSalt: j.salt, Priority: j.priority, Session: j.session, Tenant: j.tenant, Hop: hop}
 	if !j.constrain(&req.Constraints) {
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker outside the allowed workers: %w", selector.ErrNoneEligible)
 	}

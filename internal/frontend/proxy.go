@@ -14,6 +14,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/queue"
 	"github.com/kvrouter/kvrouter/router"
 	"github.com/kvrouter/kvrouter/selector"
 	"github.com/kvrouter/kvrouter/tokenizer"
@@ -44,6 +45,7 @@ type job struct {
 	maxTokens  int
 	stream     bool
 	session    string
+	tenant     string // header queue.TenantHeader: the fair queue's key
 	priority   float64
 	start      time.Time
 	endpoint   string
@@ -111,6 +113,7 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 		id:       s.prefix + "-" + strconv.FormatUint(s.reqSeq.Add(1), 10),
 		path:     r.URL.Path,
 		session:  r.Header.Get(HeaderSession),
+		tenant:   r.Header.Get(queue.TenantHeader),
 		start:    time.Now(),
 		endpoint: endpoint,
 	}
@@ -122,6 +125,9 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 		j.priority = v
 	}
 	if e := s.checkSession(j.session, HeaderSession); e != nil {
+		return nil, e
+	}
+	if e := s.checkSession(j.tenant, queue.TenantHeader); e != nil {
 		return nil, e
 	}
 	var e *oai.Error
@@ -380,7 +386,7 @@ func (s *Server) route(ctx context.Context, j *job, tried []uint64) (router.Deci
 // (no constraints yet).
 func (s *Server) routerRequest(j *job, id string, hop router.Hop) router.Request {
 	return router.Request{ID: id, Tokens: j.tokens, LoRA: j.lora, CacheSalt: j.salt, Priority: j.priority, Session: j.session,
-		OutputTokens: s.expectedOutput(j), Hop: hop}
+		Tenant: j.tenant, OutputTokens: s.expectedOutput(j), Hop: hop}
 }
 
 // routeHop routes one hop of j under request id id (DESIGN.md §10;
@@ -418,10 +424,14 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 	}
 	d, err := s.rt.Route(ctx, req, time.Now())
 	if err != nil || !d.Queued {
+		s.tm.routed(j.tenant, time.Time{}, err)
 		return d, err
 	}
+	s.tm.queued.WithLabelValues(s.tm.label(j.tenant)).Inc()
+	queuedAt := time.Now()
 	select {
 	case rel := <-wait:
+		s.tm.routed(j.tenant, queuedAt, rel.Err)
 		return rel.Decision, rel.Err
 	case <-ctx.Done():
 		_ = s.rt.Free(id, time.Now())

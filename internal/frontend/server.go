@@ -89,6 +89,7 @@ type Server struct {
 	lim      limiter       // bodies and tokenizations in flight (limits.go)
 	sb       *bounds.Store // proxied requests and their relays' buffers (streambufs.go)
 	drain    drainState
+	tm       *tenantMetrics // per-tenant counters (tenants.go)
 }
 
 // New validates cfg and builds a server. It starts nothing.
@@ -115,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 	s.m = newMetrics(cfg.Registry, s)
 	s.dm = newDisaggMetrics(cfg.Registry)
 	s.gm = newGuardMetrics(cfg.Registry)
+	s.tm = newTenantMetrics(cfg.Registry, s)
 	s.bk.store = bounds.New("bookings", int64(positive(cfg.Hardening.MaxBookings)), positive(cfg.Hardening.MaxBookingBytes))
 	s.lim.queue = newTokenizeQueue(cfg.Hardening)
 	s.sb = newStreamBuffers(cfg.Hardening)
