@@ -18,7 +18,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 func decision(id string) *router.Decision {
-	return &router.Decision{RequestID: id, Worker: kvevents.Worker{ID: 2}, Blocks: 10, ISL: 160,
+	return &router.Decision{RequestID: id, Inputs: &router.Inputs{}, Worker: kvevents.Worker{ID: 2}, Blocks: 10, ISL: 160,
 		CachedTokens: 128, Cost: 4.5, Candidates: []selector.Breakdown{
 			{Worker: kvevents.Worker{ID: 1}, Overlap: [kvevents.NumTiers]int{2}, Credit: 2, Decay: 1, Prefill: 8, Decode: 3, Cost: 11},
 			{Worker: kvevents.Worker{ID: 2}, Overlap: [kvevents.NumTiers]int{8}, Credit: 8, Decay: 1, Prefill: 2, Decode: 2.5, Cost: 4.5, Prob: 1},
@@ -37,7 +37,8 @@ func TestWriterSample(t *testing.T) {
 	w := New(&buf, Config{Sample: 3, Rate: 1000}, c.now)
 	n := 0
 	for i := 0; i < 10; i++ {
-		if w.Log(decision("r"), "ok") {
+		d := decision("r")
+		if d.Inputs = w.Sample(); w.Log(d, "ok") {
 			n++
 		}
 	}
@@ -67,7 +68,7 @@ func TestWriterRate(t *testing.T) {
 
 func TestWriterMaxBytes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "d.jsonl")
-	w, err := Open(path, Config{MaxBytes: 2000, Rate: 1000})
+	w, err := Open(Config{Path: path, MaxBytes: 2000, Rate: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestWriterMaxBytes(t *testing.T) {
 		t.Fatalf("size %v (err %v), want (0, 2000]", st.Size(), err)
 	}
 	// A second run appends within the same cap.
-	w2, _ := Open(path, Config{MaxBytes: 2000, Rate: 1000})
+	w2, _ := Open(Config{Path: path, MaxBytes: 2000, Rate: 1000})
 	if w2.Log(decision("r"), "ok") {
 		t.Fatal("reopened writer wrote past the cap")
 	}
@@ -94,8 +95,14 @@ func TestNilWriterAndQueued(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	w = New(&buf, Config{}, time.Now)
-	if w.Log(&router.Decision{RequestID: "q", Queued: true}, "") {
+	if w.Log(&router.Decision{RequestID: "q", Queued: true, Inputs: &router.Inputs{}}, "") {
 		t.Fatal("queued decision logged")
+	}
+	if w.Log(&router.Decision{RequestID: "u"}, "") {
+		t.Fatal("unsampled decision logged")
+	}
+	if l, err := Open(Config{}); l != nil || err != nil {
+		t.Fatalf("Open without a path: %v, %v", l, err)
 	}
 }
 

@@ -2,6 +2,8 @@ package decisionlog
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // Version is the schema version written in every record's "v".
@@ -34,6 +37,13 @@ type Record struct {
 	Outcome  string  `json:"outcome,omitempty"`
 	// Cands holds every candidate, sorted by worker as the router gave them.
 	Cands []Cand `json:"cands"`
+	// CfgDigest names In.Config (the first 16 hex digits of the SHA-256
+	// of its JSON), so records of one configuration group together.
+	CfgDigest string `json:"cfg,omitempty"`
+	// In are the selector's inputs (router.Inputs as encoding/json writes
+	// it: Go field names), absent for the blind policies; Replay scores
+	// them again.
+	In *router.Inputs `json:"in,omitempty"`
 }
 
 // Cand is one candidate's cost terms (selector.Breakdown); Out is empty
@@ -66,6 +76,9 @@ func FromDecision(d *router.Decision, outcome string) Record {
 		Cands: make([]Cand, len(d.Candidates))}
 	if d.Hop != router.HopAggregated {
 		r.Hop = d.Hop.String()
+	}
+	if d.Inputs != nil && d.Inputs.Filled {
+		r.In, r.CfgDigest = d.Inputs, digest(&d.Inputs.Config)
 	}
 	for i, b := range d.Candidates {
 		c := Cand{Worker: b.Worker.String(), Overlap: b.Overlap, Credit: b.Credit, Decay: b.Decay,
@@ -107,4 +120,14 @@ func Decode(r io.Reader) ([]Record, error) {
 		return out, fmt.Errorf("decisionlog: read: %w", err)
 	}
 	return out, nil
+}
+
+// digest names a selector configuration (Record.CfgDigest).
+func digest(c *selector.Config) string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
 }

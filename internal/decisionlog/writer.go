@@ -18,14 +18,18 @@ const (
 	DefaultRate     = 100
 )
 
-// Config bounds a Writer. Zero fields take the defaults.
+// Config is the decision log's file and bounds. Zero bounds take the
+// defaults.
 type Config struct {
-	// Sample keeps one decision in Sample (1: all).
-	Sample int
-	// MaxBytes caps the bytes written; past it the writer stops.
-	MaxBytes int64
-	// Rate caps the records written per second.
-	Rate int
+	// Path is the log file, appended to; "" = no log. Default "".
+	Path string `yaml:"path"`
+	// Sample keeps one decision in Sample (1: all). Default 1.
+	Sample int `yaml:"sample"`
+	// MaxBytes caps the file's size; past it the writer stops (counting
+	// drops). Default DefaultMaxBytes (64 MiB).
+	MaxBytes int64 `yaml:"max_bytes"`
+	// Rate caps the records written per second. Default DefaultRate.
+	Rate int `yaml:"rate"`
 }
 
 func (c Config) withDefaults() Config {
@@ -63,9 +67,13 @@ func New(w io.Writer, cfg Config, now func() time.Time) *Writer {
 	return &Writer{w: w, cfg: cfg.withDefaults(), now: now}
 }
 
-// Open opens (appending) or creates the log at path.
-func Open(path string, cfg Config) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+// Open opens (appending) or creates the log at cfg.Path; nil, nil when
+// the path is "".
+func Open(cfg Config) (*Writer, error) {
+	if cfg.Path == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(cfg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("decisionlog: open: %w", err)
 	}
@@ -77,18 +85,31 @@ func Open(path string, cfg Config) (*Writer, error) {
 	return lw, nil
 }
 
-// Log records d with its outcome if the sample, rate and size caps let it.
-// It reports whether the record was written.
-func (l *Writer) Log(d *router.Decision, outcome string) bool {
-	if l == nil || d == nil || d.Queued {
-		return false
+// Sample is called before routing a request: it returns the Inputs to
+// set as router.Request.Inputs for one request in Sample (the first, then
+// every Sample-th), nil for the others. Only a sampled decision is logged.
+func (l *Writer) Sample() *router.Inputs {
+	if l == nil {
+		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seen++
 	if (l.seen-1)%uint64(l.cfg.Sample) != 0 {
+		return nil
+	}
+	return new(router.Inputs)
+}
+
+// Log records the sampled decision d (d.Inputs set by Sample) with its
+// outcome if the rate and size caps let it; it reports whether the record
+// was written. Decisions Sample skipped are not logged.
+func (l *Writer) Log(d *router.Decision, outcome string) bool {
+	if l == nil || d == nil || d.Queued || d.Inputs == nil {
 		return false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
 	if s := now.Unix(); s != l.sec {
 		l.sec, l.inSec = s, 0
@@ -100,9 +121,12 @@ func (l *Writer) Log(d *router.Decision, outcome string) bool {
 	rec := FromDecision(d, outcome)
 	rec.Time = now.UTC().Format(time.RFC3339Nano)
 	line, err := json.Marshal(rec)
-	if err != nil {
-		l.dropped++
-		return false
+	if err != nil { // a non-finite input: log the decision without them
+		rec.In, rec.CfgDigest = nil, ""
+		if line, err = json.Marshal(rec); err != nil {
+			l.dropped++
+			return false
+		}
 	}
 	line = append(line, '\n')
 	if l.bytes+int64(len(line)) > l.cfg.MaxBytes {
