@@ -3,8 +3,10 @@ package decisionlog
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"math/rand/v2"
 
 	"github.com/kvrouter/kvrouter/selector"
@@ -121,4 +123,51 @@ func WriteReport(w io.Writer, rep Report) error {
 		rep.Replayed, rep.Skipped, rep.ChoiceChanged, rep.CostChanged)
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// ErrChanged reports that a replay changed some logged choice.
+var ErrChanged = errors.New("decisionlog: replay changed logged choices")
+
+// Options are kvrouter explain's: explain Request, or Replay (with Set,
+// Replay's knob changes).
+type Options struct {
+	Request string
+	Replay  bool
+	Set     string
+}
+
+// Run reads the log at path and explains o.Request or replays it, writing
+// to w. A replay that changes a choice returns ErrChanged after its
+// report (a non-zero exit for a regression check).
+func Run(w io.Writer, path string, o Options) error {
+	if (o.Request == "") == !o.Replay {
+		return errors.New("decisionlog: give exactly one of --request ID and --replay")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("decisionlog: %w", err)
+	}
+	defer f.Close()
+	recs, err := Decode(f)
+	if err != nil {
+		return err
+	}
+	if !o.Replay {
+		return Explain(w, recs, o.Request)
+	}
+	var set []byte
+	if o.Set != "" {
+		set = []byte(o.Set)
+	}
+	rep, err := Replay(recs, set)
+	if err != nil {
+		return err
+	}
+	if err := WriteReport(w, rep); err != nil {
+		return err
+	}
+	if rep.ChoiceChanged > 0 {
+		return fmt.Errorf("%d of %d: %w", rep.ChoiceChanged, rep.Replayed, ErrChanged)
+	}
+	return nil
 }
