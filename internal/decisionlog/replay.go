@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"math/rand/v2"
+	"os"
 
 	"github.com/kvrouter/kvrouter/selector"
 )
