@@ -85,6 +85,9 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		res.Chosen, res.Breakdowns, err = r.pickBlindLocked(sreq, cands, r.breakdowns(req, len(cands)), &r.rr[req.Hop])
 	} else {
 		res, err = r.sel.SelectInto(sreq, cands, r.rng, r.breakdowns(req, len(cands)), r.reasons)
+		if req.Inputs != nil && err == nil {
+			req.Inputs.fill(r.sel.Config(), sreq, cands, res.Chosen)
+		}
 	}
 	if err != nil {
 		if r.queue != nil && errors.Is(err, selector.ErrAllOverloaded) {
@@ -112,7 +115,7 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 		}
 	}
 	d, oc, err := r.commitLocked(p, &cands[chosen], res.Breakdowns, chosen, aff, outBlocks, now)
-	d.Waited = !fresh
+	d.Waited, d.Inputs = !fresh, req.Inputs
 	return d, oc, err
 }
 

@@ -70,6 +70,9 @@ type Request struct {
 	// caller must not reuse it while the Decision is in use, nor before a
 	// queued request comes back from Release. nil: the slab.
 	Candidates []selector.Breakdown
+	// Inputs, when set, receives the selector's inputs (a decision log
+	// samples them for replay; inputs.go). nil: none, no copy.
+	Inputs *Inputs
 }
 
 // Decision is where a request goes and why.
@@ -113,6 +116,8 @@ type Decision struct {
 	// Candidates holds every worker+rank's cost breakdown or the reason it
 	// was filtered out, sorted by worker.
 	Candidates []selector.Breakdown
+	// Inputs is Request.Inputs, filled (nil when the request set none).
+	Inputs *Inputs
 }
 
 // String prints the decision and every candidate, one per line.

@@ -25,6 +25,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newUpCmd(),
 		newBridgeCmd(),
+		newExplainCmd(),
 		// Commands now in kvrouter-study and kvrouter-epp.
 		clihelp.Moved("sim", "kvrouter-study sim"),
 		clihelp.Moved("replay", "kvrouter-study replay"),

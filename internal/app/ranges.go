@@ -194,6 +194,11 @@ var FlagRanges = map[string]Range{
 	"hold-timeout":           durs(day),
 	"offload-min-reuse":      Ints(0, 1<<20),
 	"dp-size":                Ints(1, router.MaxDPSize),
+
+	// The decision log (serve).
+	"decision-log-sample":    Ints(0, 1<<30),
+	"decision-log-max-bytes": Ints(0, 1<<40),
+	"decision-log-rate":      Ints(0, 1<<20),
 }
 
 // CheckFlagRanges checks every numeric flag of fs that FlagRanges names

@@ -92,6 +92,7 @@ func BindServe(f *pflag.FlagSet, c *app.ServeConfig) {
 	f.BoolVar(&fc.ForwardTokens, "forward-tokens", fc.ForwardTokens, "send completion text prompts as token ids to workers that passed the tokenizer self-test (only with the model's own tokenizer)")
 	f.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	BindServeHardening(f, c)
+	BindDecisionLog(f, &fc.DecisionLog)
 }
 
 // ServeSections groups serve's flags (epp's too) for --help: Shown is what
@@ -121,5 +122,6 @@ var ServeSections = []clihelp.Section{
 		"nats-store embedded-nats-port embedded-nats-host embedded-nats-tls-cert embedded-nats-tls-key"},
 	{Name: "Replicas", More: "replica-id replica-sync snapshot-interval snapshot-keep snapshot-max-bytes lease-ttl " +
 		"sync-heartbeat sync-timeout sync-max-peers"},
-	{Name: "Config and logs", Shown: "config print-config log-level"},
+	{Name: "Config and logs", Shown: "config print-config log-level",
+		More: "decision-log decision-log-sample decision-log-max-bytes decision-log-rate"},
 }

@@ -3,6 +3,7 @@ package frontend
 import (
 	"errors"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/decisionlog"
 	"log/slog"
 	"net"
 	"net/http"
@@ -119,6 +120,9 @@ type Config struct {
 	// Hardening holds the bounds on what clients may cost the router
 	// (limits.go). Default DefaultHardening().
 	Hardening Hardening `yaml:"hardening"`
+	// DecisionLog is the opt-in log of sampled routing decisions
+	// (package decisionlog; docs/decision-log.md). Default off (no path).
+	DecisionLog decisionlog.Config `yaml:"decision_log"`
 	// WorkerMaxNumSeqs is the max_num_seqs (running requests per rank) of
 	// workers whose registration does not say (vLLM and SGLang engines
 	// register nothing; the mocker announces its own): at that cap the

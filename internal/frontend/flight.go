@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/kvrouter/kvrouter/internal/decisionlog"
 	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
 	"strconv"
@@ -29,6 +30,8 @@ type flight struct {
 	fit                 *fitObs // nil: no timing-fit sample
 	bk                  tracker
 	ob                  flightObserver
+	// dlog logs the decision when the flight ends (nil: no log).
+	dlog *decisionlog.Writer
 
 	status, outcome string // the client's status and the outcome label
 	prefilled       bool   // PrefillDone sent
@@ -113,6 +116,7 @@ func (f *flight) abort(now time.Time) {
 	}
 	f.done = true
 	_ = f.bk.Fail(f.id, now)
+	f.dlog.Log(f.d, "unreached")
 }
 
 // answered: the worker's response headers arrived at now with status.
@@ -198,6 +202,7 @@ func (f *flight) land(now time.Time) {
 	}
 	f.done = true
 	_ = f.bk.Free(f.id, now)
+	f.dlog.Log(f.d, f.outcome)
 	l := &landing{id: f.id, endpoint: f.endpoint, model: f.model, worker: f.d.Worker.ID,
 		status: f.status, outcome: f.outcome, elapsed: now.Sub(f.start)}
 	if f.outcome == "ok" && !f.unread {

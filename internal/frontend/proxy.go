@@ -372,7 +372,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 // newFlight starts the flight of j, routed by d (fit: its timing-fit
 // sample, nil none).
 func (s *Server) newFlight(j *job, d *router.Decision, fit *fitObs) *flight {
-	return newFlight(j, d, fit, s.rt, s.flights)
+	f := newFlight(j, d, fit, s.rt, s.flights)
+	f.dlog = s.dlog
+	return f
 }
 
 // route asks the router for a worker (the router applies the policy,
@@ -397,6 +399,7 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		req.Session = "" // a session binds to the worker that decodes (and caches) it
 	}
 	req.Constraints.Allow = j.allow
+	req.Inputs = s.dlog.Sample() // nil unless this decision is logged
 	if !j.constrain(&req.Constraints) {
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
 	}

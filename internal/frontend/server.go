@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/kvrouter/kvrouter/internal/decisionlog"
 	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
 	"math/rand/v2"
@@ -71,6 +72,8 @@ type Server struct {
 	preds    *predictionTracker // predicted vs reported hits (predict.go)
 	removals *removalEpochs     // workers' applied removals (regret.go)
 	adapters adapterNames       // LoRA adapter names, the pool's
+
+	dlog *decisionlog.Writer // Config.DecisionLog; nil when off
 
 	sink *sink.Sink // KV events into the index
 	pool *pool.Pool // the workers (internal/frontend/pool)
@@ -154,6 +157,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("frontend: %w", err)
 	}
 	s.rt = rt
+	if s.dlog, err = decisionlog.Open(cfg.DecisionLog); err != nil {
+		return nil, fmt.Errorf("frontend: %w", err)
+	}
+	registerDecisionLog(cfg.Registry, s.dlog)
 	s.pool = pool.New(pool.Config{Logger: cfg.Logger, Client: s.client, Registry: cfg.Registry,
 		BlockSize: cfg.Router.BlockSize, LoadPollInterval: cfg.LoadPollInterval,
 		WorkerMaxBatchedTokens: cfg.WorkerMaxBatchedTokens, WorkerMaxNumSeqs: cfg.WorkerMaxNumSeqs,
@@ -228,6 +235,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopBG()
 	<-bgDone
+	if e := s.dlog.Close(); e != nil {
+		s.log.Warn("decision log", "err", e)
+	}
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
