@@ -235,6 +235,13 @@ func newQwenStub(t *testing.T) *qwenStub {
 			_ = json.NewEncoder(w).Encode(map[string]any{"count": len(ids), "tokens": ids})
 			return
 		}
+		if r.Method != http.MethodPost {
+			// The pool's GET /v1/models poll (LoRA adapters) is no
+			// completion: recording its empty body raced the test's
+			// read of the last forwarded prompt.
+			_, _ = io.WriteString(w, `{"object":"list","data":[]}`)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		st.mu.Lock()
 		st.bodies = append(st.bodies, b)
