@@ -97,6 +97,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.StringArrayVar(&sc.Frontend.APIKeys, "api-key", nil, "require this client API key (repeatable)")
 	fl.IntVar(&sc.Frontend.MaxPromptTokens, "max-prompt-tokens", sc.Frontend.MaxPromptTokens, "longest prompt accepted in tokens, 400 beyond (0 = no limit)")
 	fl.DurationVar(&sc.Frontend.DrainTimeout, "drain-timeout", sc.Frontend.DrainTimeout, "how long Ctrl-C waits for in-flight streams")
+	cli.BindDecisionLog(fl, &sc.Frontend.DecisionLog)
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
 	clihelp.Apply(c, clihelp.Help{Sections: upSections})
 	return c
@@ -109,7 +110,7 @@ var upSections = []clihelp.Section{
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},
 	{Name: "Experimental", More: "enable-feature"},
-	{Name: "Logs", Shown: "log-level"},
+	{Name: "Logs", Shown: "log-level", More: "decision-log decision-log-sample decision-log-max-bytes decision-log-rate"},
 }
 
 // newFleet builds up's fleet (a test sees the config up built).
