@@ -37,7 +37,8 @@ const (
 type job struct {
 	id     string
 	path   string
-	body   []byte // forwarded body (bodyFor: with token ids or not)
+	body   []byte             // forwarded body (bodyFor: with token ids or not)
+	peer   *selector.PeerHint // the decision's peer-KV hint (peerhint.go)
 	tokens []uint32
 	// textPrompt: a completion whose text prompt was tokenized into
 	// tokens, which bodyFor may forward in its place.
@@ -345,6 +346,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			tried = append(tried, d.Worker.ID)
 			continue
 		}
+		j.peer = d.PeerHint // peerhint.go
 		resp, err := s.forward(ctx, wk, j, d.Worker.Rank)
 		if err != nil {
 			f.abort(time.Now())
@@ -443,10 +445,13 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 }
 
 func (s *Server) forward(ctx context.Context, wk *Worker, j *job, rank uint32) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(s.bodyFor(j, wk.ID)))
+	hdr := http.Header{}
+	body := s.withPeerHint(hdr, s.bodyFor(j, wk.ID), wk, j.peer)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wk.URL+j.path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
+	req.Header = hdr
 	req.Header.Set("Content-Type", "application/json")
 	if j.stream {
 		req.Header.Set("Accept", "text/event-stream")
