@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,19 +42,8 @@ func TestDisaggFleetFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var c struct {
-			Usage struct {
-				Details struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-		}
-		if resp.StatusCode != 200 || json.Unmarshal(b, &c) != nil {
-			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
-		}
-		return resp.Header.Get(frontend.HeaderPrefillWorker), resp.Header.Get(frontend.HeaderWorker), c.Usage.Details.Cached
+		cached = cachedTokens(t, resp, fmt.Sprintf("request %d", i))
+		return resp.Header.Get(frontend.HeaderPrefillWorker), resp.Header.Get(frontend.HeaderWorker), cached
 	}
 	for i := range 4 {
 		p, d, cached := ask(i)

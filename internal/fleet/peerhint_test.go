@@ -63,19 +63,8 @@ func peerHintCached(t *testing.T, hints bool) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var c struct {
-			Usage struct {
-				Details struct {
-					Cached int `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"usage"`
-		}
-		if resp.StatusCode != 200 || json.Unmarshal(b, &c) != nil {
-			t.Fatalf("pin %s: %d %s", pin, resp.StatusCode, b)
-		}
-		return resp.Header.Get(frontend.HeaderWorker), c.Usage.Details.Cached
+		cached = cachedTokens(t, resp, "pin "+pin)
+		return resp.Header.Get(frontend.HeaderWorker), cached
 	}
 	if w, _ := ask("1"); w != "1" {
 		t.Fatalf("pinned to 1, served by %q", w)
@@ -93,4 +82,23 @@ func peerHintCached(t *testing.T, hints bool) int {
 		t.Fatalf("pinned to 2, served by %q", w)
 	}
 	return cached
+}
+
+// cachedTokens reads a completion answer's usage (closing resp) and
+// returns its cached prompt tokens; what names the request in failures.
+func cachedTokens(t *testing.T, resp *http.Response, what string) int {
+	t.Helper()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var c struct {
+		Usage struct {
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(b, &c) != nil {
+		t.Fatalf("%s: %d %s", what, resp.StatusCode, b)
+	}
+	return c.Usage.Details.Cached
 }
