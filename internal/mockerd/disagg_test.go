@@ -125,12 +125,7 @@ func TestDisaggProtocol(t *testing.T) {
 	if v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64); err != nil || v < 0.001 {
 		t.Fatalf("decode transfer trailer %q (%v), want >= 0.001 s", resp.Trailer.Get(oai.TrailerKVTransfer), err)
 	}
-	stored := 0
-	for _, ev := range decRec.events() {
-		if ev.Kind == kvevents.KindStored {
-			stored += len(ev.Blocks)
-		}
-	}
+	stored := storedBlocks(decRec)
 	if stored < 2 {
 		t.Fatalf("decode mocker stored %d blocks, want the 2 pulled ones", stored)
 	}

@@ -47,12 +47,7 @@ func TestPeerHintParams(t *testing.T) {
 	if v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64); err != nil || v < 0.001 {
 		t.Fatalf("transfer trailer %q (%v), want >= 0.001 s", resp.Trailer.Get(oai.TrailerKVTransfer), err)
 	}
-	stored := 0
-	for _, ev := range rec.events() {
-		if ev.Kind == kvevents.KindStored {
-			stored += len(ev.Blocks)
-		}
-	}
+	stored := storedBlocks(rec)
 	if stored < 4 {
 		t.Fatalf("stored %d blocks, want the 4 full prompt blocks", stored)
 	}
@@ -60,4 +55,15 @@ func TestPeerHintParams(t *testing.T) {
 	if n := peerCalls.Load(); n != 0 {
 		t.Fatalf("the peer received %d requests, want none", n)
 	}
+}
+
+// storedBlocks counts the blocks of the Stored events rec received.
+func storedBlocks(rec *recorder) int {
+	n := 0
+	for _, ev := range rec.events() {
+		if ev.Kind == kvevents.KindStored {
+			n += len(ev.Blocks)
+		}
+	}
+	return n
 }
