@@ -71,11 +71,16 @@ func peerHintCached(t *testing.T, hints bool) int {
 	}
 	// Worker 1's Stored events reach the index asynchronously.
 	idx := f.Frontend().Router().Index(kvevents.TierDevice)
-	for deadline := time.Now().Add(10 * time.Second); idx.Stats().Blocks < 8; {
-		if time.Now().After(deadline) {
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for idx.Stats().Blocks < 8 {
+		select {
+		case <-deadline.C:
 			t.Fatalf("worker 1's blocks never indexed: %+v", idx.Stats())
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	w, cached := ask("2")
 	if w != "2" {
