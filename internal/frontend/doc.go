@@ -62,8 +62,9 @@
 // Trust boundaries (DESIGN.md §12; guard.go, limits.go, bookings.go): the
 // engines' transfer fields a client sends (kv_transfer_params, SGLang's
 // bootstrap_*, vllm_xargs.kv_transfer_params) are stripped before any
-// worker sees the request; a prefill answer's kv_transfer_params are
-// checked before the decode hop; each write to a client has a deadline
+// worker sees the request (the router's own peer-KV hint, feature
+// peer-kv-hints, is added after: peerhint.go); a prefill answer's
+// kv_transfer_params are checked before the decode hop; each write to a client has a deadline
 // (Hardening.StreamWriteTimeout); what is buffered of an engine answer is
 // bounded (Hardening.MaxAnswerBytes); tracked /route bookings are bounded
 // per caller (its API key when keys are checked, else its address) and
