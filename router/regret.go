@@ -40,6 +40,11 @@ type Regret struct {
 	Cause                           Cause
 }
 
+// ChosenBlocks is the prefix of d's prompt the chosen worker holds in any
+// tier, at most the prompt's full blocks: Regret.Chosen, without scanning
+// the candidates.
+func (d *Decision) ChosenBlocks() int { return min(heldBlocks(&d.Overlap), d.Blocks) }
+
 // heldBlocks is a candidate's deepest prefix in its own tiers.
 func heldBlocks(ov *[kvevents.NumTiers]int) int {
 	return max(ov[kvevents.TierDevice], ov[kvevents.TierHostPinned], ov[kvevents.TierDisk])
@@ -86,9 +91,8 @@ func RegretOf(d *Decision) Regret {
 			}
 		}
 	}
-	rg.Chosen = heldBlocks(&d.Overlap)
+	rg.Chosen = d.ChosenBlocks()
 	rg.Reachable = min(max(rg.Reachable, rg.Chosen), d.Blocks)
-	rg.Chosen = min(rg.Chosen, rg.Reachable)
 	rg.Lost = rg.Reachable - rg.Chosen
 	if rg.Lost == 0 {
 		return rg

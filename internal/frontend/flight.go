@@ -214,7 +214,7 @@ func (f *flight) land(now time.Time) {
 		if f.reportedCached >= 0 && !f.noCheck {
 			l.check = &predictionCheck{overlapBlocks: f.d.Overlap[kvevents.TierDevice], isl: f.d.ISL,
 				reportedPrompt: f.reportedPrompt, cached: f.reportedCached,
-				chosen: router.RegretOf(f.d).Chosen, epoch: f.epoch}
+				chosen: f.d.ChosenBlocks(), epoch: f.epoch}
 		}
 	}
 	f.ob.landed(l)

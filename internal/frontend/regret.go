@@ -25,10 +25,15 @@ const (
 	LostEvictedAfterRoute = "evicted_after_route"
 )
 
-// regretMetrics are the regret counters.
+// regretMetrics are the regret counters, each series resolved once so a
+// decision costs no label lookup.
 type regretMetrics struct {
 	blocks *prometheus.CounterVec // kind: prompt, reachable, chosen, actual
 	lost   *prometheus.CounterVec // cause
+
+	prompt, reachable, chosen, actual prometheus.Counter
+	byCause                           [router.NumCauses]prometheus.Counter
+	stale, evicted                    prometheus.Counter
 }
 
 func newRegretMetrics(reg prometheus.Registerer) *regretMetrics {
@@ -38,14 +43,12 @@ func newRegretMetrics(reg prometheus.Registerer) *regretMetrics {
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_lost_blocks_total",
 			Help: "Prefix blocks lost by cause: reachable - chosen at the decision (load, temperature, busy, filter, queue, affinity), chosen - actual at the answer (stale, evicted_after_route)."}, []string{"cause"}),
 	}
-	for _, k := range []string{"prompt", "reachable", "chosen", "actual"} {
-		m.blocks.WithLabelValues(k)
-	}
+	m.prompt, m.reachable = m.blocks.WithLabelValues("prompt"), m.blocks.WithLabelValues("reachable")
+	m.chosen, m.actual = m.blocks.WithLabelValues("chosen"), m.blocks.WithLabelValues("actual")
 	for c := router.CauseNone + 1; c < router.NumCauses; c++ {
-		m.lost.WithLabelValues(c.String())
+		m.byCause[c] = m.lost.WithLabelValues(c.String())
 	}
-	m.lost.WithLabelValues(LostStale)
-	m.lost.WithLabelValues(LostEvictedAfterRoute)
+	m.stale, m.evicted = m.lost.WithLabelValues(LostStale), m.lost.WithLabelValues(LostEvictedAfterRoute)
 	reg.MustRegister(m.blocks, m.lost)
 	return m
 }
@@ -53,11 +56,11 @@ func newRegretMetrics(reg prometheus.Registerer) *regretMetrics {
 // routed counts one decision's blocks and its routing loss.
 func (m *regretMetrics) routed(d *router.Decision) {
 	rg := router.RegretOf(d)
-	m.blocks.WithLabelValues("prompt").Add(float64(rg.Prompt))
-	m.blocks.WithLabelValues("reachable").Add(float64(rg.Reachable))
-	m.blocks.WithLabelValues("chosen").Add(float64(rg.Chosen))
-	if rg.Lost > 0 {
-		m.lost.WithLabelValues(rg.Cause.String()).Add(float64(rg.Lost))
+	m.prompt.Add(float64(rg.Prompt))
+	m.reachable.Add(float64(rg.Reachable))
+	m.chosen.Add(float64(rg.Chosen))
+	if rg.Lost > 0 && rg.Cause > router.CauseNone && rg.Cause < router.NumCauses {
+		m.byCause[rg.Cause].Add(float64(rg.Lost))
 	}
 }
 
@@ -67,13 +70,13 @@ func (m *regretMetrics) routed(d *router.Decision) {
 // worker's removal epoch moved since the decision, else stale.
 func (m *regretMetrics) answered(chosen, cachedTokens, blockSize int, evicted bool) {
 	actual := max(0, cachedTokens) / max(1, blockSize)
-	m.blocks.WithLabelValues("actual").Add(float64(actual))
+	m.actual.Add(float64(actual))
 	if miss := chosen - actual; miss > 0 {
-		cause := LostStale
 		if evicted {
-			cause = LostEvictedAfterRoute
+			m.evicted.Add(float64(miss))
+		} else {
+			m.stale.Add(float64(miss))
 		}
-		m.lost.WithLabelValues(cause).Add(float64(miss))
 	}
 }
 
