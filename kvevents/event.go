@@ -138,6 +138,10 @@ type Event struct {
 	EventID  uint64 // monotonic per worker+rank
 	DPRank   uint32
 	Kind     Kind
+	// Group is the KV cache group of a hybrid model the blocks belong to
+	// (DESIGN.md §13); the zero value, full-attention group 0, for every
+	// other model. Cleared events carry none: they drop every group.
+	Group Group
 
 	// Stored only. HasParent false means the blocks hang off the root.
 	HasParent bool
@@ -164,6 +168,9 @@ func (e Event) String() string {
 	s := fmt.Sprintf("w%s #%d %s", e.Worker(), e.EventID, e.Kind)
 	if e.Tier != TierDevice {
 		s += " tier=" + e.Tier.String()
+	}
+	if !e.Group.IsZero() {
+		s += " group=" + e.Group.String()
 	}
 	switch e.Kind {
 	case KindStored:
@@ -197,6 +204,9 @@ func (e *Event) Validate() error {
 	if e.Tier >= numTiers {
 		errs = append(errs, fmt.Errorf("kvevents: invalid tier %d", e.Tier))
 	}
+	if err := e.Group.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	switch e.Kind {
 	case KindStored:
 		if len(e.Hashes) > 0 {
@@ -207,7 +217,7 @@ func (e *Event) Validate() error {
 			errs = append(errs, fmt.Errorf("kvevents: removed event carries stored fields"))
 		}
 	case KindCleared:
-		if len(e.Blocks) > 0 || len(e.Hashes) > 0 || e.HasParent || e.HasStart {
+		if len(e.Blocks) > 0 || len(e.Hashes) > 0 || e.HasParent || e.HasStart || !e.Group.IsZero() {
 			errs = append(errs, fmt.Errorf("kvevents: cleared event carries a payload"))
 		}
 	default:
