@@ -36,3 +36,26 @@ func TestSimHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchFrontendHelp: bench frontend's --help shows its sections and
+// --help-all every flag; the removed --jitter (arrivals are Poisson now)
+// names --seed, and --rounds out of its range is refused.
+func TestBenchFrontendHelp(t *testing.T) {
+	h := clihelp.Help{Sections: benchFrontendSections}
+	if err := h.Check(newBenchFrontendCmd()); err != nil {
+		t.Error(err)
+	}
+	if err := clihelp.Verify(newRootCmd, []string{"bench", "frontend"}, h); err != nil {
+		t.Error(err)
+	}
+	for args, want := range map[string]string{"bench frontend --jitter": "--jitter is now --seed",
+		"bench frontend --rounds -1": "--rounds -1: out of range"} {
+		root := newRootCmd()
+		root.SetOut(&bytes.Buffer{})
+		root.SetErr(&bytes.Buffer{})
+		root.SetArgs(strings.Fields(args))
+		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want %q", args, err, want)
+		}
+	}
+}

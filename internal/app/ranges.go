@@ -195,6 +195,10 @@ var FlagRanges = map[string]Range{
 	"offload-min-reuse":      Ints(0, 1<<20),
 	"dp-size":                Ints(1, router.MaxDPSize),
 
+	// kvrouter-study bench frontend (0 = rounds until the verdicts are
+	// decided; an hour of 10 s phases is the most anyone asks for).
+	"rounds": Ints(0, 1000),
+
 	// The decision log (serve).
 	"decision-log-sample":    Ints(0, 1<<30),
 	"decision-log-max-bytes": Ints(0, 1<<40),

@@ -76,7 +76,7 @@ func TestInterleavedRoundsOverlapTargets(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	next := uint64(1)
-	got, rounds, err := benchRounds(ctx, cfg, http.DefaultClient, targets, &next)
+	got, rounds, _, err := benchRounds(ctx, cfg, http.DefaultClient, targets, &next)
 	if err != nil {
 		t.Fatalf("interleaved rounds: %v (the paths were not in flight together)", err)
 	}
@@ -105,27 +105,64 @@ func TestInterleavedRoundsOverlapTargets(t *testing.T) {
 	}
 }
 
-// TestBenchPhaseJitter: with BenchConfig.Jitter a phase is paced by
-// Jittered over a slot of 1/Rate (the total rate, so that interleaved
-// requests keep alternating), seeded by the phase's first prompt id.
-func TestBenchPhaseJitter(t *testing.T) {
+// TestBenchRoundsPoisson: every phase of a sequential round is paced by
+// the round's Poisson process (seed cfg.Seed, stream round+1), the same
+// for every path; an interleaved round deals one process to the paths in
+// turn.
+func TestBenchRoundsPoisson(t *testing.T) {
 	g := &allInFlight{waiting: map[string]int{}, open: make(chan struct{}), opened: true}
 	close(g.open)
-	srv := sseServer(t, "direct", g)
-	for _, jitter := range []bool{false, true} {
-		cfg := BenchConfig{Rate: 400, PromptTokens: 8, MaxTokens: 2, Jitter: jitter}
+	targets := []benchTarget{{"direct", sseServer(t, "direct", g).URL}, {"frontend", sseServer(t, "frontend", g).URL}}
+	for _, interleave := range []bool{false, true} {
+		cfg := BenchConfig{Rate: 400, Duration: 50 * time.Millisecond, PromptTokens: 8, MaxTokens: 2, Rounds: 2, Seed: 3,
+			Interleave: interleave}
 		next := uint64(5)
-		r, err := benchPhase(context.Background(), cfg, http.DefaultClient, benchTarget{"direct", srv.URL}, 100,
-			50*time.Millisecond, &next, 0, "direct")
+		got, _, stopped, err := benchRounds(context.Background(), cfg, http.DefaultClient, targets, &next)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := FixedRate(100).String()
-		if jitter {
-			want = Jittered(100, 2500*time.Microsecond, 5).String()
+		if stopped != "2 rounds asked for" {
+			t.Errorf("stopped: %q", stopped)
 		}
-		if r.Pacer != want || r.OK != 5 {
-			t.Errorf("jitter %v: pacer %q, want %q; %d ok", jitter, r.Pacer, want, r.OK)
+		for _, tg := range targets {
+			for round, r := range got[tg.label] {
+				want, ok := Poisson(400, 20, 3, uint64(round)+1).String(), 20
+				if interleave {
+					k := 0
+					if (tg.label == "frontend") != (round%2 == 1) {
+						k = 1
+					}
+					p := Poisson(400, 20, 3, uint64(round)+1).Every(2, k)
+					want, ok = p.String(), len(p.times)
+				}
+				if r.Pacer != want || r.OK != ok {
+					t.Errorf("interleave %v, %s round %d: pacer %q, want %q; %d ok, want %d", interleave, tg.label, round, r.Pacer, want, r.OK, ok)
+				}
+			}
 		}
+	}
+}
+
+// TestBenchRoundsAuto: with Rounds 0 the rounds stop by StopRounds on the
+// frontend/direct verdicts (no floor proxy): an even number between
+// MinAutoRounds and MaxAutoRounds, and decided verdicts when it says so.
+func TestBenchRoundsAuto(t *testing.T) {
+	g := &allInFlight{waiting: map[string]int{}, open: make(chan struct{}), opened: true}
+	close(g.open)
+	targets := []benchTarget{{"direct", sseServer(t, "direct", g).URL}, {"frontend", sseServer(t, "frontend", g).URL}}
+	cfg := BenchConfig{Rate: 400, Duration: 20 * time.Millisecond, PromptTokens: 8, MaxTokens: 2, Seed: 1}
+	next := uint64(1)
+	got, rounds, stopped, err := benchRounds(context.Background(), cfg, http.DefaultClient, targets, &next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(rounds)
+	if n < MinAutoRounds || n > MaxAutoRounds || n%2 != 0 || len(got["direct"]) != n || len(got["frontend"]) != n {
+		t.Fatalf("%d rounds (%d, %d reports), want an even number in [%d, %d]", n, len(got["direct"]), len(got["frontend"]),
+			MinAutoRounds, MaxAutoRounds)
+	}
+	d50, d99, _, _ := benchVerdicts(rounds, false)
+	if want, _ := StopRounds(n, []Verdict{d50, d99}, true); !want || stopped == "" {
+		t.Errorf("stopped after %d rounds (%q), which StopRounds does not accept: %+v %+v", n, stopped, d50, d99)
 	}
 }

@@ -8,7 +8,8 @@ import (
 
 // WriteText prints the report as `kvrouter-study bench frontend` does: a
 // header line, one row per phase, the frontend/direct (and floor) ratios,
-// each round's ratios and scheduling, then the floor verdicts.
+// each round's ratios and scheduling, how the rounds were chosen, then
+// the verdicts.
 func (rep *BenchReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "offered %.0f req/s for %.0fs per phase x %d rounds (alternating order, pooled), prompt %d tokens, %d output tokens, mocker speedup %g\n",
 		rep.Rate, rep.Seconds, len(rep.PerRound), rep.PromptTokens, rep.MaxTokens, rep.SpeedupRatio)
@@ -35,15 +36,18 @@ func (rep *BenchReport) WriteText(w io.Writer) error {
 	for i, r := range rep.PerRound {
 		r.writeText(w, i+1, rep.Floor != nil)
 	}
-	for _, v := range []*Verdict{rep.FloorP50, rep.FloorP99} {
-		if v == nil {
-			continue
+	if rep.AutoRounds {
+		fmt.Fprintf(w, "rounds: %d, chosen by the run (%d to %d, until every verdict it stops on is decided): %s\n",
+			len(rep.PerRound), MinAutoRounds, MaxAutoRounds, rep.Stopped)
+	}
+	for _, v := range []struct {
+		v    *Verdict
+		what string
+	}{{rep.DirectP50, "frontend/direct ttft p50"}, {rep.DirectP99, "frontend/direct ttft p99"},
+		{rep.FloorP50, "frontend/floor ttft p50"}, {rep.FloorP99, "frontend/floor ttft p99"}} {
+		if v.v != nil {
+			v.v.writeText(w, v.what)
 		}
-		q := "p50"
-		if v == rep.FloorP99 {
-			q = "p99"
-		}
-		v.writeText(w, "frontend/floor ttft "+q)
 	}
 	return nil
 }

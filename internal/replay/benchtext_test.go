@@ -12,7 +12,7 @@ import (
 // testdata/benchtext/*.txt, which the printer in cmd/kvrouter-study wrote
 // before it moved here: the move changed no byte.
 func TestBenchReportWriteText(t *testing.T) {
-	for _, name := range []string{"floor", "met"} {
+	for _, name := range []string{"floor", "met", "auto"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "benchtext")
 			data, err := os.ReadFile(filepath.Join(dir, name+".json"))

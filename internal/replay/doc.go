@@ -7,7 +7,8 @@
 // copies of uint32(h)), so equal hash ids mean equal prefixes for the
 // engine's prefix cache. Requests are sent at the times a Pacer gives:
 // Unpaced (all at once, bounded by Config.Concurrency), Recorded (the
-// trace's timestamps divided by a speed factor) or FixedRate. The Report
+// trace's timestamps divided by a speed factor), FixedRate or Poisson
+// (seeded exponential gaps; BenchFrontend's arrivals). The Report
 // has TTFT, ITL and end-to-end percentiles, throughput, errors, the
 // workers' reported cache hits (usage.prompt_tokens_details.cached_tokens)
 // and, against kvrouter, the router's hit rate read from its /metrics.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,46 +33,73 @@ func TestPacer(t *testing.T) {
 			t.Errorf("%s At(%d) = %v, want %v", tc.p, tc.i, got, tc.want)
 		}
 	}
-	for _, p := range []Pacer{Recorded(0), FixedRate(-1), Jittered(0, time.Millisecond, 1), Jittered(100, -1, 1)} {
+	for _, p := range []Pacer{Recorded(0), FixedRate(-1), Poisson(0, 10, 1, 1), Poisson(-1, 10, 1, 1)} {
 		if p.Validate() == nil {
 			t.Errorf("%s validated", p)
 		}
 	}
 }
 
-// TestJitteredPacer: request i goes out within [i/rate, i/rate+jitter),
-// at offsets spread over the whole window (not one fixed phase), the same
-// ones for the same seed and others for another seed.
-func TestJitteredPacer(t *testing.T) {
-	const n, jitter = 1000, 10 * time.Millisecond
-	p, same, other := Jittered(100, jitter, 7), Jittered(100, jitter, 7), Jittered(100, jitter, 8)
+// TestPoissonPacer: the arrivals are a Poisson process of the asked rate
+// (a statistical check on one fixed seed: the mean gap, the gaps' spread
+// and the share of gaps below the mean match the exponential, which evenly
+// spaced arrivals would not), the same for the same seed and stream and
+// others for another stream; Every deals them to paths in turn.
+func TestPoissonPacer(t *testing.T) {
+	const n, rps = 100_000, 1000.0
+	p, same, other := Poisson(rps, n, 7, 1), Poisson(rps, n, 7, 1), Poisson(rps, n, 7, 2)
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	var deciles [10]int
-	differ := 0
+	var sum, sumSq float64
+	below, differ := 0, 0
+	prev := time.Duration(0)
+	mean := 1 / rps // seconds
 	for i := range n {
-		slot := time.Duration(i) * 10 * time.Millisecond
 		at := p.At(i, nil, 0)
-		off := at - slot
-		if off < 0 || off >= jitter {
-			t.Fatalf("At(%d) = %v, outside [%v, %v)", i, at, slot, slot+jitter)
+		if at < prev {
+			t.Fatalf("At(%d) = %v before At(%d) = %v", i, at, i-1, prev)
 		}
-		deciles[off*10/jitter]++
+		gap := (at - prev).Seconds()
+		prev = at
+		sum += gap
+		sumSq += gap * gap
+		if gap < mean {
+			below++
+		}
 		if same.At(i, nil, 0) != at {
-			t.Fatalf("At(%d) differs for the same seed", i)
+			t.Fatalf("At(%d) differs for the same seed and stream", i)
 		}
 		if other.At(i, nil, 0) != at {
 			differ++
 		}
 	}
-	for k, c := range deciles {
-		if c < n/20 { // expected n/10 per decile
-			t.Errorf("decile %d of the jitter window holds %d of %d offsets: %v", k, c, n, deciles)
-		}
+	// Standard errors at n = 1e5: mean gap 0.3%, coefficient of variation
+	// about 0.6%, share below the mean 0.15 points; the bounds are 5x
+	// those or more.
+	m := sum / n
+	cv := math.Sqrt(sumSq/n-m*m) / m
+	share := float64(below) / n
+	if math.Abs(m/mean-1) > 0.02 || math.Abs(cv-1) > 0.05 || math.Abs(share-(1-math.Exp(-1))) > 0.01 {
+		t.Errorf("mean gap %.4g s (want %.4g), coefficient of variation %.3f (want 1), share below the mean %.3f (want %.3f)",
+			m, mean, cv, share, 1-math.Exp(-1))
 	}
 	if differ < n/2 {
-		t.Errorf("seeds 7 and 8 gave the same offset for %d of %d requests", n-differ, n)
+		t.Errorf("streams 1 and 2 gave the same arrival for %d of %d requests", n-differ, n)
+	}
+	// Three paths dealt one process: path 1 gets arrivals 1, 4, 7, ...
+	e := Poisson(rps, 10, 7, 1).Every(3, 1)
+	for i, k := range []int{1, 4, 7} {
+		if got, want := e.At(i, nil, 0), p.At(k, nil, 0); got != want {
+			t.Errorf("Every(3, 1).At(%d) = %v, want At(%d) = %v", i, got, k, want)
+		}
+	}
+	// Past the drawn arrivals: the path's mean gap, 3 ms.
+	if got, want := e.At(4, nil, 0), p.At(7, nil, 0)+2*3*time.Millisecond; got != want {
+		t.Errorf("Every(3, 1).At(4) = %v, want %v", got, want)
+	}
+	if s := e.String(); s != "poisson 1000/s seed 7.1, 1 in 3" {
+		t.Errorf("String() = %q", s)
 	}
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"math"
 	"slices"
 )
@@ -12,12 +13,13 @@ import (
 // The estimate is the plainest one that is honest about a noisy machine:
 // the rounds' log ratios are taken as independent samples of the true log
 // ratio plus round-to-round noise; their mean m and standard deviation s
-// give a one-sided 95% bound m ± 1.645·s/√n (normal approximation; with
-// few rounds it is optimistic, so Rounds is a lower estimate). The goal is
-// met when the upper bound is below log(goal), missed when the lower bound
-// is above it, and undecided otherwise; Rounds is then how many rounds
-// would decide it if the mean and spread stayed as measured:
-// ⌈(1.645·s / |log(goal) − m|)²⌉. ResolutionRounds is the rounds a bound
+// give a one-sided 95% bound m ± t·s/√n, t the Student quantile for n−1
+// degrees of freedom (2.35 at 4 rounds, 1.83 at 10; the normal 1.645 would
+// be optimistic with so few rounds). The goal is met when the upper bound
+// is below log(goal), missed when the lower bound is above it, and
+// undecided otherwise; RoundsNeeded is then how many rounds would decide
+// it if the mean and spread stayed as measured: ⌈(1.645·s / |log(goal) −
+// m|)²⌉ (normal: a lower estimate). ResolutionRounds is the rounds a bound
 // of ±(goal−1)/2 (2.5% for 1.05x) needs whatever the mean: the rounds to
 // resolve the goal's own step. Median is reported beside: one round in
 // which the shared machine stalled a phase for seconds moves the mean
@@ -37,6 +39,21 @@ type Verdict struct {
 
 // z95 is the one-sided 95% normal quantile.
 const z95 = 1.645
+
+// t95 are the one-sided 95% Student t quantiles for 1..30 degrees of
+// freedom; beyond, t95At interpolates toward z95 in 1/df.
+var t95 = [...]float64{6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+	1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+	1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697}
+
+// t95At is the one-sided 95% t quantile for df >= 1 degrees of freedom.
+func t95At(df int) float64 {
+	if df <= len(t95) {
+		return t95[df-1]
+	}
+	last := float64(len(t95))
+	return z95 + (t95[len(t95)-1]-z95)*last/float64(df)
+}
 
 // Judge returns the Verdict of ratios against goal; ratios <= 0 are
 // skipped (a round without data). Fewer than two usable rounds give an
@@ -68,7 +85,7 @@ func Judge(ratios []float64, goal float64) Verdict {
 		ss += (x - m) * (x - m)
 	}
 	s := math.Sqrt(ss / float64(len(logs)-1))
-	half := z95 * s / math.Sqrt(float64(len(logs)))
+	half := t95At(len(logs)-1) * s / math.Sqrt(float64(len(logs)))
 	v.Mean, v.Spread, v.Low, v.High = math.Exp(m), s, math.Exp(m-half), math.Exp(m+half)
 	g := math.Log(goal)
 	switch {
@@ -83,4 +100,43 @@ func Judge(ratios []float64, goal float64) Verdict {
 		v.ResolutionRounds = int(math.Ceil(math.Pow(z95*s/step, 2)))
 	}
 	return v
+}
+
+// Decided reports whether the verdict is met or missed.
+func (v Verdict) Decided() bool { return v.Outcome == "met" || v.Outcome == "missed" }
+
+// Bounds of the rounds BenchFrontend chooses itself (BenchConfig.Rounds 0).
+const (
+	// MinAutoRounds: below four rounds the spread is itself too uncertain
+	// (t quantile 2.35 at three degrees of freedom) to stop on.
+	MinAutoRounds = 4
+	// MaxAutoRounds caps the run (20 rounds of three 10 s phases is ten
+	// minutes); a verdict still undecided then sits within the noise of
+	// its goal, and the report says how many rounds it would take.
+	MaxAutoRounds = 20
+)
+
+// StopRounds is the auto-rounds rule: after n measured rounds with
+// verdicts vs (one per goal line), stop once every verdict is decided (its
+// one-sided 95% bound lies wholly on one side of its goal) and n >=
+// MinAutoRounds, or at MaxAutoRounds whatever the verdicts. With even,
+// it stops only after an even number of rounds, so that each phase order
+// of sequential rounds is measured equally often. The reason is said in
+// why.
+func StopRounds(n int, vs []Verdict, even bool) (stop bool, why string) {
+	if even && n%2 == 1 {
+		return false, ""
+	}
+	if n >= MaxAutoRounds {
+		return true, fmt.Sprintf("reached the maximum of %d rounds", MaxAutoRounds)
+	}
+	if n < MinAutoRounds {
+		return false, ""
+	}
+	for _, v := range vs {
+		if !v.Decided() {
+			return false, ""
+		}
+	}
+	return true, "every verdict decided"
 }

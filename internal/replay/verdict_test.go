@@ -2,6 +2,8 @@ package replay
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -13,7 +15,7 @@ func TestJudge(t *testing.T) {
 	if math.Abs(v.Spread-s) > 1e-12 || math.Abs(math.Log(v.Mean)-0.01) > 1e-12 {
 		t.Fatalf("mean %v spread %v, want %v %v", math.Log(v.Mean), v.Spread, 0.01, s)
 	}
-	if hi := math.Exp(0.01 + z95*s/2); math.Abs(v.High-hi) > 1e-12 || v.Outcome != "met" || v.RoundsNeeded != 0 {
+	if hi := math.Exp(0.01 + t95At(3)*s/2); math.Abs(v.High-hi) > 1e-12 || v.Outcome != "met" || v.RoundsNeeded != 0 {
 		t.Fatalf("%+v, want high %v and met", v, hi)
 	}
 	if want := int(math.Ceil(math.Pow(z95*s/math.Log(1.025), 2))); v.ResolutionRounds != want {
@@ -48,5 +50,66 @@ func TestJudge(t *testing.T) {
 	}
 	if v := Judge([]float64{1.1, 0}, 1.05); v.Rounds != 1 || v.Outcome != "undecided" || v.RoundsNeeded != -1 || math.Abs(v.Median-1.1) > 1e-12 {
 		t.Fatalf("one usable round: %+v", v)
+	}
+}
+
+// autoRounds feeds ratio(i) round by round to Judge against goal and
+// StopRounds, as BenchFrontend's auto rounds do, and returns the rounds
+// run, the final verdict and why they stopped.
+func autoRounds(ratio func(i int) float64, goal float64, even bool) (int, Verdict, string) {
+	var rs []float64
+	for {
+		v := Judge(rs, goal)
+		if stop, why := StopRounds(len(rs), []Verdict{v}, even); stop {
+			return len(rs), v, why
+		}
+		rs = append(rs, ratio(len(rs)))
+	}
+}
+
+// TestStopRounds: the auto-rounds rule on synthetic rounds. A ratio far
+// from its goal stops at MinAutoRounds; one whose mean sits on the goal
+// runs to MaxAutoRounds undecided; noisy rounds near the goal stop once
+// the bound clears it, on the right side; with even, never after an odd
+// round.
+func TestStopRounds(t *testing.T) {
+	tight := func(i int) float64 { return 1.0 + 0.002*float64(i%2) }
+	if n, v, why := autoRounds(tight, 1.05, true); n != MinAutoRounds || v.Outcome != "met" || why != "every verdict decided" {
+		t.Errorf("tight below the goal: %d rounds, %s (%s)", n, v.Outcome, why)
+	}
+	onGoal := func(i int) float64 { return 1.05 * math.Exp(0.03*float64(1-2*(i%2))) }
+	if n, v, why := autoRounds(onGoal, 1.05, true); n != MaxAutoRounds || v.Outcome != "undecided" || !strings.Contains(why, "maximum") {
+		t.Errorf("on the goal: %d rounds, %s (%s)", n, v.Outcome, why)
+	}
+	for _, tc := range []struct {
+		truth   float64
+		outcome string
+	}{{1.01, "met"}, {1.10, "missed"}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		noisy := func(int) float64 { return tc.truth * math.Exp(0.03*r.NormFloat64()) }
+		n, v, _ := autoRounds(noisy, 1.05, true)
+		if v.Outcome != tc.outcome || n < MinAutoRounds || n > MaxAutoRounds || n%2 != 0 {
+			t.Errorf("noisy around %.2fx: %d rounds, %+v, want %s after an even number", tc.truth, n, v, tc.outcome)
+		}
+		if v.Outcome == "met" && v.High >= 1.05 || v.Outcome == "missed" && v.Low <= 1.05 {
+			t.Errorf("noisy around %.2fx: bound %.3f-%.3f does not clear the goal", tc.truth, v.Low, v.High)
+		}
+	}
+	decided := []Verdict{{Outcome: "met"}, {Outcome: "missed"}}
+	for _, tc := range []struct {
+		n    int
+		vs   []Verdict
+		even bool
+		stop bool
+	}{
+		{MinAutoRounds - 1, decided, false, false}, // too few rounds to trust the spread
+		{MinAutoRounds + 1, decided, true, false},  // odd: the phase orders unbalanced
+		{MinAutoRounds + 1, decided, false, true},  // interleaved rounds have no order
+		{MinAutoRounds + 2, append(decided, Verdict{Outcome: "undecided"}), true, false},
+		{MaxAutoRounds, []Verdict{{Outcome: "undecided"}}, true, true},
+	} {
+		if stop, _ := StopRounds(tc.n, tc.vs, tc.even); stop != tc.stop {
+			t.Errorf("StopRounds(%d, %v, even %v) = %v", tc.n, tc.vs, tc.even, stop)
+		}
 	}
 }
