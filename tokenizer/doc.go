@@ -66,7 +66,8 @@
 // NB: uncached encoding of Qwen3, Llama 3 and cl100k runs at 27-40M
 // tokens per CPU-second with the hand-written pre-tokenizer, 25-35x the
 // regex-based cores measured side by side; on real prose and code
-// (BenchmarkEncodeRealText) 4.4-10.3M. Figures and conditions:
+// (BenchmarkEncodeRealText, generated text of the same size beside it in
+// the same run) about a third of that. Figures and conditions:
 // docs/experiments/tokenizer-throughput.md.
 //
 // All types here are safe for concurrent use once constructed.

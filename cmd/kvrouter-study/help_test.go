@@ -26,7 +26,14 @@ func TestSimHelp(t *testing.T) {
 	if err := root.Execute(); err != nil || strings.Contains(out.String(), "KVROUTER_") {
 		t.Errorf("sim --help: %v\n%s", err, out.String())
 	}
-	for args, want := range map[string]string{"sim --speed 2": "--speed is now --rate-scale", "replay --limt 3": "(did you mean --limit?)"} {
+	wantErrors(t, map[string]string{"sim --speed 2": "--speed is now --rate-scale", "replay --limt 3": "(did you mean --limit?)"})
+}
+
+// wantErrors runs each command line and checks that it fails saying the
+// text it maps to.
+func wantErrors(t *testing.T, cases map[string]string) {
+	t.Helper()
+	for args, want := range cases {
 		root := newRootCmd()
 		root.SetOut(&bytes.Buffer{})
 		root.SetErr(&bytes.Buffer{})
@@ -48,14 +55,6 @@ func TestBenchFrontendHelp(t *testing.T) {
 	if err := clihelp.Verify(newRootCmd, []string{"bench", "frontend"}, h); err != nil {
 		t.Error(err)
 	}
-	for args, want := range map[string]string{"bench frontend --jitter": "--jitter is now --seed",
-		"bench frontend --rounds -1": "--rounds -1: out of range"} {
-		root := newRootCmd()
-		root.SetOut(&bytes.Buffer{})
-		root.SetErr(&bytes.Buffer{})
-		root.SetArgs(strings.Fields(args))
-		if err := root.Execute(); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err %v, want %q", args, err, want)
-		}
-	}
+	wantErrors(t, map[string]string{"bench frontend --jitter": "--jitter is now --seed",
+		"bench frontend --rounds -1": "--rounds -1: out of range"})
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// TestREADMEFlagsAndDefaults: the flags docs/study-tools.md names for replay and
-// bench frontend exist, with the defaults it states ("" = any default).
+// TestREADMEFlagsAndDefaults: the flags docs/study-tools.md names for replay,
+// bench frontend and bench index exist, with the defaults it states ("" =
+// any default): bench index replays the real Mooncake conversation trace
+// unless told otherwise.
 func TestREADMEFlagsAndDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -20,7 +22,8 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
 			"speedup-ratios": "[]"}},
 		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
-			"floor": "false"}},
+			"floor": "false", "rounds": "0", "seed": "1", "interleave": "false"}},
+		{"bench index", newBenchIndexCmd, map[string]string{"trace": "conversation"}},
 	} {
 		if err := clihelp.CheckDefaults(tc.cmd(), tc.flags); err != nil {
 			t.Errorf("%s: %v", tc.name, err)

@@ -46,10 +46,11 @@ type BenchConfig struct {
 	// own overhead from the hop's.
 	Floor bool
 	// Interleave runs each round's phases at once instead of one after
-	// another: every target at Rate/targets, started 1/Rate apart, so
-	// requests alternate between them and a stall of the machine delays
-	// every path alike (see benchRounds). The offered load on the mocker
-	// stays Rate. Default false (sequential phases at Rate each).
+	// another: one Poisson process of rate Rate whose arrivals are dealt
+	// to the targets in turn, so requests alternate between them and a
+	// stall of the machine delays every path alike (see benchRounds). The
+	// offered load on the mocker stays Rate. Default false (sequential
+	// phases at Rate each).
 	Interleave bool
 	// Progress receives progress bars (nil = none).
 	Progress io.Writer

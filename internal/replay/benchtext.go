@@ -11,7 +11,7 @@ import (
 // each round's ratios and scheduling, how the rounds were chosen, then
 // the verdicts.
 func (rep *BenchReport) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "offered %.0f req/s for %.0fs per phase x %d rounds (alternating order, pooled), prompt %d tokens, %d output tokens, mocker speedup %g\n",
+	fmt.Fprintf(w, "offered %.0f req/s for %gs per phase x %d rounds (alternating order, pooled), prompt %d tokens, %d output tokens, mocker speedup %g\n",
 		rep.Rate, rep.Seconds, len(rep.PerRound), rep.PromptTokens, rep.MaxTokens, rep.SpeedupRatio)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tok\terr\tttft p50\tttft p90\tttft p99\tttft mean\titl p50\titl p99\te2e p50\te2e p99\t")
