@@ -52,28 +52,18 @@ func (m *groupMirror) step(evs []kvevents.Event) error {
 		}
 		switch ev.Kind {
 		case kvevents.KindStored:
-			parent, start := uint64(0), uint32(0)
-			if ev.HasParent {
-				p, ok := m.pos[ev.Parent]
-				if !ok {
-					return fmt.Errorf("store with a parent never announced: %s", FormatEvent(ev))
-				}
-				parent, start = ev.Parent, p+1
-			}
-			if !ev.HasStart || ev.StartPosition != start {
-				return fmt.Errorf("store start %d, want %d: %s", ev.StartPosition, start, FormatEvent(ev))
+			// A parent the group does not hold is fine: its position is
+			// known from any group's store.
+			start, err := checkChain(ev, m.pos)
+			if err != nil {
+				return err
 			}
 			for k, b := range ev.Blocks {
-				want := b.Local
-				if ev.HasParent || k > 0 {
-					want = kvhash.SeqNext(parent, b.Local)
-				}
-				if b.Hash != want || m.held[gi][b.Hash] {
-					return fmt.Errorf("block %d: not the sequence hash or already held: %s", k, FormatEvent(ev))
+				if m.held[gi][b.Hash] {
+					return fmt.Errorf("block %d already held: %s", k, FormatEvent(ev))
 				}
 				m.held[gi][b.Hash] = true
 				m.pos[b.Hash] = start + uint32(k)
-				parent = b.Hash
 			}
 		case kvevents.KindRemoved:
 			for _, h := range ev.Hashes {
