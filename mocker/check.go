@@ -62,39 +62,9 @@ func (e *Engine) checkInvariants() error {
 			errs = append(errs, fmt.Errorf("waiting r%d holds blocks", s.req.ID))
 		}
 	}
-	inLRU := make([]bool, len(p.blocks))
-	n := 0
-	for x := p.head; x != none; x = p.blocks[x].next {
-		inLRU[x] = true
-		n++
-		if n > len(p.blocks) {
-			return errors.New("LRU has a cycle")
-		}
-	}
-	if n != p.lruLen {
-		errs = append(errs, fmt.Errorf("LRU list has %d blocks, count says %d", n, p.lruLen))
-	}
-	for _, b := range p.free {
-		if p.blocks[b].cached || p.blocks[b].ref != 0 || inLRU[b] {
-			errs = append(errs, fmt.Errorf("free block b%d is cached, referenced or in the LRU", b))
-		}
-	}
-	for i := range p.blocks {
-		bl := &p.blocks[i]
-		if bl.ref != refs[i] {
-			errs = append(errs, fmt.Errorf("b%d refcount %d, referenced %d times", i, bl.ref, refs[i]))
-		}
-		if inLRU[i] && (bl.ref != 0 || !bl.cached) {
-			errs = append(errs, fmt.Errorf("LRU block b%d has ref %d cached %t", i, bl.ref, bl.cached))
-		}
-		if bl.cached && p.byHash[bl.hash] != int32(i) {
-			errs = append(errs, fmt.Errorf("cached b%d not indexed by its hash", i))
-		}
-	}
-	for h, b := range p.byHash {
-		if !p.blocks[b].cached || p.blocks[b].hash != h {
-			errs = append(errs, fmt.Errorf("hash %x maps to b%d which does not hold it", h, b))
-		}
+	errs = append(errs, checkPool(p, refs, "")...)
+	if e.hybrid.Enabled() {
+		errs = append(errs, e.checkGroup()...)
 	}
 	// Lower tiers: store bookkeeping, and every pin of an engine-owned
 	// tier belongs to a loading request (G4's pins span engines).
@@ -125,4 +95,45 @@ func (e *Engine) checkInvariants() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkPool verifies one pool's bookkeeping against the references its
+// holders make (refs, by block); name prefixes the errors.
+func checkPool(p *pool, refs []int32, name string) []error {
+	var errs []error
+	inLRU := make([]bool, len(p.blocks))
+	n := 0
+	for x := p.head; x != none; x = p.blocks[x].next {
+		inLRU[x] = true
+		n++
+		if n > len(p.blocks) {
+			return append(errs, errors.New(name+"LRU has a cycle"))
+		}
+	}
+	if n != p.lruLen {
+		errs = append(errs, fmt.Errorf(name+"LRU list has %d blocks, count says %d", n, p.lruLen))
+	}
+	for _, b := range p.free {
+		if p.blocks[b].cached || p.blocks[b].ref != 0 || inLRU[b] {
+			errs = append(errs, fmt.Errorf(name+"free block b%d is cached, referenced or in the LRU", b))
+		}
+	}
+	for i := range p.blocks {
+		bl := &p.blocks[i]
+		if bl.ref != refs[i] {
+			errs = append(errs, fmt.Errorf(name+"b%d refcount %d, referenced %d times", i, bl.ref, refs[i]))
+		}
+		if inLRU[i] && (bl.ref != 0 || !bl.cached) {
+			errs = append(errs, fmt.Errorf(name+"LRU block b%d has ref %d cached %t", i, bl.ref, bl.cached))
+		}
+		if bl.cached && p.byHash[bl.hash] != int32(i) {
+			errs = append(errs, fmt.Errorf(name+"cached b%d not indexed by its hash", i))
+		}
+	}
+	for h, b := range p.byHash {
+		if !p.blocks[b].cached || p.blocks[b].hash != h {
+			errs = append(errs, fmt.Errorf(name+"hash %x maps to b%d which does not hold it", h, b))
+		}
+	}
+	return errs
 }

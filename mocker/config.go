@@ -60,6 +60,9 @@ type Config struct {
 	// a pull that does not come. Default DefaultHoldTimeout (480 s); zero
 	// means the default.
 	HoldTimeout time.Duration `yaml:"hold_timeout"`
+	// Hybrid makes the engine a hybrid model with a second KV cache group
+	// (hybrid.go, DESIGN.md §13). Default zero value: full attention only.
+	Hybrid HybridConfig `yaml:"hybrid"`
 }
 
 // DefaultConfig returns the defaults of DESIGN.md §6.
@@ -103,6 +106,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("mocker: kv_transfer %+v and hold_timeout %v must be finite and >= 0", c.KVTransfer, c.HoldTimeout))
 	}
 	if err := c.Tiers.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateHybrid(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -109,5 +109,22 @@
 // onboarding, caches them (Stored) and reports the landing in
 // StepResult.Pulled.
 //
+// # Hybrid models (DESIGN.md §13)
+//
+// Config.Hybrid adds a second KV cache group (index 1; hybrid.go) with a
+// pool of its own (GroupFraction of NumBlocks: 0.5 swa, 0.25 mamba) and
+// its own LRU; the hashes are the full group's. swa (sliding window W,
+// default 128 as gpt-oss): a request holds a group block per position,
+// and each pass first releases to the LRU the blocks that left its window
+// (below (computed-W+1)/B, as vLLM), while its full-attention blocks stay
+// until it ends. mamba (Nemotron-H-like): a running request holds one
+// uncached state block; the state is checkpointed every StateInterval
+// blocks (default 8) and at the prompt's last full block, each checkpoint
+// cached and released at once; a hit copies it. Admission reuses the
+// joint hit: the largest L <= the full-attention hit whose window blocks
+// [L-ceil((W-1)/B), L) or checkpoint L-1 the group holds; CachedTokens
+// reports it. Group events carry kvevents.Group and follow the pass's
+// full-attention events. No tiers, holds or remote blocks.
+//
 // An Engine is not safe for concurrent use; shells serialize calls.
 package mocker

@@ -145,6 +145,9 @@ type Stats struct {
 	Preemptions       uint64
 	Passes            uint64
 	Events            uint64 // next event id
+	// Group is the second KV cache group's pool of a hybrid model
+	// (Config.Hybrid); zero without one.
+	Group GroupStats
 }
 
 // Errors of Add; test with errors.Is.

@@ -126,7 +126,22 @@ func TestDataDriven(t *testing.T) {
 					cfg.HoldTimeout, _ = time.ParseDuration(hold)
 				}
 				scanTiers(t, d, &cfg.Tiers)
+				var kind string
+				if d.MaybeScanArgs(t, "hybrid", &kind) {
+					cfg.Hybrid.Kind = HybridKind(kind)
+				}
+				d.MaybeScanArgs(t, "window", &cfg.Hybrid.Window)
+				d.MaybeScanArgs(t, "interval", &cfg.Hybrid.StateInterval)
+				d.MaybeScanArgs(t, "group-fraction", &cfg.Hybrid.GroupFraction)
+				if err := cfg.Validate(); err != nil {
+					return "error: " + err.Error()
+				}
 				e = New(cfg)
+				if cfg.Hybrid.Enabled() {
+					h := e.hybrid
+					return fmt.Sprintf("blocks=%d block-size=%d max-tokens=%d group=%s group-blocks=%d interval=%d",
+						cfg.NumBlocks, cfg.BlockSize, cfg.MaxNumBatchedTokens, h.Group(), len(e.gpool.blocks), h.StateInterval)
+				}
 				if cfg.Tiers.enabled() {
 					e.TraceOffload(true)
 					return fmt.Sprintf("blocks=%d block-size=%d host=%d disk=%d shared=%t write-through=%t min-reuse=%d",

@@ -30,33 +30,15 @@ func (r *refIndex) apply(ev *kvevents.Event, w kvevents.Worker) error {
 	}
 	switch ev.Kind {
 	case kvevents.KindStored:
-		if len(ev.Blocks) == 0 {
-			return fmt.Errorf("empty store %s", FormatEvent(ev))
-		}
-		parent, start := uint64(0), uint32(0)
-		if ev.HasParent {
-			p, ok := r.pos[ev.Parent]
-			if !ok {
-				return fmt.Errorf("store with unknown parent: %s", FormatEvent(ev))
-			}
-			parent, start = ev.Parent, p+1
-		}
-		if !ev.HasStart || ev.StartPosition != start {
-			return fmt.Errorf("store start position %d, want %d: %s", ev.StartPosition, start, FormatEvent(ev))
+		start, err := checkChain(ev, r.pos)
+		if err != nil {
+			return err
 		}
 		for i, b := range ev.Blocks {
-			want := b.Local
-			if ev.HasParent || i > 0 {
-				want = kvhash.SeqNext(parent, b.Local)
-			}
-			if b.Hash != want {
-				return fmt.Errorf("block %d: engine hash is not the sequence hash: %s", i, FormatEvent(ev))
-			}
 			if _, dup := r.pos[b.Hash]; dup {
 				return fmt.Errorf("re-store of held block %s: %s", ShortHash(b.Hash), FormatEvent(ev))
 			}
 			r.pos[b.Hash] = start + uint32(i)
-			parent = b.Hash
 		}
 	case kvevents.KindRemoved:
 		for _, h := range ev.Hashes {
@@ -69,6 +51,37 @@ func (r *refIndex) apply(ev *kvevents.Event, w kvevents.Worker) error {
 		return fmt.Errorf("unexpected event kind %v", ev.Kind)
 	}
 	return nil
+}
+
+// checkChain checks a store's chain: a non-empty run whose parent has a
+// known position (pos), whose start is the next one, and whose hashes
+// are the sequence hashes from the parent. It returns the start.
+func checkChain(ev *kvevents.Event, pos map[uint64]uint32) (uint32, error) {
+	if len(ev.Blocks) == 0 {
+		return 0, fmt.Errorf("empty store %s", FormatEvent(ev))
+	}
+	parent, start := uint64(0), uint32(0)
+	if ev.HasParent {
+		p, ok := pos[ev.Parent]
+		if !ok {
+			return 0, fmt.Errorf("store with unknown parent: %s", FormatEvent(ev))
+		}
+		parent, start = ev.Parent, p+1
+	}
+	if !ev.HasStart || ev.StartPosition != start {
+		return 0, fmt.Errorf("store start position %d, want %d: %s", ev.StartPosition, start, FormatEvent(ev))
+	}
+	for i, b := range ev.Blocks {
+		want := b.Local
+		if ev.HasParent || i > 0 {
+			want = kvhash.SeqNext(parent, b.Local)
+		}
+		if b.Hash != want {
+			return 0, fmt.Errorf("block %d: engine hash is not the sequence hash: %s", i, FormatEvent(ev))
+		}
+		parent = b.Hash
+	}
+	return start, nil
 }
 
 // workload draws prompts that share prefixes: one of a few "system

@@ -19,6 +19,13 @@ type Engine struct {
 	running []*seq
 	byID    map[uint64]*seq
 
+	// The second KV cache group of a hybrid model (hybrid.go): its own
+	// pool, and its events of the pass, published after the full
+	// attention group's.
+	hybrid  HybridConfig
+	gpool   pool
+	gevents []kvevents.Event
+
 	clock   time.Duration // end of the last pass
 	eventID uint64
 	pending int // Stats.ActivePrefillTokens
@@ -74,6 +81,13 @@ type seq struct {
 	loading bool
 	loadEnd time.Duration
 	onboard []onboardBlock
+	// Hybrid models (hybrid.go): the sliding group's blocks by position
+	// (none where the window left them; positions below gfirst
+	// released), or the recurrent group's running state block (none
+	// when not admitted).
+	gblocks []int32
+	gfirst  int
+	state   int32
 }
 
 // onboardBlock is one block staged up to G1 from level li.
@@ -118,6 +132,10 @@ func New(cfg Config) *Engine {
 		byID:      make(map[uint64]*seq),
 		tok:       make([]uint32, cfg.BlockSize),
 	}
+	if cfg.Hybrid.Enabled() {
+		e.hybrid = cfg.Hybrid.withDefaults()
+		e.gpool = newPool(e.hybrid.groupBlocks(cfg.NumBlocks))
+	}
 	if cfg.Tiers.enabled() {
 		e.tiers = cfg.Tiers
 		e.tiers.fillDefaults()
@@ -159,6 +177,9 @@ func (e *Engine) Add(req Request) error {
 	if _, ok := e.byID[req.ID]; ok {
 		return fmt.Errorf("%w: %d", ErrDuplicateID, req.ID)
 	}
+	if e.hybrid.Enabled() && (req.Hold || req.RemoteBlocks > 0) {
+		return fmt.Errorf("%w: request %d: a hybrid model does not model disaggregated hops", ErrBadRequest, req.ID)
+	}
 	B := e.cfg.BlockSize
 	// Invariant: a request that fits beside the watermark can always be
 	// admitted into an empty engine, so Step never idles forever.
@@ -168,7 +189,7 @@ func (e *Engine) Add(req Request) error {
 		return fmt.Errorf("%w: request %d needs %d blocks, the pool has %d beside the watermark",
 			ErrTooLong, req.ID, need, room)
 	}
-	s := &seq{req: req, numTokens: len(req.Tokens), prefillLeft: len(req.Tokens), seed: e.seed}
+	s := &seq{req: req, numTokens: len(req.Tokens), prefillLeft: len(req.Tokens), seed: e.seed, state: none}
 	if req.LoRA != "" {
 		s.seed = kvhash.Seed(req.LoRA, "")
 	}
@@ -225,6 +246,7 @@ func (e *Engine) Stats() Stats {
 	st.ActivePrefillTokens = e.pending
 	st.Held = len(e.held)
 	st.Events = e.eventID
+	st.Group = e.groupStats()
 	return st
 }
 
@@ -271,6 +293,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 		r.Idle = true
 		e.offerWritten(start)
 		r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
+		e.flushGroupEvents()
 		r.Events = e.events
 		e.maybeCheck()
 		return *r
@@ -348,6 +371,7 @@ func (e *Engine) Step(now time.Duration) StepResult {
 		e.running = kept
 	}
 	r.Pulled, e.pulled = append(r.Pulled, e.pulled...), e.pulled[:0]
+	e.flushGroupEvents()
 	r.Events = e.events
 	e.maybeCheck()
 	return *r
@@ -425,6 +449,17 @@ func (e *Engine) admit(s *seq, budget int) (int, bool) {
 				inactive++
 			}
 		}
+		if e.hybrid.Enabled() {
+			// A hybrid model reuses only the joint hit (DESIGN.md §13);
+			// it has no lower tiers or remote hops to continue from.
+			hits = hits[:e.jointHit(s, len(hits))]
+			j, inactive = len(hits), 0
+			for _, b := range hits {
+				if e.pool.blocks[b].ref == 0 {
+					inactive++
+				}
+			}
+		}
 		// The prefix continues in lower tiers: onboard it (DESIGN.md §7).
 		for ; j < maxHit && len(e.levels) > 0; j++ {
 			li := e.lowestHolder(s.hashes[j])
@@ -465,7 +500,7 @@ func (e *Engine) admit(s *seq, budget int) (int, bool) {
 	}
 	numNew := min(s.numTokens-hitTokens, budget)
 	need := (hitTokens+numNew+B-1)/B - len(hits)
-	if e.pool.capacity()-need-inactive < e.watermark {
+	if e.pool.capacity()-need-inactive < e.watermark || !e.groupFits(s, len(hits), hitTokens+numNew) {
 		return 0, false
 	}
 	for _, b := range hits {
@@ -475,6 +510,9 @@ func (e *Engine) admit(s *seq, budget int) (int, bool) {
 	s.blocks = append(s.blocks[:0], hits...)
 	s.registered = len(hits)
 	s.numComputed = hitTokens
+	if e.hybrid.Enabled() {
+		e.groupAdmit(s, len(hits))
+	}
 	if !e.allocate(s, numNew) {
 		panic("mocker: admission allocation failed after the capacity check")
 	}
@@ -524,10 +562,10 @@ func (e *Engine) admitted(s *seq, hitTokens, device int) {
 func (e *Engine) allocate(s *seq, numNew int) bool {
 	B := e.cfg.BlockSize
 	need := (s.numComputed+numNew+B-1)/B - len(s.blocks)
-	if need <= 0 {
-		return true
-	}
 	if need > e.pool.capacity() {
+		return false
+	}
+	if e.hybrid.Enabled() && !e.groupAllocate(s, s.numComputed+numNew) {
 		return false
 	}
 	for range need {
@@ -554,6 +592,9 @@ func (e *Engine) register(s *seq, upto int) {
 		return
 	}
 	e.ensureHashes(s, full)
+	if e.hybrid.Enabled() {
+		defer e.groupRegister(s, s.registered, full)
+	}
 	runStart := -1
 	for j := s.registered; j < full; j++ {
 		h := s.hashes[j]
@@ -637,6 +678,9 @@ func (e *Engine) freeBlocks(s *seq) {
 	}
 	for j := len(s.blocks) - 1; j >= 0; j-- {
 		e.pool.release(s.blocks[j])
+	}
+	if e.hybrid.Enabled() {
+		e.groupFree(s)
 	}
 	s.blocks = s.blocks[:0]
 	s.registered = 0

@@ -20,6 +20,9 @@ func FormatEvent(ev *kvevents.Event) string {
 	if ev.Tier != kvevents.TierDevice {
 		fmt.Fprintf(&b, " tier=%s", ev.Tier)
 	}
+	if !ev.Group.IsZero() {
+		fmt.Fprintf(&b, " group=%s", ev.Group)
+	}
 	switch ev.Kind {
 	case kvevents.KindStored:
 		if ev.HasParent {
@@ -96,6 +99,9 @@ func (e *Engine) String() string {
 		fmt.Fprintf(&b, " b%d=%s", x, ShortHash(e.pool.blocks[x].hash))
 	}
 	b.WriteByte('\n')
+	if e.hybrid.Enabled() {
+		e.writeGroup(&b)
+	}
 	return b.String()
 }
 
@@ -110,7 +116,48 @@ func (e *Engine) writeSeq(b *strings.Builder, s *seq) {
 			fmt.Fprintf(b, "%d", x)
 		}
 	}
+	if e.hybrid.Kind == HybridSWA && len(s.gblocks) > 0 {
+		b.WriteString(" g1=")
+		for i, x := range s.gblocks {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if x == none {
+				b.WriteByte('-')
+			} else {
+				fmt.Fprintf(b, "%d", x)
+			}
+		}
+	}
+	if s.state != none {
+		fmt.Fprintf(b, " state=%d", s.state)
+	}
 	b.WriteByte(')')
+}
+
+// writeGroup prints the second group's pool as String prints the first.
+func (e *Engine) writeGroup(b *strings.Builder) {
+	g := &e.gpool
+	fmt.Fprintf(b, "g1 %s: active=%d inactive=%d free=%d\n", e.hybrid.Group(), g.active, g.lruLen, len(g.free))
+	b.WriteString("g1 active:")
+	for i := range g.blocks {
+		bl := &g.blocks[i]
+		if bl.ref == 0 {
+			continue
+		}
+		fmt.Fprintf(b, " b%d", i)
+		if bl.cached {
+			fmt.Fprintf(b, "=%s", ShortHash(bl.hash))
+		}
+		if bl.ref > 1 {
+			fmt.Fprintf(b, "x%d", bl.ref)
+		}
+	}
+	b.WriteString("\ng1 lru:")
+	for x := g.head; x != none; x = g.blocks[x].next {
+		fmt.Fprintf(b, " b%d=%s", x, ShortHash(g.blocks[x].hash))
+	}
+	b.WriteByte('\n')
 }
 
 // PipelineString prints the lower tiers and the offload pipeline: each

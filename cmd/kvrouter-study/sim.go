@@ -141,6 +141,11 @@ func bindSimFlags(f *pflag.FlagSet, o *simOptions) {
 	f.IntVar(&o.cfg.Engine.MaxNumSeqs, "max-num-seqs", o.cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&o.cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", o.cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&o.cfg.Engine.Watermark, "watermark", o.cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
+	cli.BindModelKind(f, &o.cfg.Engine)
+	h := &o.cfg.Engine.Hybrid
+	f.IntVar(&h.Window, "hybrid-window", 0, "hybrid-swa: sliding window in tokens (0 = 128)")
+	f.IntVar(&h.StateInterval, "state-interval", 0, "hybrid-mamba: blocks between state checkpoints (0 = 8; one also at each prompt's end)")
+	f.Float64Var(&h.GroupFraction, "group-fraction", 0, "hybrid: the second group's pool as a fraction of --num-blocks (0 = 0.5 swa, 0.25 mamba)")
 	f.StringVar(&o.tiers, "tiers", "", "lower KV tiers (DESIGN.md §7): host=4x,disk=16x[,shared=64x], each a multiple of --num-blocks or a block count; shared is one G4 store for the fleet (default: G1 only)")
 	f.BoolVar(&o.cfg.Engine.Tiers.WriteThrough, "write-through", false, "tiers: offload every computed block (default: offload on G1 eviction)")
 	f.IntVar(&o.cfg.Engine.Tiers.MinReuse, "offload-min-reuse", 0, "tiers: offload only blocks reused at least this many times (0 = all)")
@@ -249,6 +254,13 @@ A seed alone changes only random tie draws, which on an idle fleet pick
 among equivalent workers, so most cells come out identical; add
 --load-jitter 0.001 to run the seeds at rates 0.1% apart as well.
 
+Hybrid models: --model-kind hybrid-swa or hybrid-mamba makes every engine a
+hybrid model (a sliding-window or recurrent-state group beside full
+attention; --hybrid-window, --state-interval, --group-fraction) that reuses
+only the joint hit of its groups. The router's index takes the
+full-attention events alone, so kv credits full attention; the line
+"kv: predicted hit rate ... actual ..." under the table shows the gap.
+
 The router knobs (--cost, --imposed-weight, --predict-ttl, --overlap-credit,
 ...) apply to kv, approx and load; --preset dynamo switches them to
 Dynamo's block cost and defaults (explicit flags still override).
@@ -269,6 +281,7 @@ var simSections = []clihelp.Section{
 	{Name: "Policies", Shown: "policies preset"},
 	{Name: "Engine", Shown: "block-size num-blocks",
 		More: "max-num-seqs max-num-batched-tokens watermark event-delay metrics-delay"},
+	{Name: "Hybrid models", More: "model-kind hybrid-window state-interval group-fraction"},
 	{Name: "Router", More: "cost overlap-credit prefill-load-scale credit-decay active-request-weight imposed-weight " +
 		"pass-model tie-utilization temperature busy-kv-usage busy-prefill-fraction queue-threshold predict-ttl " +
 		"predict-active track-output-blocks exact-output approx-ttl unclamped"},

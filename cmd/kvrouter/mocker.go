@@ -44,7 +44,7 @@ var mockerSections = []clihelp.Section{
 	{Name: "Worker", Shown: "addr advertise-url worker-id model tokenizer",
 		More: "default-max-tokens drain-timeout"},
 	{Name: "Engine", Shown: "block-size num-blocks speedup-ratio",
-		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching max-loras"},
+		More: "max-num-seqs max-num-batched-tokens watermark enable-prefix-caching max-loras model-kind"},
 	{Name: "KV events and registration", Shown: "nats zmq-pub zmq-replay", More: "no-register"},
 	{Name: "NATS credentials", More: "nats-user nats-password nats-token nats-nkey nats-creds nats-tls-ca nats-tls-cert nats-tls-key nats-tls-insecure"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse"},
@@ -75,6 +75,7 @@ func bindMockerFlags(f *pflag.FlagSet, c *app.MockerConfig) {
 	f.DurationVar(&e.KVTransfer.Latency, "kv-transfer-latency", e.KVTransfer.Latency, "disaggregated decode: latency per KV pull")
 	f.DurationVar(&e.HoldTimeout, "hold-timeout", e.HoldTimeout, "disaggregated prefill: how long finished blocks wait for a decode worker's pull")
 	cli.BindEngineTiers(f, &c.Tiers, e)
+	cli.BindModelKind(f, e)
 	f.IntVar(&mc.DefaultMaxTokens, "default-max-tokens", mc.DefaultMaxTokens, "output tokens when a request gives no max_tokens")
 	f.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "NATS URL: publish KV events to JetStream and register in the worker bucket")
 	cli.BindNATSAuth(f, &c.NATS)

@@ -48,6 +48,9 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			if err != nil {
 				return err
 			}
+			if eng.Hybrid.Enabled() && pools.Enabled() {
+				return fmt.Errorf("--model-kind %s with --disagg: a hybrid engine does not model disaggregated hops", cmd.Flag("model-kind").Value)
+			}
 			if n := pools.Prefill + pools.Decode; n > app.MaxUpWorkers {
 				return fmt.Errorf("--disagg %s: %d workers, want at most %d", disagg, n, app.MaxUpWorkers)
 			}
@@ -89,6 +92,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.IntVar(&maxLoRAs, "max-loras", 0, "LoRA adapter slots per worker: other model names are served as adapters, loaded on first use (0 = base model only)")
 	fl.Float64Var(&eng.SpeedupRatio, "speedup-ratio", eng.SpeedupRatio, "workers run this much faster than the modeled GPU (0 = no sleeping)")
 	cli.BindEngineTiers(fl, &tiers, &eng)
+	cli.BindModelKind(fl, &eng)
 	rsc := &sc.Frontend.Router.Selector
 	fl.Float64Var(&rsc.HostWeight, "host-weight", rsc.HostWeight, "router: credit per host-tier (G2) cached block beyond the device prefix")
 	fl.Float64Var(&rsc.DiskWeight, "disk-weight", rsc.DiskWeight, "router: credit per disk-tier (G3) cached block beyond the device and host prefixes")
@@ -105,7 +109,7 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 
 // upSections groups up's flags for --help.
 var upSections = []clihelp.Section{
-	{Name: "Fleet", Shown: "workers disagg speedup-ratio tokenizer", More: "block-size num-blocks max-loras"},
+	{Name: "Fleet", Shown: "workers disagg speedup-ratio tokenizer", More: "block-size num-blocks max-loras model-kind"},
 	{Name: "Router", Shown: "port host policy api-key", More: "index max-prompt-tokens drain-timeout"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},

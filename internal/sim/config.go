@@ -292,6 +292,9 @@ func (c Config) Validate() error {
 	if err := c.Disagg.validate(&c); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.validateHybrid(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Parallel < 0 {
 		errs = append(errs, fmt.Errorf("sim: parallel %d must be >= 0", c.Parallel))
 	}

@@ -86,6 +86,15 @@
 // against 181-200 ms aggregated) and loses TTFT and throughput; isl on
 // 4:4 matches the aggregated TTFT p50 (docs/experiments/sim-disagg.md).
 //
+// # Hybrid models (DESIGN.md §13)
+//
+// Config.Engine.Hybrid (--model-kind hybrid-swa | hybrid-mamba) makes
+// every engine a hybrid model that reuses the joint hit of its KV cache
+// groups (mocker.HybridConfig). The router's index has no groups yet, so
+// the simulator hands it the full-attention events only (hybrid.go) and
+// kv credits full attention alone; RegretReport's predicted (credited)
+// vs actual (joint) hit rate measures the over-prediction.
+//
 // # Study
 //
 // Study (study.go) is one `kvrouter-study sim` run as a value: Traces,

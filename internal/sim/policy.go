@@ -177,6 +177,7 @@ func (rp *routerPolicy) release(now time.Duration) []released {
 }
 
 func (rp *routerPolicy) apply(evs []kvevents.Event) {
+	evs = routerEvents(evs)
 	for k := range evs {
 		// A rejected event is counted by the router (Stats); the
 		// simulation goes on, as a live router would.

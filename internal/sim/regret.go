@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
 )
@@ -94,3 +97,31 @@ type regretPolicy interface {
 }
 
 func (rp *routerPolicy) tally() *regretTally { return rp.regret }
+
+// PredictedHitRate is the share of the routed prompt blocks the router
+// credited on the chosen worker at its decisions (Chosen / Prompt), and
+// ActualHitRate the share the engines found cached (Actual / Prompt);
+// both 0 without prompt blocks. On a hybrid model the actual hit is the
+// joint one, so a router crediting full attention alone predicts more.
+func (r *RegretReport) PredictedHitRate() float64 { return ratio(r.Chosen, r.Prompt) }
+
+// ActualHitRate: see PredictedHitRate.
+func (r *RegretReport) ActualHitRate() float64 { return ratio(r.Actual, r.Prompt) }
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// writePredicted prints, per policy with a regret report, the hit rate
+// the router predicted against the one the engines delivered.
+func (r *Report) writePredicted(w io.Writer) {
+	for _, p := range r.Policies {
+		if rg := p.Regret; rg != nil && rg.Prompt > 0 {
+			fmt.Fprintf(w, "%s: predicted hit rate %.2f%% (blocks credited at decision), actual %.2f%% (engines' cached blocks), over-prediction %d blocks\n",
+				p.Policy, 100*rg.PredictedHitRate(), 100*rg.ActualHitRate(), rg.Chosen-rg.Actual)
+		}
+	}
+}

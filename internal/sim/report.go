@@ -25,7 +25,10 @@ type Report struct {
 	ArrivalSpanS float64 `json:"arrival_span_s"`
 	EventDelayMS float64 `json:"event_delay_ms"`
 	// Tiers are the lower tiers (mocker.ParseTierSizes syntax); "" = G1 only.
-	Tiers  string `json:"tiers,omitempty"`
+	Tiers string `json:"tiers,omitempty"`
+	// Model is the engines' hybrid model (mocker.HybridConfig.Kind: swa
+	// or mamba); "" = full attention only.
+	Model  string `json:"model,omitempty"`
 	Seed   uint64 `json:"seed"`
 	Bounds Bounds `json:"bounds"`
 	// Policies holds one report per policy, in Config.Policies order.
@@ -148,6 +151,9 @@ func (r *Report) Policy(p Policy) *PolicyReport {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "requests=%d workers=%d block=%d kv_blocks=%d rate_scale=%g offered=%.3g req/s span=%.0fs event_delay=%gms seed=%d\n",
 		r.Requests, r.Workers, r.BlockSize, r.KVBlocks, r.RateScale, r.OfferedRate, r.ArrivalSpanS, r.EventDelayMS, r.Seed)
+	if r.Model != "" {
+		fmt.Fprintf(w, "model: hybrid %s\n", r.Model)
+	}
 	if r.Tiers != "" {
 		fmt.Fprintf(w, "tiers: %s\n", r.Tiers)
 		for _, p := range r.Policies {
@@ -172,6 +178,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	r.writePredicted(w)
 	return r.writeDisagg(w)
 }
 

@@ -95,6 +95,7 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Report, error) {
 		ArrivalSpanS: p.span.Seconds(),
 		EventDelayMS: toMS(cfg.EventDelay),
 		Tiers:        cfg.Tiers.String(),
+		Model:        string(cfg.Engine.Hybrid.Kind),
 		Seed:         cfg.Seed,
 		Policies:     nil,
 	}
