@@ -225,10 +225,20 @@ type applyCounters struct{ applied, rejected uint64 }
 func (c *applyCounters) applyEvent(m mutator, ev *kvevents.Event) error {
 	var err error
 	switch ev.Kind {
-	case kvevents.KindStored:
-		err = m.store(ev)
-	case kvevents.KindRemoved:
-		m.remove(ev)
+	case kvevents.KindStored, kvevents.KindRemoved:
+		if ev.Group.Kind != kvevents.GroupFull {
+			// A plain index holds the full-attention group only: filing a
+			// sliding or state group's blocks as full attention would
+			// credit prefixes the worker cannot reuse (DESIGN.md §13).
+			// Groups takes these events.
+			err = fmt.Errorf("%s: %w", ev.Group, ErrGroupEvent)
+			break
+		}
+		if ev.Kind == kvevents.KindRemoved {
+			m.remove(ev)
+		} else {
+			err = m.store(ev)
+		}
 	case kvevents.KindCleared:
 		m.clearWorker(ev.Worker())
 	default:
