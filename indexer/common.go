@@ -167,15 +167,16 @@ type dumpBlock struct {
 }
 
 // dumpWorker appends the canonical Stored events that rebuild blocks (one
-// worker's prefix-closed set): a pre-order walk with children in engine-hash
-// order, one event per maximal single-child chain. Radix and Flash share it
-// so that their dumps are byte-identical.
+// worker's prefix-closed set, or one KV cache group's blocks): a pre-order
+// walk from the blocks whose parent is not in blocks, with children in
+// engine-hash order, one event per maximal single-child chain. Radix,
+// Flash and Groups share it so that their dumps are byte-identical.
 func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []kvevents.Event {
 	slices.SortFunc(blocks, func(a, b dumpBlock) int { return cmp.Compare(a.hash, b.hash) })
 	children := make(map[uint64][]int, len(blocks))
 	var roots []int
 	for i, b := range blocks {
-		if b.hasParent {
+		if b.hasParent && heldIn(blocks, b.parent) {
 			children[b.parent] = append(children[b.parent], i)
 		} else {
 			roots = append(roots, i)
@@ -206,6 +207,12 @@ func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []k
 		walk(r)
 	}
 	return dst
+}
+
+// heldIn reports whether blocks (sorted by hash) hold hash.
+func heldIn(blocks []dumpBlock, hash uint64) bool {
+	_, ok := slices.BinarySearchFunc(blocks, hash, func(b dumpBlock, h uint64) int { return cmp.Compare(b.hash, h) })
+	return ok
 }
 
 // mutator is the write side shared by Radix and Flash; applyEvent

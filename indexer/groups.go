@@ -428,45 +428,17 @@ func (g *Groups) Dump() []kvevents.Event {
 	return evs
 }
 
-// dump appends s's blocks as Stored events of its group: one per maximal
-// single-child chain, roots (blocks whose parent s does not hold) and
-// children in engine-hash order.
+// dump appends s's blocks as Stored events of its group (dumpWorker's
+// chains; roots are the blocks whose parent s does not hold).
 func (s *groupState) dump(dst []kvevents.Event, w kvevents.Worker) []kvevents.Event {
-	hashes := make([]uint64, 0, len(s.blocks))
-	for h := range s.blocks {
-		hashes = append(hashes, h)
+	blocks := make([]dumpBlock, 0, len(s.blocks))
+	for h, b := range s.blocks {
+		blocks = append(blocks, dumpBlock{hash: h, parent: b.parent, hasParent: b.hasParent, local: b.local})
 	}
-	slices.Sort(hashes)
-	children := map[uint64][]uint64{}
-	var roots []uint64
-	for _, h := range hashes {
-		b := s.blocks[h]
-		if _, ok := s.blocks[b.parent]; ok && b.hasParent {
-			children[b.parent] = append(children[b.parent], h)
-		} else {
-			roots = append(roots, h)
-		}
-	}
-	var walk func(h uint64)
-	walk = func(h uint64) {
-		b := s.blocks[h]
-		ev := kvevents.Event{WorkerID: w.ID, DPRank: w.Rank, Kind: kvevents.KindStored,
-			HasParent: b.hasParent, Parent: b.parent, Group: s.g}
-		for {
-			ev.Blocks = append(ev.Blocks, kvevents.Block{Hash: h, Local: s.blocks[h].local})
-			kids := children[h]
-			if len(kids) != 1 {
-				dst = append(dst, ev)
-				for _, k := range kids {
-					walk(k)
-				}
-				return
-			}
-			h = kids[0]
-		}
-	}
-	for _, r := range roots {
-		walk(r)
+	n := len(dst)
+	dst = dumpWorker(dst, w, blocks)
+	for i := n; i < len(dst); i++ {
+		dst[i].Group = s.g
 	}
 	return dst
 }
