@@ -123,11 +123,17 @@ func (g *Groups) Apply(ev *kvevents.Event) error {
 	if ev.Group.Kind == kvevents.GroupFull || (ev.Kind != kvevents.KindStored && ev.Kind != kvevents.KindRemoved) {
 		err := g.inner.Apply(ev)
 		if err == nil && ev.Kind == kvevents.KindStored && g.hybrid.Load() != 0 {
-			g.mu.Lock()
-			if hw := g.workers[ev.Worker()]; hw != nil && len(hw.pending) > 0 {
+			// Only this worker's writer changes its pending list, so a
+			// read-locked look decides whether to take the write lock.
+			g.mu.RLock()
+			hw := g.workers[ev.Worker()]
+			waiting := hw != nil && len(hw.pending) > 0
+			g.mu.RUnlock()
+			if waiting {
+				g.mu.Lock()
 				g.retryPending(ev.Worker(), hw)
+				g.mu.Unlock()
 			}
-			g.mu.Unlock()
 		}
 		return err
 	}
