@@ -76,7 +76,9 @@ type hybridWorker struct {
 type groupState struct {
 	g      kvevents.Group
 	blocks map[uint64]groupBlock // engine hash -> block
-	held   map[uint64]uint32     // prefix id -> blocks naming it
+	// held is prefix id -> blocks naming it (an htable: lookups probe
+	// it per window block, where a Go map cost about twice as much).
+	held *htable
 }
 
 // groupBlock is one block a group holds: its prefix id, and for Dump its
@@ -112,7 +114,7 @@ func (g *Groups) Apply(ev *kvevents.Event) error {
 			if hw := g.workers[ev.Worker()]; hw != nil {
 				for _, s := range hw.groups {
 					clear(s.blocks)
-					clear(s.held)
+					s.held = newHtable(0)
 				}
 				hw.pending = nil
 			}
@@ -205,7 +207,7 @@ func (g *Groups) applyGroup(ev *kvevents.Event) error {
 		if len(hw.groups) >= g.cfg.MaxGroups {
 			return fmt.Errorf("%s: more than %d groups: %w", ev.Group, g.cfg.MaxGroups, ErrBadEvent)
 		}
-		s = &groupState{g: ev.Group, blocks: map[uint64]groupBlock{}, held: map[uint64]uint32{}}
+		s = &groupState{g: ev.Group, blocks: map[uint64]groupBlock{}, held: newHtable(0)}
 		i, _ := slices.BinarySearchFunc(hw.groups, ev.Group.Index, func(x *groupState, k uint32) int { return cmp.Compare(x.g.Index, k) })
 		hw.groups = slices.Insert(hw.groups, i, s)
 	} else if s.g.Kind != ev.Group.Kind {
@@ -253,7 +255,8 @@ func (g *Groups) storeGroup(w kvevents.Worker, hw *hybridWorker, s *groupState, 
 				id = kvhash.PrefixNext(id, b.Local)
 			}
 			s.blocks[b.Hash] = groupBlock{id: id, local: b.Local, parent: parent, hasParent: hasParent}
-			s.held[id]++
+			n, _ := s.held.get(id)
+			s.held.put(id, n+1)
 		}
 		root, parent, hasParent = false, b.Hash, true
 	}
@@ -310,8 +313,10 @@ func (s *groupState) drop(hash uint64) bool {
 		return false
 	}
 	delete(s.blocks, hash)
-	if s.held[b.id]--; s.held[b.id] == 0 {
-		delete(s.held, b.id)
+	if n, _ := s.held.get(b.id); n > 1 {
+		s.held.put(b.id, n-1)
+	} else {
+		s.held.del(b.id)
 	}
 	return true
 }
@@ -468,7 +473,7 @@ func (g *Groups) Check() error {
 			for _, b := range s.blocks {
 				n[b.id]++
 			}
-			if !maps.Equal(n, s.held) {
+			if !maps.Equal(n, maps.Collect(s.held.all())) {
 				return fmt.Errorf("indexer: worker %s group %s: prefix-id counts differ from its blocks", w, s.g)
 			}
 		}

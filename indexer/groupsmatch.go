@@ -92,7 +92,7 @@ func (hw *hybridWorker) joint(full int, ids []uint64, bs int) int {
 func (s *groupState) own(l int, ids []uint64, bs int) int {
 	if s.g.Kind == kvevents.GroupState {
 		for q := l - 1; q >= 0; q-- {
-			if s.held[ids[q]] != 0 {
+			if s.held.slot(ids[q]) >= 0 {
 				return q + 1
 			}
 		}
@@ -108,7 +108,7 @@ func (s *groupState) own(l int, ids []uint64, bs int) int {
 			lo = max(0, l-need)
 		}
 		q := l - 1
-		for q >= lo && s.held[ids[q]] != 0 {
+		for q >= lo && s.held.slot(ids[q]) >= 0 {
 			q--
 		}
 		if q < lo {
