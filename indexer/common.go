@@ -167,15 +167,16 @@ type dumpBlock struct {
 }
 
 // dumpWorker appends the canonical Stored events that rebuild blocks (one
-// worker's prefix-closed set): a pre-order walk with children in engine-hash
-// order, one event per maximal single-child chain. Radix and Flash share it
-// so that their dumps are byte-identical.
+// worker's prefix-closed set, or one KV cache group's blocks): a pre-order
+// walk from the blocks whose parent is not in blocks, with children in
+// engine-hash order, one event per maximal single-child chain. Radix,
+// Flash and Groups share it so that their dumps are byte-identical.
 func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []kvevents.Event {
 	slices.SortFunc(blocks, func(a, b dumpBlock) int { return cmp.Compare(a.hash, b.hash) })
 	children := make(map[uint64][]int, len(blocks))
 	var roots []int
 	for i, b := range blocks {
-		if b.hasParent {
+		if b.hasParent && heldIn(blocks, b.parent) {
 			children[b.parent] = append(children[b.parent], i)
 		} else {
 			roots = append(roots, i)
@@ -208,6 +209,12 @@ func dumpWorker(dst []kvevents.Event, w kvevents.Worker, blocks []dumpBlock) []k
 	return dst
 }
 
+// heldIn reports whether blocks (sorted by hash) hold hash.
+func heldIn(blocks []dumpBlock, hash uint64) bool {
+	_, ok := slices.BinarySearchFunc(blocks, hash, func(b dumpBlock, h uint64) int { return cmp.Compare(b.hash, h) })
+	return ok
+}
+
 // mutator is the write side shared by Radix and Flash; applyEvent
 // dispatches one event to it. Called with the index's write lock held.
 type mutator interface {
@@ -225,10 +232,20 @@ type applyCounters struct{ applied, rejected uint64 }
 func (c *applyCounters) applyEvent(m mutator, ev *kvevents.Event) error {
 	var err error
 	switch ev.Kind {
-	case kvevents.KindStored:
-		err = m.store(ev)
-	case kvevents.KindRemoved:
-		m.remove(ev)
+	case kvevents.KindStored, kvevents.KindRemoved:
+		if ev.Group.Kind != kvevents.GroupFull {
+			// A plain index holds the full-attention group only: filing a
+			// sliding or state group's blocks as full attention would
+			// credit prefixes the worker cannot reuse (DESIGN.md §13).
+			// Groups takes these events.
+			err = fmt.Errorf("%s: %w", ev.Group, ErrGroupEvent)
+			break
+		}
+		if ev.Kind == kvevents.KindRemoved {
+			m.remove(ev)
+		} else {
+			err = m.store(ev)
+		}
 	case kvevents.KindCleared:
 		m.clearWorker(ev.Worker())
 	default:

@@ -23,6 +23,12 @@
 //     so far.
 //     Each writer drains what is queued (up to 32 events or 16 blocks)
 //     and applies it under one write lock.
+//   - Groups (NewGroups): wraps an event-fed index with the KV cache
+//     groups of hybrid models (DESIGN.md §13): the inner index keeps full
+//     attention, Groups each worker's sliding-window and state groups, and
+//     lookups credit the joint match. Workers without group events are
+//     untouched. A plain Radix or Flash refuses a non-full group's event
+//     (ErrGroupEvent). Details in Groups' doc.
 //
 // Radix and Flash pass the same conformance suite (indexer/indexertest,
 // scripts in indexer/testdata) with byte-identical output, and a

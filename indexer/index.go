@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 )
@@ -68,6 +69,9 @@ type Stats struct {
 	// of one index (a Sharded lookup is one per shard).
 	SafeStarted uint64 `json:"safe_started,omitempty"`
 	SafeRedone  uint64 `json:"safe_redone,omitempty"`
+	// Groups are the sliding and state groups' figures (Groups only, and
+	// only once a worker sent an event of such a group; nil elsewhere).
+	Groups *GroupStats `json:"groups,omitempty"`
 }
 
 // Sentinel errors of Apply; test with errors.Is.
@@ -75,4 +79,8 @@ var (
 	ErrUnknownParent = errors.New("indexer: unknown parent hash")
 	ErrSelfParent    = errors.New("indexer: store parented on one of its own blocks")
 	ErrBadEvent      = errors.New("indexer: malformed event")
+	// ErrGroupEvent refuses a Stored or Removed event of a KV cache group
+	// other than full attention (kvevents.Group) in an index that holds
+	// full attention only; wrap the index in Groups to take them.
+	ErrGroupEvent = fmt.Errorf("indexer: event of a non-full kv cache group: %w", ErrBadEvent)
 )

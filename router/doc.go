@@ -40,6 +40,10 @@
 // external indexes from a per-worker view of which tiers hold each block
 // (tierview.go, DESIGN.md §7); applying them to Index(t) directly rejects
 // a store whose parent is in a faster tier.
+// Every event-fed index is wrapped in indexer.Groups (Config.Index.Groups):
+// a hybrid model's worker, one that publishes sliding-window or state KV
+// cache groups, is credited its joint match (DESIGN.md §13; GroupMatches
+// explains it); other workers exactly as before.
 // PolicyRoundRobin and PolicyRandom (the baselines of DESIGN.md §8) pass
 // the same filters but pick blind to cost: the next eligible worker+rank,
 // or one drawn from Options.Rand. Every policy tracks load.

@@ -27,6 +27,12 @@ type IndexConfig struct {
 	// Default indexer.DefaultApproxConfig (TTL 120 s, 2^20 blocks, prune
 	// to 80%).
 	Approx indexer.ApproxConfig `yaml:"approx"`
+	// Groups configures the KV cache group overlay every event-fed index
+	// is wrapped in (indexer.Groups, DESIGN.md §13): hybrid workers are
+	// credited their joint match. Its BlockSize is always
+	// Config.BlockSize (Config.GroupsConfig). Default
+	// indexer.DefaultGroupsConfig.
+	Groups indexer.GroupsConfig `yaml:"groups"`
 }
 
 // DefaultIndexConfig returns every index kind's defaults (DESIGN.md §3).
@@ -36,10 +42,20 @@ func DefaultIndexConfig() IndexConfig {
 		Radix:      indexer.DefaultRadixConfig(),
 		Concurrent: indexer.DefaultConcurrentConfig(),
 		Approx:     indexer.DefaultApproxConfig(),
+		Groups:     indexer.DefaultGroupsConfig(),
 	}
 }
 
 // Validate reports every problem of every index kind's config, joined.
 func (c IndexConfig) Validate() error {
-	return errors.Join(c.Flash.Validate(), c.Radix.Validate(), c.Concurrent.Validate(), c.Approx.Validate())
+	return errors.Join(c.Flash.Validate(), c.Radix.Validate(), c.Concurrent.Validate(), c.Approx.Validate(), c.Groups.Validate())
+}
+
+// GroupsConfig is c.Index.Groups with its block size c.BlockSize: a
+// sliding window's blocks are the engines' (shells wrapping their own
+// indexes in indexer.NewGroups use it).
+func (c *Config) GroupsConfig() indexer.GroupsConfig {
+	g := c.Index.Groups
+	g.BlockSize = c.BlockSize
+	return g
 }

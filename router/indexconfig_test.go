@@ -43,7 +43,9 @@ func TestIndexConfigPerKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, ok := r.idx[0].(*indexer.Flash); !ok || f.Stride() != 5 {
+	if g, ok := r.idx[0].(*indexer.Groups); !ok {
+		t.Errorf("device index %T: want *indexer.Groups", r.idx[0])
+	} else if f, ok := g.Inner().(*indexer.Flash); !ok || f.Stride() != 5 {
 		t.Errorf("device index %T: want *indexer.Flash with stride 5", r.idx[0])
 	}
 	if got := r.predict.TTL(); got != 3*time.Second {

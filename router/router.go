@@ -166,13 +166,16 @@ func New(cfg Config, opts Options) (*Router, error) {
 	}
 	if cfg.Policy == PolicyKV && opts.NewIndex == nil {
 		opts.NewIndex = func(t kvevents.Tier) indexer.Index {
+			// Every event-fed index credits hybrid workers their joint
+			// match over KV cache groups (DESIGN.md §13); others are
+			// untouched.
 			if t == kvevents.TierDevice || !cfg.TierChains {
-				return indexer.NewFlash(cfg.Index.Flash)
+				return indexer.NewGroups(indexer.NewFlash(cfg.Index.Flash), cfg.GroupsConfig())
 			}
 			// The derived lower-tier indexes (tierview.go) see a removal
 			// with live descendants on most evictions: Radix drops a
 			// subtree in its size, Flash scans the worker's blocks.
-			return indexer.NewRadix(cfg.Index.Radix)
+			return indexer.NewGroups(indexer.NewRadix(cfg.Index.Radix), cfg.GroupsConfig())
 		}
 	}
 	if cfg.Policy == PolicyApprox && opts.Approx == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/kvrouter/kvrouter/indexer/indexertest"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
 	"github.com/kvrouter/kvrouter/queue"
@@ -197,6 +198,8 @@ func newRouter(t *testing.T, a targs) *Router {
 			cfg.TrackOutputBlocks = v == "true"
 		case "approx-ttl":
 			cfg.Index.Approx.TTL = a.dur(t, k)
+		case "full-only":
+			cfg.Index.Groups.FullOnly = true
 		case "disagg":
 			p, err := ParseDisaggPolicy(v)
 			if err != nil {
@@ -321,6 +324,12 @@ func TestDataDriven(t *testing.T) {
 				}
 				evID++
 				ev := storedEvent(r, parseWorker(t, a["w"]), tier, tokens(t, a["tokens"]), a["lora"], a["ns"], evID)
+				if g := a["group"]; g != "" {
+					var err error
+					if ev.Group, err = indexertest.ParseGroup(g); err != nil {
+						t.Fatal(err)
+					}
+				}
 				if from, to, ok := a.blockRange(t); ok {
 					// Only blocks [from, to), chained to block from-1.
 					if from > 0 {

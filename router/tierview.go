@@ -106,6 +106,15 @@ func (r *Router) view(w kvevents.Worker, create bool) *workerView {
 func (r *Router) applyTiered(ev *kvevents.Event) error {
 	w := ev.Worker()
 	lower := ev.Tier != kvevents.TierDevice
+	if ev.Group.Kind != kvevents.GroupFull && ev.Kind != kvevents.KindCleared {
+		// The cross-tier view chains full attention: a sliding or state
+		// group's blocks are the device index's (its Groups overlay), and
+		// lower tiers hold full attention only.
+		if lower {
+			return indexer.ErrGroupEvent
+		}
+		return r.idx[kvevents.TierDevice].Apply(ev)
+	}
 	wv := r.view(w, lower)
 	var err error
 	if !lower {

@@ -38,6 +38,9 @@ func RunConformance(t *testing.T, newIndex func() indexer.Index) {
 type Harness struct {
 	New   func() indexer.Index
 	Index indexer.Index
+	// Inner, when set, makes "init" wrap fresh inner indexes in
+	// indexer.Groups (RunGroups).
+	Inner func() indexer.Index
 }
 
 // Run executes one datadriven command and returns its output.
@@ -96,6 +99,9 @@ func (h *Harness) run(d *datadriven.TestData) (string, error) {
 		return FormatEvents(evs), nil
 	case "stats":
 		return FormatStats(h.Index.Stats()), nil
+	}
+	if h.Inner != nil {
+		return h.runGroups(d)
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
@@ -208,14 +214,22 @@ func FormatEvents(evs []kvevents.Event) string {
 		case kvevents.KindRemoved:
 			fmt.Fprintf(&b, " hashes=%x", ev.Hashes)
 		}
+		if !ev.Group.IsZero() {
+			fmt.Fprintf(&b, " group=%s", ev.Group)
+		}
 	}
 	return b.String()
 }
 
 // FormatStats prints the implementation-independent fields of s.
 func FormatStats(s indexer.Stats) string {
-	return fmt.Sprintf("blocks=%d nodes=%d workers=%d applied=%d rejected=%d unknown-remove=%d",
+	out := fmt.Sprintf("blocks=%d nodes=%d workers=%d applied=%d rejected=%d unknown-remove=%d",
 		s.Blocks, s.Nodes, s.Workers, s.Applied, s.Rejected, s.UnknownRemove)
+	if g := s.Groups; g != nil {
+		out += fmt.Sprintf("\ngroups: workers=%d sliding=%d state=%d pending=%d parked=%d dropped=%d",
+			g.Workers, g.SlidingBlocks, g.StateBlocks, g.Pending, g.Parked, g.Dropped)
+	}
+	return out
 }
 
 func parseEvent(d *datadriven.TestData, kind kvevents.Kind) (*kvevents.Event, error) {
@@ -224,6 +238,13 @@ func parseEvent(d *datadriven.TestData, kind kvevents.Kind) (*kvevents.Event, er
 		return nil, err
 	}
 	ev := &kvevents.Event{WorkerID: id, Kind: kind}
+	if arg, ok := d.Arg("group"); ok && len(arg.Vals) == 1 {
+		g, err := ParseGroup(arg.Vals[0])
+		if err != nil {
+			return nil, err
+		}
+		ev.Group = g
+	}
 	if d.HasArg("rank") {
 		r, err := uintArg(d, "rank", 10)
 		if err != nil {

@@ -15,5 +15,16 @@
 //	                            dump rebuilds an identical index
 //	stats                       blocks, nodes, workers and counters (not bytes)
 //
+// Scripts in indexer/testdata/groups run against indexer.Groups over each
+// inner index (RunGroups) and take, besides, [group=INDEX:KIND[/WINDOW]]
+// on store and remove (e.g. group=1:sliding_window/9, group=2:mamba) and:
+//
+//	init [block-size=N] [max-pending=N] [full-only]   a fresh overlay
+//	explain worker=1 locals=(L,...)   the joint match and each group's figure
+//	groups                            blocks per group of each hybrid worker
+//
+// RunGroupsDifferential checks Groups against a naive model of the joint
+// rule.
+//
 // Every command is followed by the index's Check() when it has one.
 package indexertest

@@ -58,6 +58,9 @@ func (r *Reference) Apply(ev *kvevents.Event) error {
 func (r *Reference) apply(ev *kvevents.Event) error {
 	w := ev.Worker()
 	held := r.workers[w]
+	if ev.Kind != kvevents.KindCleared && ev.Group.Kind != kvevents.GroupFull {
+		return indexer.ErrGroupEvent // full attention only (DESIGN.md §13)
+	}
 	switch ev.Kind {
 	case kvevents.KindStored:
 		hasParent := ev.HasParent && ev.Parent != 0 // parent 0 reads as none

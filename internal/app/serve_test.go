@@ -114,9 +114,13 @@ func TestServeRuntime(t *testing.T) {
 	if !ok {
 		t.Fatalf("device index is %T, want *indexer.Concurrent", fe.Router().Index(kvevents.TierDevice))
 	}
-	flash, ok := conc.Index().(*indexer.Flash)
+	groups, ok := conc.Index().(*indexer.Groups)
 	if !ok {
-		t.Fatalf("wrapped index is %T, want *indexer.Flash", conc.Index())
+		t.Fatalf("wrapped index is %T, want *indexer.Groups", conc.Index())
+	}
+	flash, ok := groups.Inner().(*indexer.Flash)
+	if !ok {
+		t.Fatalf("index under the groups overlay is %T, want *indexer.Flash", groups.Inner())
 	}
 	if flash.Stride() != 8 || conc.Writers() != 3 {
 		t.Errorf("stride %d writers %d: the configured 8 and 3 did not reach the index", flash.Stride(), conc.Writers())

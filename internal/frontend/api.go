@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -83,6 +84,43 @@ type Candidate struct {
 	// preference tier: loaded, free-slot or full (lora.go); "" when the
 	// request names none or the worker reports no adapters.
 	LoRATier string `json:"lora_tier,omitempty"`
+	// Groups explains a hybrid worker's device overlap (its joint match
+	// over KV cache groups); absent for workers without groups.
+	Groups *GroupOverlap `json:"groups,omitempty"`
+}
+
+// GroupOverlap explains a hybrid worker's device overlap (DESIGN.md §13):
+// Overlap[0] is Joint, the largest prefix every KV cache group can serve.
+type GroupOverlap struct {
+	// Full is the full-attention group's overlap (what a router without
+	// groups credits).
+	Full  int `json:"full_blocks"`
+	Joint int `json:"joint_blocks"`
+	// LimitedBy names the group whose own match is smallest when Joint <
+	// Full ("g1:sliding_window/4096"); absent when full attention limits
+	// the match.
+	LimitedBy string `json:"limited_by,omitempty"`
+	// Groups is each sliding or state group's own match: the deepest
+	// prefix up to Full it can serve alone.
+	Groups []GroupBlocks `json:"groups"`
+}
+
+// GroupBlocks is one KV cache group's figure ("g2:mamba": 12).
+type GroupBlocks struct {
+	Group  string `json:"group"`
+	Blocks int    `json:"blocks"`
+}
+
+// groupOverlap is m in the /route breakdown's form.
+func groupOverlap(m indexer.JointMatch) *GroupOverlap {
+	out := &GroupOverlap{Full: m.Full, Joint: m.Blocks}
+	if m.Limit >= 0 {
+		out.LimitedBy = m.Groups[m.Limit].Group.String()
+	}
+	for _, g := range m.Groups {
+		out.Groups = append(out.Groups, GroupBlocks{Group: g.Group.String(), Blocks: g.Blocks})
+	}
+	return out
 }
 
 // RouteResponse is the answer of POST /route.
@@ -107,6 +145,9 @@ type RouteResponse struct {
 
 	// TierOverlap is the chosen worker's overlap per tier name (tiers.go).
 	TierOverlap map[string]int `json:"tier_overlap"`
+	// Groups explains the chosen worker's device overlap when it is a
+	// hybrid worker (Candidate.Groups); absent otherwise.
+	Groups *GroupOverlap `json:"groups,omitempty"`
 }
 
 func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
@@ -212,8 +253,33 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		out.Candidates = append(out.Candidates, s.candidate(c, &rc))
 		s.loraTier(&out.Candidates[len(out.Candidates)-1], rr.LoRA)
 	}
+	s.explainGroups(&out, j, rr.LoRA, rr.Namespace, d.Worker)
 	s.m.requests.WithLabelValues(ep, "200").Inc()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// explainGroups adds the group breakdown of every hybrid candidate (and
+// of the chosen worker) to out; a fleet without hybrid workers costs one
+// check.
+func (s *Server) explainGroups(out *RouteResponse, j *job, lora, ns string, chosen kvevents.Worker) {
+	ws := []kvevents.Worker{chosen}
+	for _, c := range out.Candidates {
+		ws = append(ws, kvevents.Worker{ID: c.Worker, Rank: c.DPRank})
+	}
+	req := router.Request{Tokens: j.tokens, LoRA: lora, Namespace: ns, CacheSalt: j.salt}
+	gm := s.rt.GroupMatches(&req, ws)
+	if gm == nil {
+		return
+	}
+	if m, ok := gm[chosen]; ok {
+		out.Groups = groupOverlap(m)
+	}
+	for i := range out.Candidates {
+		c := &out.Candidates[i]
+		if m, ok := gm[kvevents.Worker{ID: c.Worker, Rank: c.DPRank}]; ok {
+			c.Groups = groupOverlap(m)
+		}
+	}
 }
 
 func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
@@ -282,6 +348,10 @@ type IndexSummary struct {
 	// Config.WorkerMaxBatchedTokens), on its rank-0 line; absent when
 	// unknown (never saturated).
 	MaxBatchedTokens int `json:"max_batched_tokens,omitempty"`
+	// Groups is the blocks each sliding or state KV cache group of a
+	// hybrid worker+rank holds (DESIGN.md §13; Blocks counts full
+	// attention); absent for workers without groups.
+	Groups []GroupBlocks `json:"groups,omitempty"`
 }
 
 // IndexReport is the body of GET /debug/index.
@@ -338,8 +408,19 @@ func (s *Server) IndexSummaries() IndexReport {
 			}
 		}
 	}
+	if g := s.rt.Groups(); g != nil {
+		for _, w := range g.HybridWorkers() {
+			x := get(w)
+			for _, gb := range g.WorkerGroups(w) {
+				x.Groups = append(x.Groups, GroupBlocks{Group: gb.Name, Blocks: gb.Blocks})
+			}
+		}
+	}
 	// The blocks each tier holds (with the cross-tier view, its raw record).
 	for _, ev := range s.rt.DumpTiers() {
+		if ev.Group.Kind != kvevents.GroupFull {
+			continue // a group's blocks: counted in Groups above
+		}
 		x := get(ev.Worker())
 		x.Blocks[ev.Tier.String()] += len(ev.Blocks)
 		x.Total += len(ev.Blocks)

@@ -19,7 +19,7 @@
 //	GET  /v1/models
 //	POST /route                 decision + every candidate's cost, no proxying
 //	POST /route/{id}/prefill_done, /route/{id}/free   lifecycle for tracked /route decisions
-//	GET  /debug/index           per worker: blocks per tier, ingestion counts by reason, tokenizer self-test (admin)
+//	GET  /debug/index           per worker: blocks per tier and KV cache group, ingestion counts by reason, tokenizer self-test (admin)
 //	GET  /debug/router          the router's state as text (admin)
 //	GET  /metrics, /healthz, /readyz
 //

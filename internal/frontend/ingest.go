@@ -43,7 +43,11 @@ func (s *Server) Flush(ctx context.Context) error {
 // IndexKind is the event-fed index's kind (IndexFlash or IndexRadix), ""
 // outside the kv policy.
 func (s *Server) IndexKind() string {
-	switch ix := s.sink.Index(kvevents.TierDevice); ix.(type) {
+	ix := s.sink.Index(kvevents.TierDevice)
+	if g, ok := ix.(*indexer.Groups); ok {
+		ix = g.Inner()
+	}
+	switch ix.(type) {
 	case nil:
 		return ""
 	case *indexer.Flash:

@@ -143,6 +143,10 @@ func New(cfg Config) (*Server, error) {
 			} else {
 				ix = indexer.NewFlash(cfg.Router.Index.Flash)
 			}
+			// Hybrid workers are credited their joint match over KV cache
+			// groups (DESIGN.md §13); the overlay sits under the writers,
+			// so each worker's group events follow its full ones in order.
+			ix = indexer.NewGroups(ix, cfg.Router.GroupsConfig())
 			return s.sink.Writer(t, ix, cfg.Router.Index.Concurrent)
 		},
 		Events: router.Events{

@@ -1,0 +1,53 @@
+package router
+
+import (
+	"github.com/kvrouter/kvrouter/indexer"
+	"github.com/kvrouter/kvrouter/kvevents"
+	"github.com/kvrouter/kvrouter/kvhash"
+)
+
+// groupsOf returns the KV cache group overlay of ix (directly, or under
+// a shell's indexer.Concurrent), nil when it has none.
+func groupsOf(ix indexer.Index) *indexer.Groups {
+	if c, ok := ix.(*indexer.Concurrent); ok {
+		ix = c.Index()
+	}
+	g, _ := ix.(*indexer.Groups)
+	return g
+}
+
+// Groups returns the device tier's KV cache group overlay (DESIGN.md
+// §13), nil outside PolicyKV or when Options.NewIndex built none.
+func (r *Router) Groups() *indexer.Groups {
+	return groupsOf(r.idx[kvevents.TierDevice])
+}
+
+// GroupMatches explains req's device-tier match on each hybrid
+// worker+rank among ws (DESIGN.md §13): full attention's overlap, the
+// joint match the cost credited and each group's own figure. Workers
+// without groups are absent; the result is nil when none of ws is hybrid.
+// It hashes the prompt and looks it up again: for explaining a decision
+// (the /route breakdown), not on the routing path.
+func (r *Router) GroupMatches(req *Request, ws []kvevents.Worker) map[kvevents.Worker]indexer.JointMatch {
+	g := r.Groups()
+	if g == nil || len(g.HybridWorkers()) == 0 {
+		return nil
+	}
+	locals := req.Locals
+	if req.Tokens != nil {
+		locals = kvhash.AppendLocal(nil, req.Tokens, r.cfg.BlockSize, kvhash.Seed(req.LoRA, req.Namespace))
+		if req.CacheSalt != "" {
+			locals = kvhash.SaltLocals(locals, req.CacheSalt)
+		}
+	}
+	var out map[kvevents.Worker]indexer.JointMatch
+	for _, w := range ws {
+		if m, ok := g.Explain(w, locals); ok {
+			if out == nil {
+				out = map[kvevents.Worker]indexer.JointMatch{}
+			}
+			out[w] = m
+		}
+	}
+	return out
+}
