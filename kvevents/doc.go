@@ -14,6 +14,14 @@
 //   - VLLMDecoder: vLLM/SGLang ZMQ payloads (array and map forms), computing
 //     local hashes from token ids at the configured block size.
 //
+// Event.Group names a hybrid model's KV cache group (DESIGN.md §13). JSON
+// and msgpack carry it as "kv_cache_group" ({"index","kind",
+// "sliding_window"}) after storage_tier, omitted for the zero group
+// (full-attention group 0), so events of models without groups encode as
+// before. VLLMDecoder reads vLLM's group_idx / kv_cache_spec_kind /
+// kv_cache_spec_sliding_window; kinds it does not model are dropped and
+// counted (BatchInfo.UnknownGroups), never read as full attention.
+//
 // The hot paths are hand-written (no reflection) and allocate only the
 // events' own slices. Decoders return errors wrapping ErrMalformed on
 // malformed input and never panic (fuzzed: FuzzDecodeJSON, FuzzDecodeMsgpack,

@@ -17,6 +17,19 @@ import (
 //	 "data":{"stored":{"parent_hash":null,"start_position":null,
 //	 "blocks":[{"block_hash":1,"tokens_hash":2}]}},"dp_rank":0}}
 //
+// An event of a hybrid model's KV cache group other than full-attention
+// group 0 (Event.Group, DESIGN.md §13) carries it after storage_tier,
+// omitted for the zero group, so every other event is byte for byte what it
+// was:
+//
+//	"kv_cache_group":{"index":1,"kind":"sliding_window","sliding_window":128}
+//
+// kind is "full_attention", "sliding_window" or "mamba"; sliding_window (the
+// window in tokens) only on sliding groups, omitted when 0. A decoder that
+// does not know the key skips it (serde ignores unknown fields), and so
+// treats the event as full attention: mix such routers only with models
+// without groups.
+//
 // data is {"stored":{...}}, {"removed":{"block_hashes":[...]}} or the string
 // "cleared" (serde's externally tagged enum; {"cleared":null} is accepted
 // too). All hashes are JSON numbers holding the full uint64: they are parsed
@@ -43,7 +56,20 @@ func AppendJSON(dst []byte, ev *Event) []byte {
 	dst = strconv.AppendUint(dst, ev.WorkerID, 10)
 	dst = append(dst, `,"storage_tier":"`...)
 	dst = append(dst, ev.Tier.String()...)
-	dst = append(dst, `","event":{"event_id":`...)
+	dst = append(dst, '"')
+	if !ev.Group.IsZero() {
+		dst = append(dst, `,"kv_cache_group":{"index":`...)
+		dst = strconv.AppendUint(dst, uint64(ev.Group.Index), 10)
+		dst = append(dst, `,"kind":"`...)
+		dst = append(dst, ev.Group.Kind.String()...)
+		dst = append(dst, '"')
+		if ev.Group.Window != 0 {
+			dst = append(dst, `,"sliding_window":`...)
+			dst = strconv.AppendUint(dst, uint64(ev.Group.Window), 10)
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `,"event":{"event_id":`...)
 	dst = strconv.AppendUint(dst, ev.EventID, 10)
 	dst = append(dst, `,"data":`...)
 	switch ev.Kind {
@@ -426,6 +452,8 @@ func (s *jsonScanner) event(ev *Event) error {
 		case "event":
 			haveEvent = true
 			return s.kvEvent(ev)
+		case "kv_cache_group":
+			return s.group(&ev.Group)
 		default:
 			return s.skip(0)
 		}
@@ -439,7 +467,43 @@ func (s *jsonScanner) event(ev *Event) error {
 	if !haveEvent {
 		return s.errf("missing event")
 	}
-	return nil
+	return checkGroup(ev)
+}
+
+// group decodes a kv_cache_group object (null: the zero group).
+func (s *jsonScanner) group(g *Group) error {
+	*g = Group{}
+	if s.null() {
+		return nil
+	}
+	var haveKind bool
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "index":
+			v, err := s.uint("kv_cache_group.index", math.MaxUint32)
+			g.Index = uint32(v)
+			return err
+		case "kind":
+			name, err := s.str()
+			if err != nil {
+				return err
+			}
+			if g.Kind, err = ParseGroupKind(string(name)); err != nil {
+				return fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+			haveKind = true
+			return nil
+		case "sliding_window":
+			v, err := s.uint("kv_cache_group.sliding_window", math.MaxUint32)
+			g.Window = uint32(v)
+			return err
+		}
+		return s.skip(0)
+	})
+	if err == nil && !haveKind {
+		err = s.errf("kv_cache_group: missing kind")
+	}
+	return err
 }
 
 func (s *jsonScanner) kvEvent(ev *Event) error {

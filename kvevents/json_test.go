@@ -1,6 +1,7 @@
 package kvevents
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -22,6 +23,77 @@ func sampleEvents() []Event {
 		{WorkerID: 4, Tier: TierExternal, EventID: 2, DPRank: 5, Kind: KindRemoved, Hashes: []uint64{1, 18446744073709551615, 9007199254740993}},
 		{WorkerID: 5, EventID: 3, Kind: KindRemoved, Hashes: []uint64{}},
 		{WorkerID: 6, EventID: 4, DPRank: 1, Kind: KindCleared},
+		// Hybrid models' kv cache groups (DESIGN.md §13).
+		{WorkerID: 7, EventID: 5, Kind: KindStored, Group: Group{Index: 1, Kind: GroupSliding, Window: math.MaxUint32},
+			HasParent: true, Parent: 9, Blocks: []Block{{Hash: 10, Local: 11}}},
+		{WorkerID: 8, Tier: TierHostPinned, EventID: 6, Kind: KindRemoved, Group: Group{Index: math.MaxUint32, Kind: GroupState},
+			Hashes: []uint64{12}},
+		{WorkerID: 9, EventID: 7, Kind: KindRemoved, Group: Group{Kind: GroupSliding}, Hashes: []uint64{13}},
+		{WorkerID: 10, EventID: 8, Kind: KindStored, Group: Group{Index: 2}, Blocks: []Block{{Hash: 14, Local: 15}}},
+	}
+}
+
+// TestJSONGroup: the kv_cache_group key's exact form, its absence for the
+// zero group, and that a decoder that skips the key (as Dynamo's serde and
+// older kvrouter do) reads the rest of the event unchanged.
+func TestJSONGroup(t *testing.T) {
+	ev := Event{WorkerID: 1, EventID: 7, Kind: KindStored, Group: Group{Index: 1, Kind: GroupSliding, Window: 128},
+		Blocks: []Block{{Hash: 1, Local: 2}}}
+	want := `{"worker_id":1,"storage_tier":"device","kv_cache_group":{"index":1,"kind":"sliding_window","sliding_window":128},"event":{"event_id":7,"data":{"stored":{"parent_hash":null,"start_position":null,"blocks":[{"block_hash":1,"tokens_hash":2}]}},"dp_rank":0}}`
+	if got := string(AppendJSON(nil, &ev)); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	rm := Event{WorkerID: 1, EventID: 8, Kind: KindRemoved, Group: Group{Index: 2, Kind: GroupState}, Hashes: []uint64{1}}
+	want = `{"worker_id":1,"storage_tier":"device","kv_cache_group":{"index":2,"kind":"mamba"},"event":{"event_id":8,"data":{"removed":{"block_hashes":[1]}},"dp_rank":0}}`
+	if got := string(AppendJSON(nil, &rm)); got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	for _, e := range sampleEvents() {
+		enc := AppendJSON(nil, &e)
+		if has := bytes.Contains(enc, []byte("kv_cache_group")); has == e.Group.IsZero() {
+			t.Fatalf("%s: kv_cache_group present=%v for group %s", enc, has, e.Group)
+		}
+		// An old decoder: the same bytes without the key.
+		var generic map[string]json.RawMessage
+		if err := json.Unmarshal(enc, &generic); err != nil {
+			t.Fatal(err)
+		}
+		delete(generic, "kv_cache_group")
+		old, _ := json.Marshal(generic)
+		var got Event
+		if err := DecodeJSON(old, &got); err != nil {
+			t.Fatal(err)
+		}
+		e.Group = Group{}
+		if !reflect.DeepEqual(got, e) {
+			t.Fatalf("without the key: got %+v want %+v", got, e)
+		}
+	}
+	lenient := `{"kv_cache_group":{"future":[1],"sliding_window":0,"kind":"full_attention","index":3},"worker_id":1,"event":{"event_id":2,"data":{"removed":{"block_hashes":[]}}}}`
+	var got Event
+	if err := DecodeJSON([]byte(lenient), &got); err != nil || got.Group != (Group{Index: 3}) {
+		t.Fatalf("lenient: %+v %v", got, err)
+	}
+	if err := DecodeJSON([]byte(`{"kv_cache_group":null,"worker_id":1,"event":{"event_id":2,"data":"cleared"}}`), &got); err != nil || !got.Group.IsZero() {
+		t.Fatalf("null group: %+v %v", got, err)
+	}
+	for name, in := range map[string]string{
+		"unknown kind":     `{"index":1,"kind":"chunked_local_attention"}`,
+		"missing kind":     `{"index":1}`,
+		"window on mamba":  `{"index":1,"kind":"mamba","sliding_window":4}`,
+		"index overflow":   `{"index":4294967296,"kind":"mamba"}`,
+		"negative window":  `{"kind":"sliding_window","sliding_window":-1}`,
+		"kind not string":  `{"kind":1}`,
+		"group not object": `[1]`,
+	} {
+		in := `{"worker_id":1,"kv_cache_group":` + in + `,"event":{"event_id":2,"data":{"removed":{"block_hashes":[]}}}}`
+		if err := DecodeJSON([]byte(in), &got); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err %v", name, err)
+		}
+	}
+	cleared := `{"worker_id":1,"kv_cache_group":{"kind":"mamba"},"event":{"event_id":2,"data":"cleared"}}`
+	if err := DecodeJSON([]byte(cleared), &got); !errors.Is(err, ErrMalformed) {
+		t.Errorf("group on cleared: err %v", err)
 	}
 }
 

@@ -17,6 +17,11 @@ import (
 //	 "blocks":[{"block_hash":u64,"tokens_hash":u64}]}} | {"removed":{"block_hashes":[u64]}} | "cleared",
 //	 "dp_rank":u32}}
 //
+// plus, as in JSON, "kv_cache_group":{"index":u32,"kind":str,
+// "sliding_window":u32} after storage_tier for a non-zero Event.Group
+// (sliding_window only when not 0; the whole key omitted for the zero
+// group, so such events encode exactly as before).
+//
 // Integers are written in their most compact msgpack form and read from any
 // integer form (negative values are errors). Defaults, required fields and
 // unknown keys are handled as for JSON. Dynamo's positional msgpack
@@ -34,11 +39,31 @@ var (
 // AppendMsgpack appends the msgpack encoding of ev to dst. Like AppendJSON
 // it is canonical and expects a valid event.
 func AppendMsgpack(dst []byte, ev *Event) []byte {
-	dst = append(dst, 0x83)
+	if ev.Group.IsZero() {
+		dst = append(dst, 0x83)
+	} else {
+		dst = append(dst, 0x84)
+	}
 	dst = mpStr(dst, "worker_id")
 	dst = mpUint(dst, ev.WorkerID)
 	dst = mpStr(dst, "storage_tier")
 	dst = mpStr(dst, ev.Tier.String())
+	if g := ev.Group; !g.IsZero() {
+		dst = mpStr(dst, "kv_cache_group")
+		if g.Window != 0 {
+			dst = append(dst, 0x83)
+		} else {
+			dst = append(dst, 0x82)
+		}
+		dst = mpStr(dst, "index")
+		dst = mpUint(dst, uint64(g.Index))
+		dst = mpStr(dst, "kind")
+		dst = mpStr(dst, g.Kind.String())
+		if g.Window != 0 {
+			dst = mpStr(dst, "sliding_window")
+			dst = mpUint(dst, uint64(g.Window))
+		}
+	}
 	dst = mpStr(dst, "event")
 	dst = append(dst, 0x83)
 	dst = mpStr(dst, "event_id")
@@ -240,6 +265,8 @@ func (r *mpReader) event(ev *Event) error {
 		case "event":
 			haveEvent = true
 			err = r.kvEvent(ev)
+		case "kv_cache_group":
+			err = r.group(&ev.Group)
 		default:
 			err = r.skip()
 		}
@@ -253,6 +280,60 @@ func (r *mpReader) event(ev *Event) error {
 	}
 	if !haveEvent {
 		return r.errf("missing event")
+	}
+	return checkGroup(ev)
+}
+
+// group decodes a kv_cache_group map (nil: the zero group).
+func (r *mpReader) group(g *Group) error {
+	*g = Group{}
+	if r.isNil() {
+		return nil
+	}
+	var haveKind bool
+	err := r.fields("kv_cache_group", func(key []byte) error {
+		switch string(key) {
+		case "index":
+			v, err := r.uint("kv_cache_group.index", math.MaxUint32)
+			g.Index = uint32(v)
+			return err
+		case "kind":
+			name, ok, err := r.str()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return r.errf("kv_cache_group.kind: want a string, got %s", r.kindName())
+			}
+			if g.Kind, err = ParseGroupKind(string(name)); err != nil {
+				return fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+			haveKind = true
+			return nil
+		case "sliding_window":
+			v, err := r.uint("kv_cache_group.sliding_window", math.MaxUint32)
+			g.Window = uint32(v)
+			return err
+		}
+		return r.skip()
+	})
+	if err == nil && !haveKind {
+		err = r.errf("kv_cache_group: missing kind")
+	}
+	return err
+}
+
+// checkGroup rejects a decoded group that Event.Validate would: a window
+// on a group that is not sliding, or a group on a Cleared event.
+func checkGroup(ev *Event) error {
+	if ev.Group.IsZero() {
+		return nil
+	}
+	if err := ev.Group.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if ev.Kind == KindCleared {
+		return fmt.Errorf("%w: kvevents: cleared event carries a kv cache group", ErrMalformed)
 	}
 	return nil
 }

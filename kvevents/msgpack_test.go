@@ -80,6 +80,55 @@ func TestMsgpackFieldNames(t *testing.T) {
 	}
 }
 
+// TestMsgpackGroup: kv_cache_group as a generic decoder sees it, absent for
+// the zero group, and its decode errors.
+func TestMsgpackGroup(t *testing.T) {
+	ev := Event{WorkerID: 1, EventID: 5, Kind: KindRemoved, Group: Group{Index: 300, Kind: GroupSliding, Window: 64},
+		Hashes: []uint64{3}}
+	var m map[string]any
+	if err := msgpack.Unmarshal(AppendMsgpack(nil, &ev), &m); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := m["kv_cache_group"].(map[string]any)
+	if len(m) != 4 || len(g) != 3 || g["index"] != uint16(300) || g["kind"] != "sliding_window" || g["sliding_window"] != int8(64) {
+		t.Fatalf("generic view: %#v", m)
+	}
+	ev.Group = Group{}
+	m = nil
+	if err := msgpack.Unmarshal(AppendMsgpack(nil, &ev), &m); err != nil || len(m) != 3 || m["kv_cache_group"] != nil {
+		t.Fatalf("zero group: %#v %v", m, err)
+	}
+	okEvent := func(g any) []byte {
+		return mp(t, map[string]any{"worker_id": 1, "kv_cache_group": g,
+			"event": map[string]any{"event_id": 2, "data": map[string]any{"removed": map[string]any{"block_hashes": []any{}}}}})
+	}
+	var got Event
+	if err := DecodeMsgpack(okEvent(map[string]any{"kind": "mamba", "index": int64(4), "x": []any{nil}}), &got); err != nil ||
+		got.Group != (Group{Index: 4, Kind: GroupState}) {
+		t.Fatalf("lenient: %+v %v", got, err)
+	}
+	if err := DecodeMsgpack(okEvent(nil), &got); err != nil || !got.Group.IsZero() {
+		t.Fatalf("nil group: %+v %v", got, err)
+	}
+	for name, g := range map[string]any{
+		"unknown kind":    map[string]any{"kind": "cross_attention"},
+		"missing kind":    map[string]any{"index": 1},
+		"window on full":  map[string]any{"kind": "full_attention", "sliding_window": 8},
+		"index overflow":  map[string]any{"kind": "mamba", "index": uint64(1 << 32)},
+		"kind not string": map[string]any{"kind": 1},
+		"not a map":       []any{1},
+	} {
+		if err := DecodeMsgpack(okEvent(g), &got); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err %v", name, err)
+		}
+	}
+	cleared := mp(t, map[string]any{"worker_id": 1, "kv_cache_group": map[string]any{"kind": "mamba"},
+		"event": map[string]any{"event_id": 2, "data": "cleared"}})
+	if err := DecodeMsgpack(cleared, &got); !errors.Is(err, ErrMalformed) {
+		t.Errorf("group on cleared: err %v", err)
+	}
+}
+
 func TestMsgpackDecodeErrors(t *testing.T) {
 	okEvent := func() map[string]any {
 		return map[string]any{"worker_id": 1, "event": map[string]any{"event_id": 2, "data": "cleared"}}

@@ -68,13 +68,34 @@ import (
 //     CPU_TIER2, DISK*, NVME*, STORAGE → disk; other CPU* → host_pinned;
 //     EXTERNAL, NETWORK, REMOTE, SHARED → external; anything else → device
 //     (Dynamo's default). AllBlocksCleared is device.
-//   - Hybrid models (group_idx, kv_cache_spec_kind): only the main attention
-//     group is kept (full_attention, mla_attention, sink_full_attention);
-//     sliding-window, mamba, chunked-local and other groups are skipped. A
-//     store that names its kind decides by it and teaches the decoder its
-//     group_idx; an event with only group_idx (removes never carry the kind)
-//     follows what was learnt for that group, defaulting to "keep group 0".
-//     Values of an unexpected type in these optional fields are ignored.
+//   - KV cache groups (hybrid models, DESIGN.md §13): group_idx,
+//     kv_cache_spec_kind and kv_cache_spec_sliding_window become
+//     Event.Group. Kinds: full_attention, mla_attention,
+//     sink_full_attention → GroupFull; sliding_window, sliding_window_mla →
+//     GroupSliding with Window = kv_cache_spec_sliding_window; mamba (vLLM
+//     files linear attention under it too) → GroupState. A store that names
+//     its kind decides by it and teaches the decoder its group's kind and
+//     window (group_idx < 64); an event with only group_idx (removes never
+//     carry the kind) takes what its group's stores taught. An event with
+//     no group fields (older engines, SGLang) is full-attention group 0, as
+//     is group_idx 0 before any store named its kind: for a model without
+//     groups nothing changes. Any other kind (chunked_local_attention,
+//     encoder_only_attention, cross_attention, unknown, ...), and a
+//     group_idx > 0 whose kind was never taught, is dropped and counted in
+//     BatchInfo.UnknownGroups: never filed as full attention. Values of an
+//     unexpected type in these optional fields are ignored.
+//   - SGLang publishes no group fields (python/sglang/srt/mem_cache/events.py,
+//     KVCacheEventMixin: BlockStored(block_hashes, parent_block_hash,
+//     token_ids, block_size, lora_id, medium), BlockRemoved(block_hashes,
+//     medium)). Its hybrid caches (mem_cache/swa_radix_cache.py
+//     SWARadixCache, mem_cache/mamba_radix_cache.py MambaRadixCache) use
+//     that mixin for the full-attention tree only: a store when a node's
+//     full KV is inserted, a remove when it is freed; dropping only a
+//     node's sliding-window KV (_tombstone_internal_node, free_swa) or its
+//     Mamba state (mamba_value = None) publishes nothing. So SGLang events
+//     are full-attention group 0 events, and the router cannot see SWA or
+//     Mamba state loss on SGLang workers: it credits the full-attention
+//     match there.
 //   - data_parallel_rank: the batch's rank when present, else
 //     VLLMConfig.DPRank.
 //   - EventID is left 0: vLLM events carry none. The transport assigns ids,
@@ -88,16 +109,17 @@ import (
 // or mistyped fields) fails alone: the other events are still returned, and
 // the error joins one *EventError per bad event (find the cause with
 // errors.As / errors.Is). The bad event is dropped; skipping a store only
-// leaves blocks unindexed, which is safe. Unknown tags, filtered groups and
+// leaves blocks unindexed, which is safe. Unknown tags, unknown groups and
 // empty stores are skipped silently and counted in BatchInfo.
 //
-// A VLLMDecoder is safe for concurrent use; its only state is the learnt
-// group classification (atomics).
+// A VLLMDecoder is safe for concurrent use; its only state is what stores
+// taught about each group (atomics).
 type VLLMDecoder struct {
 	cfg VLLMConfig
-	// Bit g set: group_idx g was seen with a main-attention (main) or other
-	// (other) kv_cache_spec_kind. Groups >= 64 are never learnt.
-	main, other atomic.Uint64
+	// learnt[g] is what the last store of group_idx g that named its kind
+	// said: 0 = nothing yet, else learntSet | kind<<32 | window, or
+	// learntSet | learntUnknown. Groups >= maxLearnt are never learnt.
+	learnt [maxLearnt]atomic.Uint64
 }
 
 // VLLMConfig configures a VLLMDecoder.
@@ -117,8 +139,11 @@ type BatchInfo struct {
 	DPRank    uint32  // rank stamped on the events
 	HasDPRank bool    // the payload carried the rank (else it came from VLLMConfig)
 	Events    int     // events in the payload
-	Skipped   int     // unknown tags, non-main attention groups, empty stores
+	Skipped   int     // unknown tags, unknown groups, empty stores
 	Failed    int     // events dropped with an error
+	// UnknownGroups counts the Skipped events of an unknown kv cache group
+	// kind (or of a group_idx > 0 no store has named the kind of).
+	UnknownGroups int
 }
 
 // NewVLLMDecoder returns a decoder for cfg.
@@ -254,6 +279,9 @@ func (b *batchState) eventList(r *mpReader) error {
 		var keep bool
 		b.dst, keep, err = b.d.convert(b.dst, &raw)
 		switch {
+		case err == errUnknownGroup:
+			b.info.Skipped++
+			b.info.UnknownGroups++
 		case err != nil:
 			b.info.Failed++
 			b.errs = append(b.errs, &EventError{Index: i, Tag: string(raw.tag), Err: err})
@@ -270,7 +298,7 @@ func (b *batchState) eventList(r *mpReader) error {
 type rawEvent struct {
 	tag                       []byte
 	hashes, parent, tokens    []byte
-	blockSize, group          []byte
+	blockSize, group, window  []byte
 	medium, lora, extra, kind []byte
 	fields                    int // array form: fields after the tag
 	mapForm                   bool
@@ -294,7 +322,7 @@ func (e *rawEvent) parse(r *mpReader) error {
 		var slots []*[]byte
 		switch string(tag) {
 		case "BlockStored":
-			slots = []*[]byte{&e.hashes, &e.parent, &e.tokens, &e.blockSize, nil /* lora_id */, &e.medium, &e.lora, &e.extra, &e.group, &e.kind}
+			slots = []*[]byte{&e.hashes, &e.parent, &e.tokens, &e.blockSize, nil /* lora_id */, &e.medium, &e.lora, &e.extra, &e.group, &e.kind, &e.window}
 		case "BlockRemoved":
 			slots = []*[]byte{&e.hashes, &e.medium, &e.group}
 		}
@@ -341,6 +369,8 @@ func (e *rawEvent) parse(r *mpReader) error {
 			e.group = v
 		case "kv_cache_spec_kind":
 			e.kind = v
+		case "kv_cache_spec_sliding_window":
+			e.window = v
 		}
 		return nil
 	})
@@ -362,10 +392,10 @@ func (d *VLLMDecoder) convert(dst []Event, e *rawEvent) ([]Event, bool, error) {
 		ev.Kind = KindCleared
 		return append(dst, ev), true, nil
 	}
-	if !d.wantGroup(e) {
-		return dst, false, nil
-	}
 	var err error
+	if ev.Group, err = d.group(e); err != nil {
+		return dst, false, err
+	}
 	if e.hashes == nil {
 		return dst, false, fmt.Errorf("%w: missing block_hashes", ErrMalformed)
 	}
@@ -693,58 +723,4 @@ func MediumTier(medium string) Tier {
 		return TierExternal
 	}
 	return TierDevice
-}
-
-// isMainAttention reports whether a kv_cache_spec_kind is a main attention
-// group (Dynamo's list).
-func isMainAttention(kind []byte) bool {
-	switch string(kind) {
-	case "full_attention", "mla_attention", "sink_full_attention":
-		return true
-	}
-	return false
-}
-
-// wantGroup applies the hybrid-model group filter, learning group kinds from
-// stores.
-func (d *VLLMDecoder) wantGroup(e *rawEvent) bool {
-	group, haveGroup := int64(-1), false
-	if e.group != nil {
-		r := mpReader{b: e.group}
-		// NB: group_idx and kv_cache_spec_kind are optional metadata; a
-		// value of an unexpected type (schema drift) is ignored, not fatal.
-		if v, k, err := r.integer(); err == nil && k == unsigned && v <= math.MaxInt32 {
-			group, haveGroup = int64(v), true
-		}
-	}
-	if e.kind != nil {
-		r := mpReader{b: e.kind}
-		if kind, ok, err := r.str(); err == nil && ok {
-			main := isMainAttention(kind)
-			if haveGroup && group < 64 {
-				bit := uint64(1) << group
-				if main {
-					d.main.Or(bit)
-					d.other.And(^bit)
-				} else {
-					d.other.Or(bit)
-					d.main.And(^bit)
-				}
-			}
-			return main
-		}
-	}
-	if !haveGroup {
-		return true
-	}
-	if group < 64 {
-		bit := uint64(1) << group
-		if d.main.Load()&bit != 0 {
-			return true
-		}
-		if d.other.Load()&bit != 0 {
-			return false
-		}
-	}
-	return group == 0
 }

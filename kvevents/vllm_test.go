@@ -14,8 +14,12 @@ import (
 )
 
 func infoString(i BatchInfo) string {
-	return fmt.Sprintf("ts=%v dp_rank=%d has_dp_rank=%v events=%d skipped=%d failed=%d",
+	s := fmt.Sprintf("ts=%v dp_rank=%d has_dp_rank=%v events=%d skipped=%d failed=%d",
 		i.TS, i.DPRank, i.HasDPRank, i.Events, i.Skipped, i.Failed)
+	if i.UnknownGroups != 0 {
+		s += fmt.Sprintf(" unknown_groups=%d", i.UnknownGroups)
+	}
+	return s
 }
 
 func mp(t testing.TB, v any) []byte {
@@ -224,37 +228,90 @@ func TestVLLMEagle(t *testing.T) {
 }
 
 func TestVLLMGroups(t *testing.T) {
-	store := func(h, group int, kind any) any {
-		return map[string]any{"type": "BlockStored", "block_hashes": []any{h}, "parent_block_hash": nil,
+	store := func(h, group int, kind any, window any) any {
+		m := map[string]any{"type": "BlockStored", "block_hashes": []any{h}, "parent_block_hash": nil,
 			"token_ids": toks(0, 4), "block_size": 4, "lora_id": nil, "medium": nil, "lora_name": nil,
 			"group_idx": group, "kv_cache_spec_kind": kind}
+		if window != nil {
+			m["kv_cache_spec_sliding_window"] = window
+		}
+		return m
 	}
 	remove := func(h, group int) any {
 		return map[string]any{"type": "BlockRemoved", "block_hashes": []any{h}, "medium": nil, "group_idx": group}
 	}
-	hashes := func(evs []Event) (out []uint64) {
+	groups := func(evs []Event) (out []string) {
 		for _, e := range evs {
+			h := e.Hashes
 			for _, b := range e.Blocks {
-				out = append(out, b.Hash)
+				h = append(h, b.Hash)
 			}
-			out = append(out, e.Hashes...)
+			out = append(out, fmt.Sprintf("%v@%s", h, e.Group))
 		}
 		return out
 	}
 	d := newDec(t, 4)
-	// Before learning anything: group 0 kept, other groups skipped.
+	// Before learning anything: group 0 is full attention, other groups
+	// are unknown.
 	evs, info, err := d.DecodeBatch(nil, mp(t, map[string]any{"ts": 1.0, "events": []any{remove(10, 0), remove(11, 1)}}))
-	if err != nil || !reflect.DeepEqual(hashes(evs), []uint64{10}) || info.Skipped != 1 {
-		t.Fatalf("unlearnt: %v %v %s", evs, err, infoString(info))
+	if got, want := groups(evs), []string{"[10]@g0:full_attention"}; err != nil || !reflect.DeepEqual(got, want) ||
+		info.Skipped != 1 || info.UnknownGroups != 1 {
+		t.Fatalf("unlearnt: %v %v %s", got, err, infoString(info))
 	}
 	// A model whose group 0 is sliding window and group 1 full attention.
-	evs, err = d.Decode(nil, mp(t, map[string]any{"ts": 1.0, "events": []any{
-		store(20, 0, "sliding_window"), store(21, 1, "full_attention"), store(22, 2, "mamba"),
-		store(23, 3, "mla_attention"), store(24, 4, "sink_full_attention"), store(25, 5, "chunked_local_attention"),
-		remove(30, 0), remove(31, 1), remove(32, 2), remove(33, 3), remove(34, 4), remove(35, 99),
+	evs, info, err = d.DecodeBatch(nil, mp(t, map[string]any{"ts": 1.0, "events": []any{
+		store(20, 0, "sliding_window", 128), store(21, 1, "full_attention", nil), store(22, 2, "mamba", nil),
+		store(23, 3, "mla_attention", 7), store(24, 4, "sink_full_attention", nil), store(25, 5, "chunked_local_attention", 64),
+		store(26, 6, "sliding_window_mla", nil), store(27, 70, "mamba", nil), store(28, 7, "sliding_window", "x"),
+		remove(30, 0), remove(31, 1), remove(32, 2), remove(33, 3), remove(34, 4), remove(35, 5), remove(36, 6),
+		remove(37, 70), remove(38, 99),
 	}}))
-	if err != nil || !reflect.DeepEqual(hashes(evs), []uint64{21, 23, 24, 31, 33, 34}) {
-		t.Fatalf("learnt: %v %v", hashes(evs), err)
+	want := []string{
+		"[20]@g0:sliding_window/128", "[21]@g1:full_attention", "[22]@g2:mamba", "[23]@g3:full_attention",
+		"[24]@g4:full_attention", "[26]@g6:sliding_window", "[27]@g70:mamba", "[28]@g7:sliding_window",
+		"[30]@g0:sliding_window/128", "[31]@g1:full_attention", "[32]@g2:mamba", "[33]@g3:full_attention",
+		"[34]@g4:full_attention", "[36]@g6:sliding_window",
+	}
+	if got := groups(evs); err != nil || !reflect.DeepEqual(got, want) || info.UnknownGroups != 4 || info.Skipped != 4 {
+		t.Fatalf("learnt:\n got %v\nwant %v\n%v %s", got, want, err, infoString(info))
+	}
+	// A later store without the window keeps the learnt one; a group whose
+	// kind turns unknown drops its removes; a kind taught later is used.
+	evs, info, err = d.DecodeBatch(nil, mp(t, map[string]any{"ts": 1.0, "events": []any{
+		store(40, 0, "sliding_window", nil), remove(41, 0), store(42, 1, "cross_attention", nil), remove(43, 1),
+		store(44, 9, "mamba", nil), remove(45, 9),
+	}}))
+	want = []string{"[40]@g0:sliding_window/128", "[41]@g0:sliding_window/128", "[44]@g9:mamba", "[45]@g9:mamba"}
+	if got := groups(evs); err != nil || !reflect.DeepEqual(got, want) || info.UnknownGroups != 2 {
+		t.Fatalf("relearnt: %v %v %s", got, err, infoString(info))
+	}
+	for i := range evs {
+		if err := evs[i].Validate(); err != nil {
+			t.Fatalf("%s: %v", evs[i], err)
+		}
+	}
+}
+
+// TestVLLMGroupsArrayForm: the array form's group slots (group_idx,
+// kv_cache_spec_kind, kv_cache_spec_sliding_window after extra_keys) and
+// newer trailing fields after them.
+func TestVLLMGroupsArrayForm(t *testing.T) {
+	evs, info, err := newDec(t, 4).DecodeBatch(nil, mp(t, []any{1.0, []any{
+		[]any{"BlockStored", []any{1}, nil, toks(0, 4), 4, nil, "GPU", nil, nil, 1, "sliding_window", 32, "locality", nil},
+		[]any{"BlockStored", []any{2}, nil, toks(0, 4), 4, nil, "GPU", nil, nil, 2, "mamba", nil},
+		[]any{"BlockStored", []any{3}, nil, toks(0, 4), 4, nil, "GPU", nil, nil, 3, "encoder_only_attention"},
+		[]any{"BlockRemoved", []any{1}, "GPU", 1, "future"},
+		[]any{"BlockRemoved", []any{2}, nil, 2},
+		[]any{"BlockRemoved", []any{3}, nil, 3},
+	}}))
+	want := []Event{
+		{WorkerID: 9, DPRank: 7, Kind: KindStored, Group: Group{1, GroupSliding, 32}, Blocks: []Block{{1, l0}}},
+		{WorkerID: 9, DPRank: 7, Kind: KindStored, Group: Group{2, GroupState, 0}, Blocks: []Block{{2, l0}}},
+		{WorkerID: 9, DPRank: 7, Kind: KindRemoved, Group: Group{1, GroupSliding, 32}, Hashes: []uint64{1}},
+		{WorkerID: 9, DPRank: 7, Kind: KindRemoved, Group: Group{2, GroupState, 0}, Hashes: []uint64{2}},
+	}
+	if err != nil || !reflect.DeepEqual(evs, want) || info.UnknownGroups != 2 || info.Skipped != 2 {
+		t.Fatalf("got %v %v %s", evs, err, infoString(info))
 	}
 }
 

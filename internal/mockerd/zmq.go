@@ -21,8 +21,11 @@ import (
 // [topic, seq (8 bytes big-endian), payload] with payload the msgpack
 // EventBatch [ts, events, dp_rank], each event a tagged array
 // ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size,
-// lora_id, medium], ["BlockRemoved", block_hashes, medium] or
-// ["AllBlocksCleared"]; and, when a replay endpoint is set, a ROUTER socket
+// lora_id, medium, (lora_name, extra_keys, group_idx, kv_cache_spec_kind,
+// kv_cache_spec_sliding_window when needed)], ["BlockRemoved", block_hashes,
+// medium, (group_idx)] or ["AllBlocksCleared"]; the group fields only for
+// an event of a hybrid model's group other than full-attention group 0
+// (Event.Group); and, when a replay endpoint is set, a ROUTER socket
 // that answers an 8-byte start seq with every buffered (seq, payload) from
 // there, then (-1, empty). DESIGN.md §2, transport 2.
 //
@@ -144,26 +147,42 @@ func (z *ZMQPublisher) encode(ev *kvevents.Event, toks [][]uint32, salt, lora st
 		}
 		e = []any{"BlockStored", hashes, parent, flat, z.bs, nil, medium}
 		salted := salt != "" && !ev.HasParent && len(ev.Blocks) > 0
-		if salted || lora != "" {
+		if salted || lora != "" || !ev.Group.IsZero() {
 			// lora_name, then extra_keys: one entry per block, the
 			// adapter's name first, the salt in block 0's (vLLM's
 			// generate_block_hash_extra_keys).
-			extra := make([]any, len(ev.Blocks))
-			var name any
-			if lora != "" {
-				name = lora
-				for i := range extra {
-					extra[i] = []any{lora}
+			var name, keys any
+			if salted || lora != "" {
+				extra := make([]any, len(ev.Blocks))
+				if lora != "" {
+					name = lora
+					for i := range extra {
+						extra[i] = []any{lora}
+					}
 				}
+				if salted {
+					k, _ := extra[0].([]any)
+					extra[0] = append(k, salt)
+				}
+				keys = extra
 			}
-			if salted {
-				k, _ := extra[0].([]any)
-				extra[0] = append(k, salt)
+			e = append(e, name, keys)
+		}
+		if g := ev.Group; !g.IsZero() {
+			// A hybrid model's group (DESIGN.md §13): group_idx,
+			// kv_cache_spec_kind, kv_cache_spec_sliding_window.
+			e = append(e, g.Index, g.Kind.String())
+			if g.Window != 0 {
+				e = append(e, g.Window)
 			}
-			e = append(e, name, extra)
 		}
 	case kvevents.KindRemoved:
 		e = []any{"BlockRemoved", ev.Hashes, medium}
+		if !ev.Group.IsZero() {
+			// Removes name only the group; kind and window come from its
+			// stores, as vLLM sends them.
+			e = append(e, ev.Group.Index)
+		}
 	case kvevents.KindCleared:
 		e = []any{"AllBlocksCleared"}
 	default:

@@ -141,3 +141,55 @@ func TestZMQPublisherInterop(t *testing.T) {
 	check(7, "", "sql")
 	check(6, "tenant-b", "sql")
 }
+
+// TestZMQGroups: a hybrid model's events carry their KV cache group in
+// vLLM's fields (group_idx, kv_cache_spec_kind, kv_cache_spec_sliding_window
+// on stores, group_idx alone on removes), and kvrouter's vLLM decoder reads
+// every group back; full-attention group 0 events keep the short form.
+func TestZMQGroups(t *testing.T) {
+	z := &ZMQPublisher{bs: 4}
+	toks := [][]uint32{{0, 1, 2, 3}, {4, 5, 6, 7}}
+	blocks := []kvevents.Block{{Hash: 10}, {Hash: 11}}
+	evs := []kvevents.Event{
+		{Kind: kvevents.KindStored, Blocks: blocks},
+		{Kind: kvevents.KindStored, Group: kvevents.Group{Index: 1, Kind: kvevents.GroupSliding, Window: 8}, Blocks: blocks},
+		{Kind: kvevents.KindStored, Group: kvevents.Group{Index: 2, Kind: kvevents.GroupState}, HasParent: true, Parent: 10, Blocks: blocks[1:]},
+		{Kind: kvevents.KindRemoved, Group: kvevents.Group{Index: 1, Kind: kvevents.GroupSliding, Window: 8}, Hashes: []uint64{10}},
+		{Kind: kvevents.KindRemoved, Group: kvevents.Group{Index: 2, Kind: kvevents.GroupState}, Hashes: []uint64{11}},
+		{Kind: kvevents.KindRemoved, Hashes: []uint64{11}},
+	}
+	dec, err := kvevents.NewVLLMDecoder(kvevents.VLLMConfig{BlockSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ev := range evs {
+		tk := toks
+		if ev.HasParent {
+			tk = toks[1:]
+		}
+		var salt, lora string
+		if i == 1 {
+			salt, lora = "tenant", "adapter" // group fields after lora_name and extra_keys
+		}
+		payload, err := z.encode(&ev, tk, salt, lora)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dec.Decode(nil, payload)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("event %d: %v %v", i, got, err)
+		}
+		if got[0].Group != ev.Group || got[0].Kind != ev.Kind || len(got[0].Blocks) != len(ev.Blocks) ||
+			fmt.Sprint(got[0].Hashes) != fmt.Sprint(ev.Hashes) {
+			t.Fatalf("event %d: got %s, want %s", i, got[0], ev)
+		}
+	}
+	// Full-attention group 0 writes no group fields: vLLM's short form.
+	payload, err := z.encode(&evs[0], toks, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(payload), "full_attention") {
+		t.Fatalf("group 0 event carries group fields: %x", payload)
+	}
+}

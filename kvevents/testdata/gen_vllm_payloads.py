@@ -67,6 +67,63 @@ write("vllm_map", {
     "data_parallel_rank": 1,
 })
 
+# Hybrid model (vLLM's hybrid KV cache manager), one payload per form. Every
+# group names a block by the same engine hash; the fields after extra_keys
+# are group_idx, kv_cache_spec_kind, kv_cache_spec_sliding_window (then
+# newer fields, skipped). Group 0 full attention, group 1 sliding window of
+# 8 tokens, group 2 Mamba state (a checkpoint at block 301 only), group 3
+# sliding_window_mla, group 4 chunked-local attention (not modelled:
+# dropped, and so are its removes), group 5 never described. Removes carry
+# only group_idx.
+TOK8 = [0, 1, 2, 3, 4, 5, 6, 7]
+
+
+def hybrid_events(ev):
+    return [
+        ev("BlockStored", [300, 301], None, TOK8, 0, "full_attention"),
+        ev("BlockStored", [300, 301], None, TOK8, 1, "sliding_window", 8),
+        ev("BlockStored", [301], 300, [4, 5, 6, 7], 2, "mamba"),
+        ev("BlockStored", [300], None, [0, 1, 2, 3], 3, "sliding_window_mla", 16, True),
+        ev("BlockStored", [300], None, [0, 1, 2, 3], 4, "chunked_local_attention", 4),
+        ev("BlockRemoved", [300], 1),
+        ev("BlockRemoved", [301], 2),
+        ev("BlockRemoved", [300], 3),
+        ev("BlockRemoved", [300], 4),
+        ev("BlockRemoved", [999], 5),
+        ev("BlockRemoved", [301], 0),
+        ["AllBlocksCleared"] if ev is hybrid_array else {"type": "AllBlocksCleared"},
+    ]
+
+
+def hybrid_array(tag, hashes, *rest):
+    if tag == "BlockRemoved":
+        return [tag, hashes, "GPU", rest[0]]
+    parent, tokens, group, kind = rest[:4]
+    e = [tag, hashes, parent, tokens, 4, None, "GPU", None, None, group, kind]
+    if len(rest) > 4:
+        e.append(rest[4])
+    if len(rest) > 5:
+        e += ["locality", None]  # newer fields past the known ones
+    return e
+
+
+def hybrid_map(tag, hashes, *rest):
+    if tag == "BlockRemoved":
+        return {"type": tag, "block_hashes": hashes, "medium": "GPU", "group_idx": rest[0]}
+    parent, tokens, group, kind = rest[:4]
+    e = {"type": tag, "block_hashes": hashes, "parent_block_hash": parent,
+         "token_ids": tokens, "block_size": 4, "lora_id": None, "medium": "GPU",
+         "lora_name": None, "group_idx": group, "kv_cache_spec_kind": kind}
+    if len(rest) > 4:
+        e["kv_cache_spec_sliding_window"] = rest[4]
+    if len(rest) > 5:
+        e["locality"] = "GPU0"
+    return e
+
+
+write("vllm_hybrid_array", [TS, hybrid_events(hybrid_array), 0])
+write("vllm_hybrid_map", {"ts": TS, "events": hybrid_events(hybrid_map)})
+
 # EAGLE (SGLang bigram keys): token pairs [t_i, t_i+1], one per position.
 write("vllm_eagle", [
     TS,
