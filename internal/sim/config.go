@@ -186,7 +186,9 @@ type Config struct {
 	// value: G1 only.
 	Tiers mocker.TierSizes
 	// Router configures the router-backed policies (Mode and
-	// BlockSize are overwritten per policy). Default router.DefaultConfig().
+	// BlockSize are overwritten per policy, PeerHints.Link with PeerLink
+	// of Engine: hints are priced over the link the engines pull over).
+	// Default router.DefaultConfig().
 	Router router.Config
 	// CacheAware configures the cache-aware baseline.
 	CacheAware CacheAwareConfig

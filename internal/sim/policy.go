@@ -88,6 +88,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 	rc.Policy = mode
 	rc.BlockSize = cfg.BlockSize
 	rc.TierChains = rc.TierChains || cfg.Tiers.Enabled()
+	rc.PeerHints.Link = PeerLink(cfg.Engine, cfg.BlockSize)
 	r, err := router.New(rc, router.Options{Rand: rng})
 	if err != nil {
 		return nil, err
