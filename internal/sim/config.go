@@ -224,6 +224,10 @@ type Config struct {
 	// Disagg makes the fleet disaggregated, prefill and decode pools
 	// (disagg.go, DESIGN.md §10). Default zero value: aggregated.
 	Disagg DisaggConfig
+	// LoRA runs requests under adapters loaded into engine slots
+	// (lora.go). Default: no adapters (DefaultMaxLoRAs slots and
+	// DefaultLoRALoadTime for when Adapters is set).
+	LoRA LoRAConfig
 }
 
 // DefaultConfig returns the defaults (Trace still to be set).
@@ -243,6 +247,7 @@ func DefaultConfig() Config {
 		Policies:   slices.Clone(AllPolicies),
 		EventDelay: DefaultEventDelay,
 		Seed:       DefaultSeed,
+		LoRA:       LoRAConfig{MaxLoRAs: DefaultMaxLoRAs, LoadTime: DefaultLoRALoadTime},
 	}
 }
 
@@ -292,6 +297,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("sim: event delay %v and metrics delay %v must be >= 0", c.EventDelay, c.MetricsDelay))
 	}
 	if err := c.Disagg.validate(&c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.LoRA.validate(&c); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Parallel < 0 {

@@ -100,6 +100,8 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 			MaxNumSeqs:          cfg.Engine.MaxNumSeqs,
 			TotalKVBlocks:       cfg.Engine.NumBlocks,
 			BlockSize:           cfg.BlockSize,
+			MaxLoRAs:            cfg.LoRA.MaxLoRAs,
+			LoRAKnown:           cfg.LoRA.Enabled() && !cfg.LoRA.Blind,
 		})
 		if err != nil {
 			return nil, err
@@ -127,6 +129,7 @@ func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool,
 		Locals:       req.locals,
 		ISL:          req.isl,
 		OutputTokens: out,
+		LoRA:         p.loraOf(i),
 	}, epoch.Add(now))
 	if err != nil {
 		return 0, false, err

@@ -25,9 +25,12 @@ type Report struct {
 	ArrivalSpanS float64 `json:"arrival_span_s"`
 	EventDelayMS float64 `json:"event_delay_ms"`
 	// Tiers are the lower tiers (mocker.ParseTierSizes syntax); "" = G1 only.
-	Tiers  string `json:"tiers,omitempty"`
-	Seed   uint64 `json:"seed"`
-	Bounds Bounds `json:"bounds"`
+	Tiers string `json:"tiers,omitempty"`
+	// LoRAAdapters and MaxLoRAs are Config.LoRA's (omitted without).
+	LoRAAdapters int    `json:"lora_adapters,omitempty"`
+	MaxLoRAs     int    `json:"max_loras,omitempty"`
+	Seed         uint64 `json:"seed"`
+	Bounds       Bounds `json:"bounds"`
 	// Policies holds one report per policy, in Config.Policies order.
 	Policies []PolicyReport `json:"policies"`
 }
@@ -67,6 +70,8 @@ type WorkerReport struct {
 	Preemptions    int64 `json:"preemptions"`
 	// BusyS is the simulated time the engine spent in forward passes.
 	BusyS float64 `json:"busy_s"`
+	// LoRALoads counts the adapters loaded on this engine (Config.LoRA).
+	LoRALoads int64 `json:"lora_loads,omitempty"`
 }
 
 // PolicyReport is one policy's figures.
@@ -95,6 +100,9 @@ type PolicyReport struct {
 	// engines pulled over the KV link (part of CachedTokens).
 	PeerHints        int64 `json:"peer_hints,omitempty"`
 	PeerPulledBlocks int64 `json:"peer_pulled_blocks,omitempty"`
+	// LoRALoads counts adapters loaded into an engine slot (Config.LoRA;
+	// lora.go): first use on a worker, or again after being unloaded.
+	LoRALoads int64 `json:"lora_loads,omitempty"`
 	// Block hit rate = HitBlocks / Blocks (full prompt blocks), and its
 	// ratio to the two bounds.
 	Blocks    int64   `json:"blocks"`
