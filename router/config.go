@@ -149,6 +149,10 @@ type Config struct {
 	// DESIGN.md §10); it only matters with workers of RolePrefill.
 	// Default DefaultDisaggConfig().
 	Disagg DisaggConfig `yaml:"disagg"`
+	// PeerHints prices the peer-KV hints of FeaturePeerKVHints
+	// (peerhint.go); it only matters with that feature on. Default
+	// DefaultPeerHintConfig().
+	PeerHints PeerHintConfig `yaml:"peer_hints"`
 	// EnableFeature names the live hypotheses about the cost to switch on
 	// (features.go; FeatureNames lists them; items may hold several names
 	// separated by commas). Unknown names are refused. Default none: the
@@ -171,6 +175,7 @@ func DefaultConfig() Config {
 
 		UtilizationWindow: 10 * time.Second,
 		Disagg:            DefaultDisaggConfig(),
+		PeerHints:         DefaultPeerHintConfig(),
 	}
 }
 
@@ -238,6 +243,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Disagg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.PeerHints.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Affinity.TTL < 0 {

@@ -29,9 +29,9 @@ const (
 	// default 8), 10 of 12 on the first 4000 requests (the default 12).
 	FeatureTailGuard = "tail-guard"
 	// FeaturePeerKVHints attaches a selector.PeerHint to a decision when
-	// another worker holds at least selector.DefaultPeerMinBlocks more of
-	// the prompt on its device than the chosen one and fetching them over
-	// the KV link (selector.DefaultPeerLink) is modeled faster than
+	// another worker holds at least Config.PeerHints.MinBlocks more of the
+	// prompt on its device than the chosen one and fetching them over the
+	// KV link (Config.PeerHints.Link) is modeled faster than
 	// computing them; the decision's prefill load then counts them as
 	// cached (peerhint.go). Moving the request to the holder is the
 	// selector's own choice of that candidate.

@@ -2,12 +2,15 @@ package router
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // peerScenario binds session s to a worker with a short request, has the
@@ -15,11 +18,20 @@ import (
 // s: affinity keeps it on the worker that holds none of it.
 func peerScenario(t *testing.T, enable []string) Decision {
 	t.Helper()
+	return peerScenarioWith(t, enable, nil)
+}
+
+// peerScenarioWith is peerScenario with mod applied to the config.
+func peerScenarioWith(t *testing.T, enable []string, mod func(*Config)) Decision {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Policy = PolicyKV
 	cfg.BlockSize = 16
 	cfg.Affinity.Enabled = true
 	cfg.EnableFeature = enable
+	if mod != nil {
+		mod(&cfg)
+	}
 	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(1, 2))})
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +83,32 @@ func TestPeerKVHintDecision(t *testing.T) {
 	}
 	if on.PrefillTokens != 5 || on.CachedTokens != 40*16 {
 		t.Fatalf("prefill %d cached %d, want 5 and %d", on.PrefillTokens, on.CachedTokens, 40*16)
+	}
+}
+
+// TestPeerHintConfig: Config.PeerHints prices the hint: a lead above the
+// peer's 40 blocks, or a link slower than computing, sends none; the
+// defaults and a lead of exactly 40 do.
+func TestPeerHintConfig(t *testing.T) {
+	on := []string{FeaturePeerKVHints}
+	for _, c := range []struct {
+		name string
+		ph   PeerHintConfig
+		hint bool
+	}{
+		{"defaults", DefaultPeerHintConfig(), true},
+		{"lead 40", PeerHintConfig{MinBlocks: 40, Link: DefaultPeerHintConfig().Link}, true},
+		{"lead 41", PeerHintConfig{MinBlocks: 41, Link: DefaultPeerHintConfig().Link}, false},
+		{"slow link", PeerHintConfig{MinBlocks: 4, Link: selector.LinkCost{MsPerToken: 1, MsPerBatch: 1}}, false},
+	} {
+		d := peerScenarioWith(t, on, func(cfg *Config) { cfg.PeerHints = c.ph })
+		if (d.PeerHint != nil) != c.hint {
+			t.Errorf("%s: hint %+v, want one: %v", c.name, d.PeerHint, c.hint)
+		}
+	}
+	bad := DefaultConfig()
+	bad.PeerHints = PeerHintConfig{MinBlocks: -1, Link: selector.LinkCost{MsPerToken: math.NaN()}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "peer hints min blocks -1") || !strings.Contains(err.Error(), "peer hints link NaN") {
+		t.Fatalf("Validate: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 )
@@ -38,6 +39,13 @@ type LinkCost struct {
 	MsPerToken float64 `yaml:"ms_per_token"`
 	// MsPerBatch is the fixed cost of one load (setup, round trip), in ms.
 	MsPerBatch float64 `yaml:"ms_per_batch"`
+}
+
+// TransferLink is the LinkCost of a link moving bytesPerSecond with a
+// fixed latency per transfer, for KV of bytesPerToken bytes per token (an
+// engine's link in the router's units).
+func TransferLink(bytesPerToken, bytesPerSecond float64, latency time.Duration) LinkCost {
+	return LinkCost{MsPerToken: bytesPerToken / bytesPerSecond * 1e3, MsPerBatch: float64(latency) / float64(time.Millisecond)}
 }
 
 // Time is the load time of tokens tokens over l, in ms; 0 for none.

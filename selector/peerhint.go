@@ -1,6 +1,10 @@
 package selector
 
-import "github.com/kvrouter/kvrouter/kvevents"
+import (
+	"time"
+
+	"github.com/kvrouter/kvrouter/kvevents"
+)
 
 // Peer-KV hints: when another worker holds more of the prompt on its
 // device than the chosen one, the chosen worker may fetch the difference
@@ -17,7 +21,7 @@ const DefaultPeerMinBlocks = 4
 // DefaultPeerLink is the mocker's default KV transfer link (25 GB/s,
 // 1 ms per transfer) in the router's units.
 func DefaultPeerLink() LinkCost {
-	return LinkCost{MsPerToken: bytesPerToken / 25e9 * 1e3, MsPerBatch: 1}
+	return TransferLink(bytesPerToken, 25e9, time.Millisecond)
 }
 
 // PeerHint says the chosen worker should fetch the leading Blocks prompt

@@ -138,6 +138,12 @@ func bindSimFlags(f *pflag.FlagSet, o *simOptions) {
 	// Engine.
 	f.IntVar(&o.cfg.BlockSize, "block-size", o.cfg.BlockSize, "KV block size in tokens (engines and router)")
 	f.IntVar(&o.cfg.Engine.NumBlocks, "num-blocks", o.cfg.Engine.NumBlocks, "KV blocks per engine")
+	// LoRA adapters.
+	lc := &o.cfg.LoRA
+	f.IntVar(&lc.Adapters, "lora-adapters", lc.Adapters, "run each conversation under one of N LoRA adapters, by its first block not shared by more than 1/N of the requests (0 = base model only)")
+	f.IntVar(&lc.MaxLoRAs, "max-loras", lc.MaxLoRAs, "with --lora-adapters: adapter slots per engine, least recently used unloaded")
+	f.DurationVar(&lc.LoadTime, "lora-load-time", lc.LoadTime, "with --lora-adapters: delay of a request whose adapter loads into a slot")
+	f.BoolVar(&lc.Blind, "lora-blind", lc.Blind, "with --lora-adapters: the router never learns where adapters are loaded (no LoRA preference)")
 	f.IntVar(&o.cfg.Engine.MaxNumSeqs, "max-num-seqs", o.cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&o.cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", o.cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&o.cfg.Engine.Watermark, "watermark", o.cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")
@@ -156,8 +162,8 @@ func bindSimFlags(f *pflag.FlagSet, o *simOptions) {
 	f.IntVar(&o.cfg.Router.Disagg.ISLThreshold, "disagg-isl-threshold", o.cfg.Router.Disagg.ISLThreshold, "isl, isl-or-load: run aggregated below this many uncached prompt tokens")
 	f.Float64Var(&o.cfg.Router.Disagg.LoadThreshold, "disagg-load-threshold", o.cfg.Router.Disagg.LoadThreshold, "prefill-load, isl-or-load: run aggregated above this prefill-pool backlog (engine steps)")
 	f.Float64Var(&o.cfg.Router.Disagg.TransferWeight, "disagg-transfer-weight", o.cfg.Router.Disagg.TransferWeight, "decode hop: cost of receiving a block relative to computing it")
-	f.Float64Var(&o.cfg.Engine.KVTransfer.Bandwidth, "kv-transfer-bandwidth", o.cfg.Engine.KVTransfer.Bandwidth, "disagg: prefill-to-decode KV bandwidth, bytes/s")
-	f.DurationVar(&o.cfg.Engine.KVTransfer.Latency, "kv-transfer-latency", o.cfg.Engine.KVTransfer.Latency, "disagg: latency per KV transfer")
+	f.Float64Var(&o.cfg.Engine.KVTransfer.Bandwidth, "kv-transfer-bandwidth", o.cfg.Engine.KVTransfer.Bandwidth, "disagg and peer-kv-hints: worker-to-worker KV bandwidth, bytes/s (engines pull over it, the router prices hints over it)")
+	f.DurationVar(&o.cfg.Engine.KVTransfer.Latency, "kv-transfer-latency", o.cfg.Engine.KVTransfer.Latency, "disagg and peer-kv-hints: latency per KV transfer")
 	// Cache-aware knobs.
 	ca := &o.cfg.CacheAware
 	f.Float64Var(&ca.CacheThreshold, "ca-cache-threshold", ca.CacheThreshold, "cache-aware: min match rate to follow the cache")
@@ -285,10 +291,11 @@ var simSections = []clihelp.Section{
 	{Name: "Router", More: "cost overlap-credit prefill-load-scale credit-decay active-request-weight imposed-weight " +
 		"pass-model tie-utilization temperature busy-kv-usage busy-prefill-fraction queue-threshold predict-ttl " +
 		"predict-active track-output-blocks exact-output approx-ttl unclamped"},
-	{Name: "Experimental", More: "enable-feature"},
+	{Name: "Experimental", More: "enable-feature peer-hint-min-blocks"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg disagg-policy disagg-isl-threshold disagg-load-threshold " +
 		"disagg-transfer-weight kv-transfer-bandwidth kv-transfer-latency"},
+	{Name: "LoRA adapters", More: "lora-adapters max-loras lora-load-time lora-blind"},
 	{Name: "Cache-aware baseline", More: "ca-cache-threshold ca-balance-abs ca-balance-rel ca-eviction-interval ca-max-tree-tokens"},
 	{Name: "Output", Shown: "json out quiet full", More: "cpuprofile dump-requests"},
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/kvrouter/kvrouter/internal/cli"
 	"github.com/kvrouter/kvrouter/internal/clihelp"
 	"github.com/kvrouter/kvrouter/internal/fleet"
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 	"github.com/spf13/cobra"
 )
 
@@ -43,6 +45,10 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 			}
 			if _, err := router.EnabledFeatures(sc.Frontend.Router.EnableFeature); err != nil {
 				return err
+			}
+			if l := eng.KVTransfer; l.Bandwidth > 0 {
+				// Peer-KV hints are priced over the link the mockers pull over.
+				sc.Frontend.Router.PeerHints.Link = selector.TransferLink(mocker.DefaultBytesPerToken, l.Bandwidth, l.Latency)
 			}
 			pools, err := router.ParsePools(disagg)
 			if err != nil {
@@ -80,8 +86,8 @@ tokenizer compiled into the binary. Ctrl-C stops everything.`,
 	fl.IntVar(&workers, "workers", 4, "number of mocker workers")
 	fl.StringVar(&disagg, "disagg", "", "disaggregated fleet P:D: P prefill and D decode mockers (instead of --workers)")
 	cli.TextVar(fl, &sc.Frontend.Router.Disagg.Policy, "disagg-policy", "with --disagg: when a request takes the prefill hop: always (default here, to show both hops), isl (serve's default), prefill-load or isl-or-load")
-	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg: prefill-to-decode KV transfer bandwidth, bytes/s")
-	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg: latency per KV transfer")
+	fl.Float64Var(&eng.KVTransfer.Bandwidth, "kv-transfer-bandwidth", eng.KVTransfer.Bandwidth, "with --disagg or --enable-feature=peer-kv-hints: worker-to-worker KV transfer bandwidth, bytes/s (the router prices hints over it)")
+	fl.DurationVar(&eng.KVTransfer.Latency, "kv-transfer-latency", eng.KVTransfer.Latency, "with --disagg or --enable-feature=peer-kv-hints: latency per KV transfer")
 	fl.IntVar(&port, "port", 8080, "router port")
 	fl.StringVar(&host, "host", "127.0.0.1", "router listen host")
 	cli.TextVar(fl, &sc.Frontend.Router.Policy, "policy", "kv, approx, load, round-robin or random")
@@ -113,7 +119,7 @@ var upSections = []clihelp.Section{
 	{Name: "Router", Shown: "port host policy api-key", More: "index max-prompt-tokens drain-timeout"},
 	{Name: "KV tiers", More: "tiers write-through offload-min-reuse host-weight disk-weight shared-weight tier-chains onboard-cost"},
 	{Name: "Disaggregated prefill and decode", More: "disagg-policy kv-transfer-bandwidth kv-transfer-latency"},
-	{Name: "Experimental", More: "enable-feature"},
+	{Name: "Experimental", More: "enable-feature peer-hint-min-blocks"},
 	{Name: "Logs", Shown: "log-level", More: "decision-log decision-log-sample decision-log-max-bytes decision-log-rate"},
 }
 

@@ -127,6 +127,7 @@ var FlagRanges = map[string]Range{
 	"disagg-isl-threshold":      Ints(0, maxTokens),
 	"disagg-load-threshold":     finite(),
 	"disagg-transfer-weight":    finite(),
+	"peer-hint-min-blocks":      Ints(0, 1<<20),
 	"prefill-timeout":           durs(day),
 	"kv-bytes-per-token":        Ints(0, 1<<30),
 	"worker-max-num-seqs":       Ints(0, discovery.MaxNumSeqs),

@@ -20,10 +20,15 @@ func BindCostKnobs(f *pflag.FlagSet, rc *router.Config, scope string) {
 	BindEnableFeature(f, rc, scope)
 }
 
-// BindEnableFeature binds --enable-feature to rc.EnableFeature.
+// BindEnableFeature binds --enable-feature to rc.EnableFeature and the
+// features' knobs that matter enough for a flag: peer-kv-hints' lead
+// (its link is YAML's peer_hints.link, or the engines' --kv-transfer-*
+// where the command runs them).
 func BindEnableFeature(f *pflag.FlagSet, rc *router.Config, scope string) {
 	f.Var(&featureList{&rc.EnableFeature}, "enable-feature",
 		scope+"experimental cost features to switch on, comma-separated or repeated (default none): "+strings.Join(router.FeatureNames(), ", "))
+	f.IntVar(&rc.PeerHints.MinBlocks, "peer-hint-min-blocks", rc.PeerHints.MinBlocks,
+		scope+"peer-kv-hints: least prompt blocks a peer must hold beyond the chosen worker for a hint to be priced")
 }
 
 // featureList is --enable-feature's value: names, comma-separated or

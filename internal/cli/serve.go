@@ -106,7 +106,7 @@ var ServeSections = []clihelp.Section{
 		More: "seed retries stale-limit index jump-stride index-writers approx-ttl"},
 	{Name: "Cost", More: "cost overlap-credit prefill-load-scale active-request-weight credit-decay temperature " +
 		"imposed-weight pass-model tie-utilization timing-fit predict-ttl predict-active unclamped"},
-	{Name: "Experimental", More: "enable-feature"},
+	{Name: "Experimental", More: "enable-feature peer-hint-min-blocks"},
 	{Name: "Busy workers and queue", More: "busy-kv-usage busy-prefill-tokens busy-prefill-fraction queue-threshold queue-policy queue-capacity " +
 		"queue-fair tenant-weight queue-max-tenants"},
 	{Name: "Session affinity", More: "session-affinity affinity-ttl session-id-max-bytes affinity-max-sessions affinity-max-bytes"},

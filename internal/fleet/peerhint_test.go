@@ -23,9 +23,11 @@ import (
 // kv_transfer_params naming worker 1), and worker 2 pulls the blocks over
 // its KV link: it reports them as cached tokens. With the feature off
 // (the default) worker 2 computes the whole prompt.
+// The router counts the hint sent and, from the mocker's transfer
+// trailer, pulled (kvrouter_peer_hints_total).
 func TestPeerKVHintLive(t *testing.T) {
-	off := peerHintCached(t, false)
-	on := peerHintCached(t, true)
+	off, offMetrics := peerHintCached(t, false)
+	on, onMetrics := peerHintCached(t, true)
 	t.Logf("worker 2's cached tokens: hints off %d, on %d", off, on)
 	if off != 0 {
 		t.Fatalf("feature off: worker 2 reports %d cached tokens, want 0", off)
@@ -33,11 +35,28 @@ func TestPeerKVHintLive(t *testing.T) {
 	if on < 16*8 {
 		t.Fatalf("feature on: worker 2 reports %d cached tokens, want at least the peer's %d", on, 16*8)
 	}
+	for _, o := range []string{"sent", "pulled"} {
+		line := `kvrouter_peer_hints_total{outcome="` + o + `"} `
+		if !strings.Contains(offMetrics, line+"0\n") || !strings.Contains(onMetrics, line+"1\n") {
+			t.Fatalf("%s: want 0 with the feature off and 1 with it on; off:\n%s\non:\n%s", o, grepLines(offMetrics, line), grepLines(onMetrics, line))
+		}
+	}
+}
+
+// grepLines returns the lines of text holding s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // peerHintCached returns the cached tokens worker 2 reports for a prompt
-// worker 1 computed first.
-func peerHintCached(t *testing.T, hints bool) int {
+// worker 1 computed first, and the router's metrics after.
+func peerHintCached(t *testing.T, hints bool) (int, string) {
 	t.Helper()
 	eng := mocker.DefaultConfig()
 	eng.NumBlocks, eng.BlockSize, eng.SpeedupRatio = 4096, 16, 0
@@ -86,7 +105,13 @@ func peerHintCached(t *testing.T, hints bool) int {
 	if w != "2" {
 		t.Fatalf("pinned to 2, served by %q", w)
 	}
-	return cached
+	resp, err := http.Get(f.URL() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	return cached, string(m)
 }
 
 // cachedTokens reads a completion answer's usage (closing resp) and

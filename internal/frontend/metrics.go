@@ -32,8 +32,9 @@ type metrics struct {
 	authFailures  prometheus.Counter
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
-	predict       *predictMetrics // predicted vs reported hits (predict.go)
-	regret        *regretMetrics  // lost prefix blocks by cause (regret.go)
+	predict       *predictMetrics        // predicted vs reported hits (predict.go)
+	regret        *regretMetrics         // lost prefix blocks by cause (regret.go)
+	peerHints     *prometheus.CounterVec // outcome (peerhint.go)
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -95,6 +96,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	registerRuntime(reg)
 	m.predict = newPredictMetrics(reg)
 	m.regret = newRegretMetrics(reg)
+	m.peerHints = newPeerHintMetrics(reg)
 	return m
 }
 

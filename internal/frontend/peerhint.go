@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"github.com/kvrouter/kvrouter/internal/oai"
 	"github.com/kvrouter/kvrouter/selector"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Peer-KV hints on the wire (router feature peer-kv-hints): a decision
@@ -28,6 +30,40 @@ import (
 // NIXL worker needs remote_request_id to locate the blocks, so for vLLM
 // the hint is advisory until an engine-side connector reads it.
 
+// Outcomes of kvrouter_peer_hints_total: what the frontend can see of a
+// hint. sent and unsent are per request sent to a worker (a retry on
+// another worker counts again); pulled is per answer whose engine
+// reported a KV pull (oai.TrailerKVTransfer above zero: the mocker sends
+// it, vLLM does not, so pulled stays 0 behind vLLM whatever it did).
+const (
+	peerSent   = "sent"   // header (and kv_transfer_params) attached
+	peerUnsent = "unsent" // the decision had a hint, the request went without: peer left the pool, or the body could not carry it
+	peerPulled = "pulled" // the hinted worker's answer reported pulling KV
+)
+
+func newPeerHintMetrics(reg *prometheus.Registry) *prometheus.CounterVec {
+	m := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_peer_hints_total",
+		Help: "Peer-KV hints (--enable-feature=peer-kv-hints) by outcome: sent (attached to a request sent to a worker), unsent (the decision had one, the request went without: peer gone or body not rewritable), pulled (the worker's answer reported a KV pull in the trailer X-Kvrouter-Kv-Transfer-Seconds: kvrouter mockers do, vLLM does not)."},
+		[]string{"outcome"})
+	for _, o := range []string{peerSent, peerUnsent, peerPulled} {
+		m.WithLabelValues(o) // exported at 0 before the first hint
+	}
+	reg.MustRegister(m)
+	return m
+}
+
+// notePulled counts a hinted request's answer that reported a KV pull;
+// call it once the body has been read to its end (trailers come after).
+func (s *Server) notePulled(h *selector.PeerHint, resp *http.Response) {
+	if h == nil || resp == nil || resp.Trailer == nil {
+		return
+	}
+	v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64)
+	if err == nil && v > 0 && !math.IsInf(v, 0) {
+		s.m.peerHints.WithLabelValues(peerPulled).Inc()
+	}
+}
+
 // HeaderKVSource names the peer that holds the hinted prompt blocks
 // (llm-d's p2p-source-producer header).
 const HeaderKVSource = "X-Kv-Cache-Source-Host-Port"
@@ -46,20 +82,22 @@ func (s *Server) peerEndpoint(h *selector.PeerHint) string {
 }
 
 // withPeerHint returns body carrying j's hint for worker wk (body itself
-// when there is none or wk is not vLLM-style) and sets the hint header
-// on hdr.
+// when there is none or wk is not vLLM-style), sets the hint header on
+// hdr and counts the outcome.
 func (s *Server) withPeerHint(hdr http.Header, body []byte, wk *Worker, h *selector.PeerHint) []byte {
+	if h == nil || h.Blocks <= 0 || h.Peer.ID == wk.ID {
+		return body
+	}
 	ep := s.peerEndpoint(h)
-	if ep == "" || h.Peer.ID == wk.ID {
-		return body
-	}
-	hdr.Set(HeaderKVSource, ep)
-	if wk.BootstrapPort != 0 {
-		return body
-	}
 	host, port, err := net.SplitHostPort(ep)
 	n, perr := strconv.Atoi(port)
-	if err != nil || perr != nil {
+	if ep == "" || err != nil || perr != nil {
+		s.m.peerHints.WithLabelValues(peerUnsent).Inc()
+		return body
+	}
+	if wk.BootstrapPort != 0 {
+		hdr.Set(HeaderKVSource, ep)
+		s.m.peerHints.WithLabelValues(peerSent).Inc()
 		return body
 	}
 	engine := "peer-w" + strconv.FormatUint(h.Peer.ID, 10)
@@ -72,7 +110,10 @@ func (s *Server) withPeerHint(hdr http.Header, body []byte, wk *Worker, h *selec
 	b, err := oai.SetFields(body, map[string]any{"kv_transfer_params": p})
 	if err != nil {
 		s.log.Warn("peer hint not attached", "worker", wk.ID, "err", err)
+		s.m.peerHints.WithLabelValues(peerUnsent).Inc()
 		return body
 	}
+	hdr.Set(HeaderKVSource, ep)
+	s.m.peerHints.WithLabelValues(peerSent).Inc()
 	return b
 }

@@ -367,6 +367,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			return
 		}
 		s.relay(w, r, j, f, resp)
+		s.notePulled(j.peer, resp)
 		return
 	}
 }

@@ -186,7 +186,9 @@ type Config struct {
 	// value: G1 only.
 	Tiers mocker.TierSizes
 	// Router configures the router-backed policies (Mode and
-	// BlockSize are overwritten per policy). Default router.DefaultConfig().
+	// BlockSize are overwritten per policy, PeerHints.Link with PeerLink
+	// of Engine: hints are priced over the link the engines pull over).
+	// Default router.DefaultConfig().
 	Router router.Config
 	// CacheAware configures the cache-aware baseline.
 	CacheAware CacheAwareConfig
@@ -222,6 +224,10 @@ type Config struct {
 	// Disagg makes the fleet disaggregated, prefill and decode pools
 	// (disagg.go, DESIGN.md §10). Default zero value: aggregated.
 	Disagg DisaggConfig
+	// LoRA runs requests under adapters loaded into engine slots
+	// (lora.go). Default: no adapters (DefaultMaxLoRAs slots and
+	// DefaultLoRALoadTime for when Adapters is set).
+	LoRA LoRAConfig
 }
 
 // DefaultConfig returns the defaults (Trace still to be set).
@@ -241,6 +247,7 @@ func DefaultConfig() Config {
 		Policies:   slices.Clone(AllPolicies),
 		EventDelay: DefaultEventDelay,
 		Seed:       DefaultSeed,
+		LoRA:       LoRAConfig{MaxLoRAs: DefaultMaxLoRAs, LoadTime: DefaultLoRALoadTime},
 	}
 }
 
@@ -293,6 +300,9 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.validateHybrid(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.LoRA.validate(&c); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Parallel < 0 {

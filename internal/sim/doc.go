@@ -95,6 +95,16 @@
 // kv credits full attention alone; RegretReport's predicted (credited)
 // vs actual (joint) hit rate measures the over-prediction.
 //
+// # LoRA adapters
+//
+// --lora-adapters N runs every conversation under one of N adapters
+// (lora.go): its blocks hash with the adapter's name, each engine holds
+// --max-loras adapters in LRU slots and a request whose adapter is not
+// loaded waits --lora-load-time (a stated constant) for the load; the
+// router learns the loaded adapters as from /v1/models and its LoRA
+// preference places requests (--lora-blind: it never learns). Report:
+// lora_loads per policy and worker.
+//
 // # Study
 //
 // Study (study.go) is one `kvrouter-study sim` run as a value: Traces,

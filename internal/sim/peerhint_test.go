@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // TestPeerKVHints: the same conversations with and without the feature.
@@ -40,4 +42,25 @@ func TestPeerKVHints(t *testing.T) {
 		t.Fatalf("computed tokens: %d with hints, %d without", on.ComputedTokens, off.ComputedTokens)
 	}
 	t.Logf("hints %d pulled %d; computed %d -> %d", on.PeerHints, on.PeerPulledBlocks, off.ComputedTokens, on.ComputedTokens)
+}
+
+// TestPeerLinkFollowsEngine: the router prices hints over the engines'
+// KV transfer link: the default engine's is selector.DefaultPeerLink, and
+// on a link too slow to beat computing (10 MB/s) no hint is sent.
+func TestPeerLinkFollowsEngine(t *testing.T) {
+	def := DefaultConfig()
+	if got := PeerLink(def.Engine, def.BlockSize); got != selector.DefaultPeerLink() {
+		t.Fatalf("default engine link %+v, want %+v", got, selector.DefaultPeerLink())
+	}
+	cfg := smallConfig(conversations(16, 6, 500*time.Millisecond, 5), 4)
+	cfg.Policies = []Policy{PolicyKV}
+	cfg.Router.EnableFeature = []string{router.FeaturePeerKVHints}
+	cfg.Engine.KVTransfer = mocker.Link{Bandwidth: 10e6, Latency: time.Millisecond}
+	rep, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Policies[0]; p.PeerHints != 0 || p.PeerPulledBlocks != 0 {
+		t.Fatalf("10 MB/s link: %d hints, %d pulled blocks, want none", p.PeerHints, p.PeerPulledBlocks)
+	}
 }

@@ -88,6 +88,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 	rc.Policy = mode
 	rc.BlockSize = cfg.BlockSize
 	rc.TierChains = rc.TierChains || cfg.Tiers.Enabled()
+	rc.PeerHints.Link = PeerLink(cfg.Engine, cfg.BlockSize)
 	r, err := router.New(rc, router.Options{Rand: rng})
 	if err != nil {
 		return nil, err
@@ -99,6 +100,8 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 			MaxNumSeqs:          cfg.Engine.MaxNumSeqs,
 			TotalKVBlocks:       cfg.Engine.NumBlocks,
 			BlockSize:           cfg.BlockSize,
+			MaxLoRAs:            cfg.LoRA.MaxLoRAs,
+			LoRAKnown:           cfg.LoRA.Enabled() && !cfg.LoRA.Blind,
 		})
 		if err != nil {
 			return nil, err
@@ -126,6 +129,7 @@ func (rp *routerPolicy) route(p *prepared, i int, now time.Duration) (int, bool,
 		Locals:       req.locals,
 		ISL:          req.isl,
 		OutputTokens: out,
+		LoRA:         p.loraOf(i),
 	}, epoch.Add(now))
 	if err != nil {
 		return 0, false, err

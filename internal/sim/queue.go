@@ -15,6 +15,7 @@ const (
 	evDeliver               // KV events of worker w reach the router
 	evMetrics               // worker w's KV usage reaches the router
 	evOffload               // worker w's idle engine has offloads due
+	evAdmit                 // request i's adapter has loaded on worker w
 )
 
 // event is one entry of the discrete-event queue.
@@ -23,6 +24,7 @@ type event struct {
 	seq  uint64
 	kind evKind
 	w    int32
+	i    int32            // evAdmit: the request
 	f    float64          // evMetrics: usage
 	evs  []kvevents.Event // evDeliver
 }

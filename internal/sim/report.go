@@ -28,9 +28,12 @@ type Report struct {
 	Tiers string `json:"tiers,omitempty"`
 	// Model is the engines' hybrid model (mocker.HybridConfig.Kind: swa
 	// or mamba); "" = full attention only.
-	Model  string `json:"model,omitempty"`
-	Seed   uint64 `json:"seed"`
-	Bounds Bounds `json:"bounds"`
+	Model string `json:"model,omitempty"`
+	// LoRAAdapters and MaxLoRAs are Config.LoRA's (omitted without).
+	LoRAAdapters int    `json:"lora_adapters,omitempty"`
+	MaxLoRAs     int    `json:"max_loras,omitempty"`
+	Seed         uint64 `json:"seed"`
+	Bounds       Bounds `json:"bounds"`
 	// Policies holds one report per policy, in Config.Policies order.
 	Policies []PolicyReport `json:"policies"`
 }
@@ -70,6 +73,8 @@ type WorkerReport struct {
 	Preemptions    int64 `json:"preemptions"`
 	// BusyS is the simulated time the engine spent in forward passes.
 	BusyS float64 `json:"busy_s"`
+	// LoRALoads counts the adapters loaded on this engine (Config.LoRA).
+	LoRALoads int64 `json:"lora_loads,omitempty"`
 }
 
 // PolicyReport is one policy's figures.
@@ -98,6 +103,9 @@ type PolicyReport struct {
 	// engines pulled over the KV link (part of CachedTokens).
 	PeerHints        int64 `json:"peer_hints,omitempty"`
 	PeerPulledBlocks int64 `json:"peer_pulled_blocks,omitempty"`
+	// LoRALoads counts adapters loaded into an engine slot (Config.LoRA;
+	// lora.go): first use on a worker, or again after being unloaded.
+	LoRALoads int64 `json:"lora_loads,omitempty"`
 	// Block hit rate = HitBlocks / Blocks (full prompt blocks), and its
 	// ratio to the two bounds.
 	Blocks    int64   `json:"blocks"`

@@ -32,12 +32,22 @@ type request struct {
 	locals  []uint64      // full router blocks' local hashes
 	seq     []uint64      // and their sequence hashes
 	id      string        // router request id
+	lora    int           // adapter (Config.LoRA, lora.go); -1 = base model
 }
 
 // prepared is what every policy and the bounds share.
 type prepared struct {
-	reqs []request
-	span time.Duration // last arrival - first arrival
+	reqs  []request
+	span  time.Duration // last arrival - first arrival
+	loras []string      // adapter names by index (Config.LoRA)
+}
+
+// loraOf is request i's adapter name ("" = base model).
+func (p *prepared) loraOf(i int) string {
+	if a := p.reqs[i].lora; a >= 0 {
+		return p.loras[a]
+	}
+	return ""
 }
 
 // prepare scales the trace and hashes every prompt once.
@@ -57,11 +67,25 @@ func prepare(cfg *Config) prepared {
 	lbuf := make([]uint64, 0, total)
 	sbuf := make([]uint64, 0, total)
 	first := recs[0].Timestamp
+	var keys []uint64
+	if cfg.LoRA.Enabled() {
+		keys = sessionKeys(recs, cfg.LoRA.Adapters)
+		for a := range cfg.LoRA.Adapters {
+			p.loras = append(p.loras, loraName(a))
+		}
+	}
 	for i := range recs {
 		r := &recs[i]
 		tok = trace.Tokens(tok[:0], r, trace.TraceBlockTokens)
 		start := len(lbuf)
-		lbuf, sbuf = kvhash.AppendLocalSeq(lbuf, sbuf, tok, cfg.BlockSize, seed)
+		lora, hs := -1, seed
+		if cfg.LoRA.Enabled() {
+			// An adapter's blocks hash with its name as seed, as the
+			// engine hashes them (mocker Request.LoRA).
+			lora = adapterOf(keys[i], cfg.LoRA.Adapters)
+			hs = kvhash.Seed(p.loras[lora], "")
+		}
+		lbuf, sbuf = kvhash.AppendLocalSeq(lbuf, sbuf, tok, cfg.BlockSize, hs)
 		p.reqs[i] = request{
 			rec:     r,
 			arrival: time.Duration(math.Round(float64(r.Timestamp-first) / cfg.RateScale)),
@@ -69,6 +93,7 @@ func prepare(cfg *Config) prepared {
 			locals:  lbuf[start:len(lbuf):len(lbuf)],
 			seq:     sbuf[start:len(sbuf):len(sbuf)],
 			id:      fmt.Sprint(i),
+			lora:    lora,
 		}
 	}
 	p.span = p.reqs[len(p.reqs)-1].arrival
@@ -101,6 +126,9 @@ func Run(ctx context.Context, cfg Config, progress Progress) (Report, error) {
 	}
 	if p.span > 0 {
 		rep.OfferedRate = float64(len(p.reqs)) / p.span.Seconds()
+	}
+	if cfg.LoRA.Enabled() {
+		rep.LoRAAdapters, rep.MaxLoRAs = cfg.LoRA.Adapters, cfg.LoRA.MaxLoRAs
 	}
 
 	var mu sync.Mutex
@@ -162,6 +190,7 @@ type worker struct {
 	// offloadAt is when an evOffload is scheduled (valid if offloadSet).
 	offloadAt  time.Duration
 	offloadSet bool
+	lora       loraSlots // loaded adapters (Config.LoRA, lora.go)
 	stats      WorkerReport
 }
 
@@ -274,6 +303,8 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, v variant, progress
 			f.pol.metrics(int(ev.w), ev.f)
 		case evOffload:
 			f.offload(int(ev.w))
+		case evAdmit:
+			f.admit(int(ev.i), int(ev.w))
 		}
 		if f.pendingProgress >= progressEvery {
 			progress(f.pendingProgress)
@@ -322,9 +353,21 @@ func (f *fleet) reject() {
 	f.pendingProgress++
 }
 
-// dispatch hands request i to worker w's engine and starts a pass if the
-// engine is idle.
+// dispatch hands request i to worker w: to its engine now, or once the
+// request's adapter has loaded there (lora.go).
 func (f *fleet) dispatch(i, w int) {
+	if f.cfg.LoRA.Enabled() {
+		if at := f.useLoRA(i, w); at > f.now {
+			f.q.push(event{t: at, kind: evAdmit, w: int32(w), i: int32(i)})
+			return
+		}
+	}
+	f.admit(i, w)
+}
+
+// admit adds request i to worker w's engine and starts a pass if the
+// engine is idle.
+func (f *fleet) admit(i, w int) {
 	r := &f.p.reqs[i]
 	tok := f.getTokens(r.isl)
 	tok = trace.Tokens(tok, r.rec, trace.TraceBlockTokens)
@@ -337,6 +380,7 @@ func (f *fleet) dispatch(i, w int) {
 		MaxOutputTokens: max(1, r.rec.OutputLength),
 		Arrival:         r.arrival,
 		RemoteBlocks:    f.peerBlocks(i),
+		LoRA:            f.p.loraOf(i),
 	})
 	if err != nil {
 		// ErrTooLong: the prompt cannot fit this engine at all.
