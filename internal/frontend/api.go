@@ -212,7 +212,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		out.Candidates = append(out.Candidates, s.candidate(c, &rc))
 		s.loraTier(&out.Candidates[len(out.Candidates)-1], rr.LoRA)
 	}
-	s.m.requests.WithLabelValues(ep, "200").Inc()
+	s.m.request(ep, "200")
 	writeJSON(w, http.StatusOK, out)
 }
 
