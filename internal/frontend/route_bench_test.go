@@ -20,7 +20,8 @@ import (
 // beside the router core's in the same process, on router's
 // BenchmarkRouteOverhead setup: a 32k-token prompt (512 blocks at B=64)
 // over w workers whose device caches hold prefixes of it (worker i holds
-// i*37 mod 512 blocks), Free before the next request.
+// i*37 mod 512 blocks), Free before the next request; inflight=32 is the
+// live-like variant (benchServeRoute).
 //
 //   - core: router.Route + Free on a bare router (router.DefaultConfig,
 //     index not behind the sink), the caller's Candidates buffer reused:
