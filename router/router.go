@@ -711,12 +711,26 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 			r.events.OnQueue(&rq, pendingN)
 		}
 	case r.events.OnRoute != nil:
-		rq, dd := req, d
-		r.events.OnRoute(&rq, &dd)
-		d = dd
+		// Pooled copies: &req and &d would move both to the heap on
+		// every route (two allocations per decision).
+		h := hookArgsPool.Get().(*hookArgs)
+		h.req, h.d = req, d
+		r.events.OnRoute(&h.req, &h.d)
+		d = h.d
+		*h = hookArgs{}
+		hookArgsPool.Put(h)
 	}
 	return d, err
 }
+
+// hookArgs are Route's arguments to Events.OnRoute, recycled once it
+// returns.
+type hookArgs struct {
+	req Request
+	d   Decision
+}
+
+var hookArgsPool = sync.Pool{New: func() any { return new(hookArgs) }}
 
 func (r *Router) reject(req *Request, err error) {
 	r.mu.Lock()

@@ -223,7 +223,7 @@ type Approx interface {
 // goroutine, so they may call back into the router; they must be cheap.
 type Events struct {
 	// OnRoute is called for every dispatched decision (from Route or
-	// Release).
+	// Release); req and d are valid during the call only.
 	OnRoute func(req *Request, d *Decision)
 	// OnQueue is called when a request starts waiting; pending is the
 	// queue length after it joined.

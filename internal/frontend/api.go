@@ -254,7 +254,7 @@ func (s *Server) handleRoute(w http.ResponseWriter, r *http.Request) {
 		s.loraTier(&out.Candidates[len(out.Candidates)-1], rr.LoRA)
 	}
 	s.explainGroups(&out, j, rr.LoRA, rr.Namespace, d.Worker)
-	s.m.requests.WithLabelValues(ep, "200").Inc()
+	s.m.request(ep, "200")
 	writeJSON(w, http.StatusOK, out)
 }
 

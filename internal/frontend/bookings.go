@@ -182,6 +182,6 @@ func (s *Server) handleRouteLifecycle(w http.ResponseWriter, r *http.Request) {
 		notFound()
 		return
 	}
-	s.m.requests.WithLabelValues(ep, "200").Inc()
+	s.m.request(ep, "200")
 	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "ok"})
 }

@@ -132,7 +132,7 @@ func (s *Server) disagg(w http.ResponseWriter, r *http.Request, j *job) bool {
 		pre, err := s.prefillHop(ctx, j, &triedPrefill)
 		if err != nil {
 			if ctx.Err() != nil {
-				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+				s.m.request(j.endpoint, "499")
 				return true
 			}
 			s.log.Warn("prefill pool failed: serving aggregated", "request_id", j.id, "err", err)
@@ -296,7 +296,7 @@ func (s *Server) decodeHop(w http.ResponseWriter, r *http.Request, j *job, pre *
 		f.abort(time.Now())
 		s.kickRelease()
 		if ctx.Err() != nil {
-			s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+			s.m.request(j.endpoint, "499")
 			return false
 		}
 		if dctx.Err() != nil && prefillFailed() {

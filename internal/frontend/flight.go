@@ -6,11 +6,11 @@ import (
 	"github.com/kvrouter/kvrouter/internal/decisionlog"
 	"github.com/kvrouter/kvrouter/internal/frontend/pool"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
+	"github.com/kvrouter/kvrouter/selector"
 )
 
 // A flight is one proxied request's life from its routing decision to its
@@ -47,6 +47,15 @@ type flight struct {
 	reportedPrompt, reportedCached, reportedOutput int
 	// epoch is the worker's removal epoch at the decision (regret.go).
 	epoch uint64
+	// cands is d.Candidates' buffer when the flight owns it (candbufs.go),
+	// given back when the flight ends; nil none.
+	cands *[]selector.Breakdown
+	// dec holds d when the flight owns its decision (Server.place: one
+	// allocation less per request than a separate Decision).
+	dec router.Decision
+	// l is the landing land reports (part of the flight: one allocation
+	// less per request).
+	l landing
 }
 
 // tracker is the router's load accounting of requests (*router.Router).
@@ -101,12 +110,19 @@ type predictionCheck struct {
 const touchEvery = time.Second
 
 func newFlight(j *job, d *router.Decision, fit *fitObs, bk tracker, ob flightObserver) *flight {
-	f := &flight{id: j.id, endpoint: j.endpoint, model: j.model, start: j.start, d: d, fit: fit,
-		bk: bk, ob: ob, outcome: "ok", reportedCached: -1}
+	f := new(flight)
+	f.init(j, d, fit, bk, ob)
+	return f
+}
+
+// init starts f, a new flight, as newFlight does (f.dec may already hold
+// d: it is left alone).
+func (f *flight) init(j *job, d *router.Decision, fit *fitObs, bk tracker, ob flightObserver) {
+	f.id, f.endpoint, f.model, f.start, f.d, f.fit = j.id, j.endpoint, j.model, j.start, d, fit
+	f.bk, f.ob, f.outcome, f.reportedCached = bk, ob, "ok", -1
 	if e, ok := ob.(interface{ removalEpoch(worker uint64) uint64 }); ok {
 		f.epoch = e.removalEpoch(d.Worker.ID)
 	}
-	return f
 }
 
 // abort ends a flight whose request never reached its worker (Fail, once).
@@ -117,11 +133,21 @@ func (f *flight) abort(now time.Time) {
 	f.done = true
 	_ = f.bk.Fail(f.id, now)
 	f.dlog.Log(f.d, "unreached")
+	f.recycle()
+}
+
+// recycle gives back the candidates buffer the flight owns: the decision
+// is not read after the flight ends.
+func (f *flight) recycle() {
+	if f.cands != nil {
+		putCands(f.cands, len(f.d.Candidates))
+		f.cands = nil
+	}
 }
 
 // answered: the worker's response headers arrived at now with status.
 func (f *flight) answered(status int, now time.Time) {
-	f.status = strconv.Itoa(status)
+	f.status = statusLabel(status)
 	f.lastTouch = now
 }
 
@@ -203,8 +229,9 @@ func (f *flight) land(now time.Time) {
 	f.done = true
 	_ = f.bk.Free(f.id, now)
 	f.dlog.Log(f.d, f.outcome)
-	l := &landing{id: f.id, endpoint: f.endpoint, model: f.model, worker: f.d.Worker.ID,
+	f.l = landing{id: f.id, endpoint: f.endpoint, model: f.model, worker: f.d.Worker.ID,
 		status: f.status, outcome: f.outcome, elapsed: now.Sub(f.start)}
+	l := &f.l
 	if f.outcome == "ok" && !f.unread {
 		l.fit = f.fit
 		l.output = f.tokens
@@ -218,6 +245,7 @@ func (f *flight) land(now time.Time) {
 		}
 	}
 	f.ob.landed(l)
+	f.recycle()
 }
 
 // usage is what a worker reports of one request (OpenAI "usage").
@@ -278,8 +306,8 @@ func (r *flightRecorder) landed(l *landing) {
 		r.gm.slowClients.Inc()
 	}
 	r.kick()
-	r.m.requests.WithLabelValues(l.endpoint, l.status).Inc()
-	r.m.outcomes.WithLabelValues(l.outcome).Inc()
+	r.m.request(l.endpoint, l.status)
+	r.m.outcomesBy.get(l.outcome).Inc()
 	r.m.duration.Observe(l.elapsed.Seconds())
 	r.fits.observe(l.fit)
 	if l.output > 0 && r.outAvg != nil {

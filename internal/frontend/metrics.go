@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -27,6 +26,7 @@ type metrics struct {
 	ttft          prometheus.Histogram
 	duration      prometheus.Histogram
 	tokenize      prometheus.Histogram
+	route         prometheus.Histogram // routeHop's own time, unqueued decisions
 	inflight      prometheus.Gauge
 	retries       prometheus.Counter
 	authFailures  prometheus.Counter
@@ -35,6 +35,11 @@ type metrics struct {
 	predict       *predictMetrics        // predicted vs reported hits (predict.go)
 	regret        *regretMetrics         // lost prefix blocks by cause (regret.go)
 	peerHints     *prometheus.CounterVec // outcome (peerhint.go)
+	// The hot path's children of requests, outcomes and decisions,
+	// resolved once (children.go).
+	requestsBy  *children[endpointStatus, prometheus.Counter]
+	outcomesBy  *children[string, prometheus.Counter]
+	decisionsBy *children[uint64, prometheus.Counter]
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -70,6 +75,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "End-to-end proxied request duration.", Buckets: lat}),
 		tokenize: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_tokenize_seconds",
 			Help: "Tokenization time per request.", Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12)}),
+		route: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_route_seconds",
+			Help:    "Time the frontend takes to route one hop of a request that did not queue: the router's decision and its bookkeeping around it (metrics, decision-log sample), after parsing and tokenizing.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 1.25, 50)}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kvrouter_inflight_requests",
 			Help: "Requests being proxied."}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_retries_total",
@@ -82,7 +90,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Stale requests released by the sweeper."}),
 	}
 	reg.MustRegister(m.requests, m.outcomes, m.decisions, m.rejects, m.overlap, m.promptBlocks, m.overlapBlocks,
-		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize,
+		m.promptTokens, m.cachedTokens, m.workerCached, m.workerPrompt, m.cost, m.ttft, m.duration, m.tokenize, m.route,
 		m.inflight, m.retries, m.authFailures, m.limitRejects, m.swept,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_queue_depth", Help: "Requests waiting in the router queue."},
 			func() float64 { return float64(s.rt.Pending()) }),
@@ -97,11 +105,19 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.predict = newPredictMetrics(reg)
 	m.regret = newRegretMetrics(reg)
 	m.peerHints = newPeerHintMetrics(reg)
+	m.requestsBy = newChildren(func(k endpointStatus) prometheus.Counter { return m.requests.WithLabelValues(k.endpoint, k.status) })
+	m.outcomesBy = labelCounters(m.outcomes)
+	m.decisionsBy = workerCounters(m.decisions)
 	return m
 }
 
+// request counts one answered request of endpoint with status.
+func (m *metrics) request(endpoint, status string) {
+	m.requestsBy.get(endpointStatus{endpoint, status}).Inc()
+}
+
 func (m *metrics) onRoute(req *router.Request, d *router.Decision) {
-	m.decisions.WithLabelValues(strconv.FormatUint(d.Worker.ID, 10)).Inc()
+	m.decisionsBy.get(d.Worker.ID).Inc()
 	m.overlap.Observe(float64(d.Overlap[kvevents.TierDevice]))
 	m.promptBlocks.Add(float64(d.Blocks))
 	m.overlapBlocks.Add(float64(min(d.Overlap[kvevents.TierDevice], d.Blocks)))

@@ -111,7 +111,7 @@ type Picked struct {
 func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error) {
 	ep := cmpOr(EndpointOf(in.Path), EndpointOther)
 	fail := func(e *oai.Error) (*Picked, *oai.Error) {
-		s.m.requests.WithLabelValues(ep, strconv.Itoa(e.Status)).Inc()
+		s.m.request(ep, statusLabel(e.Status))
 		return nil, e
 	}
 	r := &http.Request{URL: &url.URL{Path: in.Path}, Header: in.Header}
@@ -174,7 +174,7 @@ func (s *Server) Pick(ctx context.Context, in PickRequest) (*Picked, *oai.Error)
 // whether it streams (text/event-stream).
 func (p *Picked) ResponseHeaders(status int, contentType string) {
 	if status != 0 {
-		p.f.status = strconv.Itoa(status)
+		p.f.status = statusLabel(status)
 	}
 	p.sse = strings.HasPrefix(contentType, "text/event-stream")
 }

@@ -162,17 +162,25 @@ func PlacementOf(pin, ranks string, labels map[string]string) (*Placement, strin
 	return &p, "", nil
 }
 
+// dpRanksKey is HeaderDPRanks in canonical form: Get canonicalizes a
+// key that is not, with an allocation on every request.
+var dpRanksKey = http.CanonicalHeaderKey(HeaderDPRanks)
+
 // placementHeaders reads the placement headers of r (nil when none).
 func placementHeaders(h http.Header) (*Placement, *oai.Error) {
+	pin, ranks, req := h.Get(HeaderPinWorker), h.Get(dpRanksKey), h.Get(HeaderRequireLabels)
+	if pin == "" && ranks == "" && req == "" {
+		return nil, nil // no rule (PlacementOf's answer, without its allocation)
+	}
 	var labels map[string]string
-	if v := h.Get(HeaderRequireLabels); v != "" {
-		l, err := ParseLabels(v)
+	if req != "" {
+		l, err := ParseLabels(req)
 		if err != nil {
 			return nil, oai.BadRequest(HeaderRequireLabels, err.Error())
 		}
 		labels = l
 	}
-	p, which, err := PlacementOf(h.Get(HeaderPinWorker), h.Get(HeaderDPRanks), labels)
+	p, which, err := PlacementOf(pin, ranks, labels)
 	if err != nil {
 		return nil, oai.BadRequest(map[string]string{FieldPin: HeaderPinWorker, FieldRanks: HeaderDPRanks}[which], err.Error())
 	}

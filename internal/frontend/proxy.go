@@ -66,6 +66,10 @@ type job struct {
 	salt, saltHeader string
 	// place is the request's placement (placement.go); nil none.
 	place *Placement
+	// cands is the buffer the next route fills with the decision's
+	// candidates (router.Request.Candidates; candbufs.go), set by the
+	// proxy around its route only.
+	cands []selector.Breakdown
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -111,7 +115,7 @@ func readAll(r io.Reader, contentLength, limit int64) ([]byte, error) {
 
 func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 	j := &job{
-		id:       s.prefix + "-" + strconv.FormatUint(s.reqSeq.Add(1), 10),
+		id:       s.requestID(),
 		path:     r.URL.Path,
 		session:  r.Header.Get(HeaderSession),
 		tenant:   r.Header.Get(queue.TenantHeader),
@@ -146,6 +150,13 @@ func (s *Server) newJob(r *http.Request, endpoint string) (*job, *oai.Error) {
 	return j, nil
 }
 
+// requestID is the next request id, prefix-N (one allocation).
+func (s *Server) requestID() string {
+	b := make([]byte, 0, 32)
+	b = append(append(b, s.prefix...), '-')
+	return string(strconv.AppendUint(b, s.reqSeq.Add(1), 10))
+}
+
 func (s *Server) checkPrompt(n int) *oai.Error {
 	if n == 0 {
 		return oai.BadRequest("prompt", "the prompt is empty")
@@ -160,7 +171,7 @@ func (s *Server) checkPrompt(n int) *oai.Error {
 }
 
 func (s *Server) fail(w http.ResponseWriter, endpoint string, e *oai.Error) {
-	s.m.requests.WithLabelValues(endpoint, strconv.Itoa(e.Status)).Inc()
+	s.m.request(endpoint, statusLabel(e.Status))
 	e.Write(w)
 }
 
@@ -334,12 +345,12 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 	}
 	var tried []uint64
 	for attempt := 0; ; attempt++ {
-		d, err := s.route(ctx, j, tried)
+		f, err := s.place(ctx, j, tried)
 		if err != nil {
 			s.fail(w, j.endpoint, routeError(err))
 			return
 		}
-		f := s.newFlight(j, &d, s.fits.begin(&d, time.Now()))
+		d := f.d
 		wk, ok := s.pool.Get(d.Worker.ID)
 		if !ok { // removed between Route and here
 			f.abort(time.Now())
@@ -352,7 +363,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 			f.abort(time.Now())
 			s.kickRelease()
 			if ctx.Err() != nil {
-				s.m.requests.WithLabelValues(j.endpoint, "499").Inc()
+				s.m.request(j.endpoint, "499")
 				return
 			}
 			s.log.Warn("worker unreachable", "worker", wk.ID, "request_id", j.id, "err", err)
@@ -370,6 +381,23 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, j *job) {
 		s.notePulled(j.peer, resp)
 		return
 	}
+}
+
+// place routes j, excluding tried workers, and starts its flight, which
+// owns the decision and the buffer of its candidates (candbufs.go).
+func (s *Server) place(ctx context.Context, j *job, tried []uint64) (*flight, error) {
+	f := new(flight)
+	cands := getCands()
+	j.cands = *cands
+	var err error
+	f.dec, err = s.route(ctx, j, tried)
+	j.cands = nil
+	if err != nil { // cands not given back: a queued route may still fill it
+		return nil, err
+	}
+	f.init(j, &f.dec, s.fits.begin(&f.dec, time.Now()), s.rt, s.flights)
+	f.dlog, f.cands = s.dlog, cands
+	return f, nil
 }
 
 // newFlight starts the flight of j, routed by d (fit: its timing-fit
@@ -397,11 +425,13 @@ func (s *Server) routerRequest(j *job, id string, hop router.Hop) router.Request
 // routeHop routes one hop of j under request id id (DESIGN.md §10;
 // HopAggregated: the whole request).
 func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop, tried []uint64) (router.Decision, error) {
+	t0 := time.Now()
 	req := s.routerRequest(j, id, hop)
 	if hop == router.HopPrefill {
 		req.Session = "" // a session binds to the worker that decodes (and caches) it
 	}
 	req.Constraints.Allow = j.allow
+	req.Candidates = j.cands
 	req.Inputs = s.dlog.Sample() // nil unless this decision is logged
 	if !j.constrain(&req.Constraints) {
 		return router.Decision{}, fmt.Errorf("frontend: pinned worker %d is outside the request's endpoint subset: %w", *j.place.PinWorker, selector.ErrNoneEligible)
@@ -431,6 +461,9 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 	d, err := s.rt.Route(ctx, req, time.Now())
 	if err != nil || !d.Queued {
 		s.tm.routed(j.tenant, time.Time{}, err)
+		if err == nil {
+			s.m.route.Observe(time.Since(t0).Seconds())
+		}
 		return d, err
 	}
 	s.tm.queued.WithLabelValues(s.tm.label(j.tenant)).Inc()
@@ -510,13 +543,18 @@ func (s *Server) relay(cw http.ResponseWriter, r *http.Request, j *job, f *fligh
 	}
 }
 
-// setRouteHeaders tells the client where d sent request id.
+// setRouteHeaders tells the client where d sent request id. The values
+// share one backing array and the names are canonical already, so this
+// is h.Set of each with one allocation instead of five.
 func setRouteHeaders(h http.Header, id string, d *router.Decision) {
-	h.Set(HeaderWorker, strconv.FormatUint(d.Worker.ID, 10))
-	h.Set(HeaderOverlap, strconv.Itoa(d.Overlap[kvevents.TierDevice]))
-	h.Set(HeaderTierOverlap, tierOverlapHeader(&d.Overlap))
-	h.Set(HeaderCached, strconv.Itoa(d.CachedTokens))
-	h.Set(HeaderReqID, id)
+	v := make([]string, 5)
+	v[0] = strconv.FormatUint(d.Worker.ID, 10)
+	v[1] = strconv.Itoa(d.Overlap[kvevents.TierDevice])
+	v[2] = tierOverlapHeader(&d.Overlap)
+	v[3] = strconv.Itoa(d.CachedTokens)
+	v[4] = id
+	h[HeaderWorker], h[HeaderOverlap], h[HeaderTierOverlap] = v[0:1:1], v[1:2:2], v[2:3:3]
+	h[HeaderCached], h[HeaderReqID] = v[3:4:4], v[4:5:5]
 }
 
 // relayJSON copies a non-streaming JSON answer (an engine that ignored

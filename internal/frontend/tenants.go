@@ -23,8 +23,10 @@ type tenantMetrics struct {
 	weights  map[string]float64
 	queued   *prometheus.CounterVec
 	admitted *prometheus.CounterVec
-	wait     *prometheus.HistogramVec
-	queueOn  bool
+	// admittedBy are admitted's children, resolved once (children.go).
+	admittedBy *children[string, prometheus.Counter]
+	wait       *prometheus.HistogramVec
+	queueOn    bool
 }
 
 func newTenantMetrics(reg *prometheus.Registry, s *Server) *tenantMetrics {
@@ -40,6 +42,7 @@ func newTenantMetrics(reg *prometheus.Registry, s *Server) *tenantMetrics {
 			Help:    "Time a request waited in the router queue before routing (0 when it did not queue), by tenant; only with the queue on.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)}, []string{"tenant"}),
 	}
+	t.admittedBy = labelCounters(t.admitted)
 	reg.MustRegister(t.queued, t.admitted, t.wait, newTenantGauge(s),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvrouter_tenant_overflow_total",
 			Help: "Queued requests that shared the fair queue's _other bucket because --queue-max-tenants tenants were waiting."},
@@ -65,7 +68,7 @@ func (t *tenantMetrics) routed(tenant string, queuedAt time.Time, err error) {
 		return
 	}
 	l := t.label(tenant)
-	t.admitted.WithLabelValues(l).Inc()
+	t.admittedBy.get(l).Inc()
 	if !t.queueOn {
 		return
 	}

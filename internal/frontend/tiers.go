@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/router"
@@ -30,16 +29,15 @@ func tierInts(v *[kvevents.NumTiers]int) map[string]int {
 
 // tierOverlapHeader formats ov for HeaderTierOverlap.
 func tierOverlapHeader(ov *[kvevents.NumTiers]int) string {
-	var b strings.Builder
+	b := make([]byte, 0, 64) // on the stack: one allocation, the string
 	for t, n := range ov {
 		if t > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(kvevents.Tier(t).String())
-		b.WriteByte('=')
-		b.WriteString(strconv.Itoa(n))
+		b = append(append(b, kvevents.Tier(t).String()...), '=')
+		b = strconv.AppendInt(b, int64(n), 10)
 	}
-	return b.String()
+	return string(b)
 }
 
 // tierCandidate fills c's per-tier fields from breakdown b under the
