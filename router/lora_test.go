@@ -13,10 +13,12 @@ import (
 )
 
 // A mixed fleet: workers 1-2 have adapter "a" loaded, 3-4 have a free
-// slot, 5-6 are full, 7 reports nothing. Requests for "a" stay on 1-2;
-// requests for "b", loaded nowhere, converge on the rendezvous pick among
-// the free workers, whatever their load; once that worker reports "b"
-// loaded, it stays the only choice.
+// slot, 5-6 are full, 7 reports nothing (a free slot for the adapter
+// term). Requests for "a" go to 1-2 while their queues cost less than a
+// load, then spill onto a free slot, never onto a full worker first;
+// requests for "b", loaded nowhere, go to its rendezvous home among the
+// workers with a free slot while the fleet is idle; base-model requests see the
+// whole fleet.
 func TestRouteLoRAMixedFleet(t *testing.T) {
 	cfg := router.DefaultConfig()
 	cfg.BlockSize = 4
@@ -39,46 +41,82 @@ func TestRouteLoRAMixedFleet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	L, E := cfg.Selector.LoRALoad, cfg.Selector.LoRAEvict
 	now := time.Unix(0, 0)
-	prompt := make([]uint32, 64)
-	route := func(id, lora string) uint64 {
+	route := func(id, lora string, n int) router.Decision {
 		t.Helper()
-		d, err := r.Route(context.Background(), router.Request{ID: id, Tokens: prompt, LoRA: lora}, now)
+		d, err := r.Route(context.Background(), router.Request{ID: id, Tokens: make([]uint32, n), LoRA: lora}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.Worker.ID
+		return d
 	}
-	used := map[uint64]bool{}
-	for i := range 8 {
-		w := route(fmt.Sprint("a", i), "a")
-		if w != 1 && w != 2 {
-			t.Fatalf("request %d for loaded adapter a went to worker %d", i, w)
+	free := func(ids ...string) {
+		for _, id := range ids {
+			if err := r.Free(id, now); err != nil {
+				t.Fatal(err)
+			}
 		}
-		used[w] = true
 	}
-	if len(used) != 2 {
-		t.Fatalf("the cost should spread a's load over both loaded workers, used %v", used)
+	// The adapter term per worker for "a": 0 loaded, L free, L+E full.
+	wantA := map[uint64]float64{1: 0, 2: 0, 3: L, 4: L, 5: L + E, 6: L + E, 7: L}
+	var ids []string
+	used := map[uint64]int{}
+	spill := uint64(0)
+	for i := range 12 {
+		id := fmt.Sprint("a", i)
+		d := route(id, "a", 256)
+		ids = append(ids, id)
+		for _, b := range d.Candidates {
+			if b.LoRA != wantA[b.Worker.ID] {
+				t.Fatalf("request %d: worker %d adapter term %v, want %v", i, b.Worker.ID, b.LoRA, wantA[b.Worker.ID])
+			}
+		}
+		used[d.Worker.ID]++
+		if w := d.Worker.ID; w != 1 && w != 2 && spill == 0 {
+			spill = w
+		}
 	}
-	// Worker 7 reports nothing, so it counts as free too.
-	win, _ := selector.Rendezvous("b", []uint64{3, 4, 7})
+	if used[1] == 0 || used[2] == 0 {
+		t.Fatalf("the cost should spread a's load over both loaded workers first, used %v", used)
+	}
+	if spill != 3 && spill != 4 && spill != 7 {
+		t.Fatalf("a's queue should spill onto a free slot (3, 4, 7) first, went to %d (used %v)", spill, used)
+	}
+	free(ids...)
+	// Idle again: b, loaded nowhere, goes home every time.
+	// Free slots for b: 1 (one of two taken), 3, 4, 7; 2, 5, 6 are full.
+	home, _ := selector.Rendezvous("b", []uint64{1, 3, 4, 7})
 	for i := range 6 {
-		if w := route(fmt.Sprint("b", i), "b"); w != win {
-			t.Fatalf("request %d for unloaded adapter b went to %d, rendezvous says %d", i, w, win)
+		id := fmt.Sprint("b", i)
+		d := route(id, "b", 64)
+		if d.Worker.ID != home {
+			t.Fatalf("request %d for unloaded adapter b went to %d, rendezvous home %d", i, d.Worker.ID, home)
 		}
-	}
-	if win != 7 {
-		if err := r.SetWorkerLoRAs(win, []string{"b"}); err != nil {
-			t.Fatal(err)
+		for _, b := range d.Candidates {
+			want := L
+			if w := b.Worker.ID; w == 2 || w == 5 || w == 6 {
+				want += E
+			}
+			if b.Worker.ID != home {
+				want += L
+			}
+			if b.LoRA != want {
+				t.Fatalf("b: worker %d adapter term %v, want %v", b.Worker.ID, b.LoRA, want)
+			}
 		}
-		if w := route("b-loaded", "b"); w != win {
-			t.Fatalf("loaded b: went to %d, want %d", w, win)
-		}
+		free(id)
 	}
 	// Base-model requests see the whole fleet, the full workers too.
 	seen := map[uint64]bool{}
 	for i := range 14 {
-		seen[route(fmt.Sprint("base", i), "")] = true
+		d := route(fmt.Sprint("base", i), "", 64)
+		seen[d.Worker.ID] = true
+		for _, b := range d.Candidates {
+			if b.LoRA != 0 {
+				t.Fatalf("base-model request: worker %d adapter term %v", b.Worker.ID, b.LoRA)
+			}
+		}
 	}
 	if !seen[5] && !seen[6] {
 		t.Fatalf("base-model requests never reached the full workers 5, 6: %v", seen)

@@ -190,9 +190,9 @@ type WorkerInfo struct {
 	// LoRAKnown says the worker reports its LoRA adapters: LoRAs are
 	// those loaded (at most MaxWorkerLoRAs) and MaxLoRAs its adapter
 	// slots (vLLM's --max-loras; 0 unbounded). A request for an adapter
-	// prefers the workers that have it loaded, then those with a free
-	// slot, then any (selector LoRATier); false leaves the worker out of
-	// that preference. SetWorkerLoRAs updates LoRAs.
+	// pays its load on a worker without it, more on one with no free slot
+	// (the cost's adapter term, selector lora.go); false counts the worker
+	// as having a free slot. SetWorkerLoRAs updates LoRAs.
 	LoRAKnown bool
 	LoRAs     []string
 	MaxLoRAs  int

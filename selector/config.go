@@ -102,6 +102,17 @@ type Config struct {
 	// per request (Overrides.TransferWeight, Router Config.Disagg).
 	// Default 0: the prompt is computed.
 	TransferWeight float64 `yaml:"transfer_weight"`
+	// LoRALoad is the time, in ms, a request naming an adapter waits for
+	// the adapter to load on a worker that does not have it loaded; the
+	// cost charges it there (lora.go). Default DefaultLoRALoad (an 84 MB
+	// adapter read at 6 GB/s); 0 with LoRAEvict 0 = adapters cost nothing
+	// (requests naming one are placed as base-model requests).
+	LoRALoad float64 `yaml:"lora_load_ms"`
+	// LoRAEvict is the further charge, in ms, on a worker whose adapter
+	// slots are all taken: the load unloads the least recently used
+	// adapter, whose next request there loads it again. Default
+	// DefaultLoRALoad (one reload).
+	LoRAEvict float64 `yaml:"lora_evict_ms"`
 	// ActiveRequestWeight charges this many blocks per active request on a
 	// worker. Default 0 (off).
 	ActiveRequestWeight float64 `yaml:"active_request_weight"`
@@ -148,6 +159,8 @@ func DefaultConfig() Config {
 		PrefillLoadScale: 1.0,
 		HostWeight:       0.75,
 		DiskWeight:       0.25,
+		LoRALoad:         DefaultLoRALoad,
+		LoRAEvict:        DefaultLoRALoad,
 	}
 }
 
@@ -175,6 +188,8 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	nonneg("ActiveRequestWeight", c.ActiveRequestWeight)
+	nonneg("LoRALoad", c.LoRALoad)
+	nonneg("LoRAEvict", c.LoRAEvict)
 	nonneg("ImposedWeight", c.ImposedWeight)
 	nonneg("TransferWeight", c.TransferWeight)
 	nonneg("Temperature", c.Temperature)

@@ -132,9 +132,10 @@
 // BusyPrefillFraction). No candidate left yields ErrNoneEligible or, when
 // some candidate passed every hard constraint and was only dropped by a
 // busy threshold, ErrAllOverloaded (the shells answer 503 and 529). A
-// request naming a LoRA adapter then keeps only its best LoRA tier
-// (loaded, free slot, any) or, when no one has it loaded, that tier's
-// rendezvous worker (lora.go).
+// LoRA adapter is no filter: the cost charges each worker its load there
+// (none where loaded; Config.LoRALoad on a free slot, plus LoRAEvict when
+// full, plus a load off the adapter's rendezvous home when no one has it
+// loaded; lora.go), and the queue decides.
 //
 // The package is pure: randomness enters as a *rand.Rand (math/rand/v2), no
 // clock, no I/O. A Selector is immutable after New and safe for concurrent

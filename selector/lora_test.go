@@ -2,6 +2,8 @@ package selector
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/kvrouter/kvrouter/kvevents"
@@ -29,66 +31,121 @@ func TestLoRATier(t *testing.T) {
 	}
 }
 
-func survivors(req *Request, cands []Candidate) []uint64 {
-	out := make([]Reason, len(cands))
-	for _, f := range Filters(Config{}) {
-		f(req, cands, out)
+// loraTerms selects for req on an idle copy of cands and returns each
+// candidate's adapter term (-1 when filtered out) and the chosen worker.
+func loraTerms(t *testing.T, cfg Config, req *Request, cands []Candidate) (terms []float64, chosen kvevents.Worker) {
+	t.Helper()
+	if req.BlockSize == 0 {
+		req.ISL, req.BlockSize = 640, 64
 	}
-	var ids []uint64
-	for i, r := range out {
-		if r == ReasonNone {
-			ids = append(ids, cands[i].Worker.ID)
+	res, err := New(cfg).Select(req, cands, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range res.Breakdowns {
+		if b.Out != ReasonNone {
+			terms = append(terms, -1)
+			continue
 		}
+		terms = append(terms, b.LoRA)
 	}
-	return ids
+	return terms, cands[res.Chosen].Worker
 }
 
-// A mixed fleet: the filter keeps the loaded tier; without it, one free
-// worker chosen by rendezvous; without free slots, one of all.
-func TestLoRAFilterMixedFleet(t *testing.T) {
+// A mixed fleet, idle: each worker pays its tier's adapter term, so the
+// loaded workers win; with none loaded, the rendezvous home among the
+// free workers pays one load and every other worker one more; without
+// free slots the home is among all. Nothing is filtered out.
+func TestLoRACostMixedFleet(t *testing.T) {
+	cfg := DefaultConfig()
+	L, E := cfg.LoRALoad, cfg.LoRAEvict
 	full1, full2 := loraCand(1, true, 1, "x"), loraCand(2, true, 1, "y")
 	free3, free4 := loraCand(3, true, 2, "z"), loraCand(4, true, 0)
 	loaded5, loaded6 := loraCand(5, true, 2, "a"), loraCand(6, true, 1, "a")
 	req := &Request{LoRA: "a"}
 
-	got := survivors(req, []Candidate{full1, free3, loaded5, full2, free4, loaded6})
-	if fmt.Sprint(got) != "[5 6]" {
-		t.Fatalf("loaded tier: kept %v, want [5 6]", got)
+	terms, w := loraTerms(t, cfg, req, []Candidate{full1, free3, loaded5, full2, free4, loaded6})
+	if want := []float64{L + E, L, 0, L + E, L, 0}; !slices.Equal(terms, want) {
+		t.Fatalf("loaded: terms %v, want %v", terms, want)
 	}
-	got = survivors(req, []Candidate{full1, free3, full2, free4})
-	win, _ := Rendezvous("a", []uint64{3, 4})
-	if len(got) != 1 || got[0] != win {
-		t.Fatalf("free tier: kept %v, want [%d]", got, win)
+	if w.ID != 5 && w.ID != 6 {
+		t.Fatalf("loaded: chose %v", w)
 	}
-	got = survivors(req, []Candidate{full1, full2})
-	win, _ = Rendezvous("a", []uint64{1, 2})
-	if len(got) != 1 || got[0] != win {
-		t.Fatalf("any tier: kept %v, want [%d]", got, win)
+	home, _ := Rendezvous("a", []uint64{3, 4})
+	terms, w = loraTerms(t, cfg, req, []Candidate{full1, free3, full2, free4})
+	want := []float64{2*L + E, 2 * L, 2*L + E, 2 * L}
+	want[map[uint64]int{3: 1, 4: 3}[home]] = L
+	if !slices.Equal(terms, want) || w.ID != home {
+		t.Fatalf("free: terms %v chose %v, want %v and home %d", terms, w, want, home)
 	}
-	// Base-model requests and fleets that report nothing are untouched.
-	if got := survivors(&Request{}, []Candidate{full1, free3, loaded5}); len(got) != 3 {
-		t.Fatalf("base model: kept %v", got)
+	home, _ = Rendezvous("a", []uint64{1, 2})
+	terms, w = loraTerms(t, cfg, req, []Candidate{full1, full2})
+	if w.ID != home || terms[home-1] != L+E || terms[2-home] != 2*L+E {
+		t.Fatalf("full: terms %v chose %v, want home %d", terms, w, home)
 	}
-	if got := survivors(req, []Candidate{loraCand(1, false, 0), loraCand(2, false, 0)}); len(got) != 2 {
-		t.Fatalf("unreported fleet: kept %v", got)
+	// Base-model requests and fleets that report nothing pay nothing.
+	if terms, _ := loraTerms(t, cfg, &Request{}, []Candidate{full1, free3, loaded5}); !slices.Equal(terms, []float64{0, 0, 0}) {
+		t.Fatalf("base model: terms %v", terms)
 	}
-	// Every rank of the rendezvous worker stays.
+	if terms, _ := loraTerms(t, cfg, req, []Candidate{loraCand(1, false, 0), loraCand(2, false, 0)}); !slices.Equal(terms, []float64{0, 0}) {
+		t.Fatalf("unreported fleet: terms %v", terms)
+	}
+	// Every rank of the home worker is home.
 	r0, r1 := free3, free3
 	r1.Worker.Rank = 1
-	win, _ = Rendezvous("a", []uint64{3, 4})
-	got = survivors(req, []Candidate{r0, r1, free4})
-	if win == 3 && fmt.Sprint(got) != "[3 3]" || win == 4 && fmt.Sprint(got) != "[4]" {
-		t.Fatalf("ranks: kept %v (winner %d)", got, win)
+	home, _ = Rendezvous("a", []uint64{3, 4})
+	terms, _ = loraTerms(t, cfg, req, []Candidate{r0, r1, free4})
+	if home == 3 && !slices.Equal(terms, []float64{L, L, 2 * L}) || home == 4 && !slices.Equal(terms, []float64{2 * L, 2 * L, L}) {
+		t.Fatalf("ranks: terms %v (home %d)", terms, home)
 	}
 }
 
-// An already filtered-out loaded worker does not pull the tier up.
-func TestLoRAFilterAfterOtherFilters(t *testing.T) {
+// The adapter term against the queue: a worker holding the adapter keeps
+// its requests while its queue costs less than a load elsewhere, and
+// loses them once it costs more (the filter this replaced kept them
+// whatever the queue).
+func TestLoRASpillsPastLoad(t *testing.T) {
+	cfg := DefaultConfig()
+	req := &Request{ISL: 640, BlockSize: 64, LoRA: "a"}
+	free := loraCand(2, true, 2, "x")
+	spilled := -1
+	for q := 0; q <= 4096; q += 64 {
+		loaded := loraCand(1, true, 2, "a")
+		loaded.ActivePrefillTokens, loaded.ActiveRequests, loaded.PrefillRequests = q, 1, 1
+		if q == 0 {
+			loaded.ActiveRequests, loaded.PrefillRequests = 0, 0
+		}
+		cands := []Candidate{loaded, free}
+		_, w := loraTerms(t, cfg, req, cands)
+		// What the queue costs on w1 beyond idle w2, without the adapter
+		// term: the spill comes exactly where it passes a load.
+		extra := Cost(cfg, req.ISL, req.BlockSize, 0, 0, &cands[0]).Cost - Cost(cfg, req.ISL, req.BlockSize, 0, 0, &cands[1]).Cost
+		want := uint64(1)
+		if extra > cfg.LoRALoad {
+			want = 2
+			if spilled < 0 {
+				spilled = q
+			}
+		}
+		if w.ID != want {
+			t.Fatalf("queue %d (%.2f ms more than idle): chose %v, want worker %d", q, extra, w, want)
+		}
+	}
+	if spilled <= 0 {
+		t.Fatalf("never spilled (or at once): %d", spilled)
+	}
+}
+
+// An already filtered-out worker does not take part: a loaded worker
+// not allowed leaves the adapter loaded nowhere among the eligible, whose
+// home pays one load.
+func TestLoRACostAfterOtherFilters(t *testing.T) {
+	cfg := DefaultConfig()
 	req := &Request{LoRA: "a", Constraints: Constraints{Allow: []uint64{3, 4}}}
-	got := survivors(req, []Candidate{loraCand(5, true, 2, "a"), loraCand(3, true, 2), loraCand(4, true, 2)})
-	win, _ := Rendezvous("a", []uint64{3, 4})
-	if len(got) != 1 || got[0] != win {
-		t.Fatalf("kept %v, want [%d]", got, win)
+	terms, w := loraTerms(t, cfg, req, []Candidate{loraCand(5, true, 2, "a"), loraCand(3, true, 2), loraCand(4, true, 2)})
+	home, _ := Rendezvous("a", []uint64{3, 4})
+	if w.ID != home || terms[0] != -1 || terms[home-2] != cfg.LoRALoad || terms[5-home] != 2*cfg.LoRALoad {
+		t.Fatalf("terms %v chose %v, want home %d", terms, w, home)
 	}
 }
 

@@ -13,7 +13,8 @@ const (
 	// (DESIGN.md §4): CostBlocks, overlap credit 1, prefill load scale 1,
 	// tier weights 0.75 / 0.25, no decay, clamped prefill, active-request
 	// weight 0, temperature 0. A fleet migrating from Dynamo gets the same
-	// decisions.
+	// decisions; requests naming a LoRA adapter keep the default adapter
+	// term (lora.go), in blocks.
 	PresetDynamo = "dynamo"
 )
 
@@ -34,6 +35,8 @@ func Preset(name string) (Config, error) {
 			PrefillLoadScale: 1.0,
 			HostWeight:       0.75,
 			DiskWeight:       0.25,
+			LoRALoad:         DefaultLoRALoad,
+			LoRAEvict:        DefaultLoRALoad,
 		}, nil
 	}
 	return Config{}, fmt.Errorf("selector: unknown preset %q (want %s)", name, strings.Join(Presets, " or "))

@@ -85,7 +85,7 @@ type Candidate struct {
 	// (the router fills it only with its feature pass-arrivals).
 	PassQueue []PassArrival
 	// LoRAKnown says LoRAs and MaxLoRAs are reported by the worker (its
-	// /v1/models or registration); false: unknown, and the LoRA filter
+	// /v1/models or registration); false: unknown, and the adapter term
 	// treats the worker as having a free slot (lora.go).
 	LoRAKnown bool
 	// LoRAs are the adapters loaded on the worker (shared by its ranks).
@@ -136,8 +136,8 @@ type Request struct {
 	// then guards (tail.go; the router's feature tail-guard). 0: unknown
 	// or off, no tail charge.
 	TailTTFT float64
-	// LoRA is the adapter the request names ("" = base model); the LoRA
-	// filter then prefers workers by LoRATier (lora.go).
+	// LoRA is the adapter the request names ("" = base model); the cost
+	// then charges each worker the adapter's load there (lora.go).
 	LoRA string
 }
 
@@ -151,10 +151,9 @@ const (
 	ReasonRank                    // rank outside the bounds
 	ReasonLabel                   // missing a required label
 	ReasonBusy                    // every rank of the worker is over a busy threshold
-	ReasonLoRA                    // a better LoRA tier, or the adapter's rendezvous worker, exists
 )
 
-var reasonNames = [...]string{"", "not-allowed", "not-pinned", "rank-out-of-bounds", "missing-label", "busy", "lora-tier"}
+var reasonNames = [...]string{"", "not-allowed", "not-pinned", "rank-out-of-bounds", "missing-label", "busy"}
 
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
@@ -211,7 +210,11 @@ type Breakdown struct {
 	Onboard float64
 	// Requests is the active-request term (ActiveRequestWeight * requests).
 	Requests float64
-	// Cost = PrefillLoadScale*Prefill + Decode + Requests.
+	// LoRA is the adapter term of a request naming an adapter (lora.go):
+	// its load, eviction and home charges on the candidate, in ms under
+	// CostTime, in blocks under CostBlocks; 0 when loaded or none.
+	LoRA float64
+	// Cost = PrefillLoadScale*Prefill + Decode + Requests + LoRA.
 	Cost float64
 	// Prob is the selection probability (1/k for the k tied minima at
 	// temperature 0, the softmax probability otherwise; 0 if filtered).
@@ -251,6 +254,9 @@ func (b Breakdown) String() string {
 	s += " decode=" + fmtf(b.Decode)
 	if b.Requests != 0 {
 		s += " reqs=" + fmtf(b.Requests)
+	}
+	if b.LoRA != 0 {
+		s += " lora=" + fmtf(b.LoRA)
 	}
 	return s + " cost=" + fmtf(b.Cost) + " p=" + fmtf(b.Prob)
 }
@@ -296,7 +302,6 @@ func Filters(cfg Config) []Filter {
 		rankFilter,
 		labelFilter,
 		busyFilter(cfg),
-		loraFilter,
 	}
 }
 
@@ -362,6 +367,7 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 	cmin := math.Inf(1)
 	sc := newScorer(cfg, req.ISL, req.BlockSize, floor, req.Utilization)
 	sc.tail = req.TailTTFT
+	lp := planLoRA(cfg, req, cands, out)
 	// The slices in locals of the candidates' length: no bounds tests,
 	// and nothing to reload from res after each call.
 	bd := res.Breakdowns[:len(cands)]
@@ -374,7 +380,11 @@ func (s *Selector) SelectInto(req *Request, cands []Candidate, rng *rand.Rand, b
 		b.Out = ReasonNone
 		// The cost as returned, not read back from b: that load would
 		// wait for the store just made.
-		cmin = lower(cmin, sc.costInto(&cands[i], b))
+		c := sc.costInto(&cands[i], b)
+		if lp.on {
+			c = lp.charge(&cands[i], b)
+		}
+		cmin = lower(cmin, c)
 	}
 	if cfg.TieUtilization && cfg.Temperature <= 0 {
 		res.Chosen = pickLeastBusy(res.Breakdowns, cands, cmin, rng)
@@ -465,6 +475,7 @@ func (s *scorer) costInto(c *Candidate, out *Breakdown) float64 {
 	out.Decay = decay
 	out.Credit = credit
 	out.Prob = 0
+	out.LoRA = 0
 	isl := s.isl
 	if cfg.Cost == CostTime {
 		load := 0.0

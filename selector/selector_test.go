@@ -114,6 +114,10 @@ func configFrom(t *testing.T, a map[string]string) Config {
 			c.BusyPrefillTokens = inum(t, v)
 		case "busy-frac":
 			c.BusyPrefillFraction = fnum(t, v)
+		case "lora-load":
+			c.LoRALoad = fnum(t, v)
+		case "lora-evict":
+			c.LoRAEvict = fnum(t, v)
 		default:
 			t.Fatalf("unknown config key %q", k)
 		}
@@ -171,6 +175,14 @@ func TestDataDriven(t *testing.T) {
 						c.PassKnown, c.PassElapsed = true, fnum(t, v)
 					case "pass-tokens":
 						c.PassKnown, c.PassTokens = true, inum(t, v)
+					case "loras":
+						// a/b/...: the loaded adapters ("-" none); reported.
+						c.LoRAKnown = true
+						if v != "-" {
+							c.LoRAs = strings.Split(v, "/")
+						}
+					case "max-loras":
+						c.MaxLoRAs = inum(t, v)
 					case "pass-queue":
 						// ago:tokens/ago:tokens..., oldest first.
 						for _, e := range strings.Split(v, "/") {
@@ -216,6 +228,8 @@ func TestDataDriven(t *testing.T) {
 						req.Overrides.PrefillLoadScale = Float(fnum(t, v))
 					case "o-temp":
 						req.Overrides.Temperature = Float(fnum(t, v))
+					case "lora":
+						req.LoRA = v
 					default:
 						t.Fatalf("unknown select key %q", k)
 					}

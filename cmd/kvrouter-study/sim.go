@@ -143,7 +143,7 @@ func bindSimFlags(f *pflag.FlagSet, o *simOptions) {
 	f.IntVar(&lc.Adapters, "lora-adapters", lc.Adapters, "run each conversation under one of N LoRA adapters, by its first block not shared by more than 1/N of the requests (0 = base model only)")
 	f.IntVar(&lc.MaxLoRAs, "max-loras", lc.MaxLoRAs, "with --lora-adapters: adapter slots per engine, least recently used unloaded")
 	f.DurationVar(&lc.LoadTime, "lora-load-time", lc.LoadTime, "with --lora-adapters: delay of a request whose adapter loads into a slot")
-	f.BoolVar(&lc.Blind, "lora-blind", lc.Blind, "with --lora-adapters: the router never learns where adapters are loaded (no LoRA preference)")
+	f.BoolVar(&lc.Blind, "lora-blind", lc.Blind, "with --lora-adapters: the router never learns where adapters are loaded (no adapter term in its cost)")
 	f.IntVar(&o.cfg.Engine.MaxNumSeqs, "max-num-seqs", o.cfg.Engine.MaxNumSeqs, "max running requests per engine")
 	f.IntVar(&o.cfg.Engine.MaxNumBatchedTokens, "max-num-batched-tokens", o.cfg.Engine.MaxNumBatchedTokens, "token budget per forward pass")
 	f.Float64Var(&o.cfg.Engine.Watermark, "watermark", o.cfg.Engine.Watermark, "fraction of KV blocks kept spare at admission")

@@ -57,7 +57,7 @@ func Explain(w io.Writer, recs []Record, id string) error {
 			v float64
 		}{{"decay", c.Decay - 1}, {"queue", c.Queue}, {"usage", c.Usage}, {"imposed", c.Imposed},
 			{"inflight", c.InFlight}, {"waiting", c.Waiting}, {"slotwait", c.SlotWait},
-			{"onboard", c.Onboard}, {"requests", c.Requests}}
+			{"onboard", c.Onboard}, {"requests", c.Requests}, {"lora", c.LoRA}}
 		for _, t := range terms {
 			if t.v == 0 {
 				continue

@@ -65,6 +65,7 @@ type Cand struct {
 	SlotWait float64                `json:"slotwait,omitempty"`
 	Onboard  float64                `json:"onboard,omitempty"`
 	Requests float64                `json:"requests,omitempty"`
+	LoRA     float64                `json:"lora,omitempty"`
 	Cost     float64                `json:"cost"`
 	Prob     float64                `json:"prob"`
 }
@@ -84,7 +85,7 @@ func FromDecision(d *router.Decision, outcome string) Record {
 		c := Cand{Worker: b.Worker.String(), Overlap: b.Overlap, Credit: b.Credit, Decay: b.Decay,
 			Prefill: b.Prefill, Decode: b.Decode, Queue: b.Queue, Passes: b.Passes, Usage: b.Usage,
 			Imposed: b.Imposed, InFlight: b.InFlight, Waiting: b.Waiting, SlotWait: b.SlotWait,
-			Onboard: b.Onboard, Requests: b.Requests, Cost: b.Cost, Prob: b.Prob}
+			Onboard: b.Onboard, Requests: b.Requests, LoRA: b.LoRA, Cost: b.Cost, Prob: b.Prob}
 		if b.Out != 0 {
 			c.Out = b.Out.String()
 		}

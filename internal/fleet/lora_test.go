@@ -15,7 +15,9 @@ import (
 
 // TestLoRAConvergesOnMockerFleet: four mockers with one adapter slot
 // each (registered as max_loras); requests for an adapter nobody has
-// loaded all go to its rendezvous worker, which then lists it loaded on
+// loaded (as the frontend knows: its /v1/models poll has not run again)
+// all go to its rendezvous home, which every other worker pays one load
+// more than (selector lora.go), and which then lists it loaded on
 // /v1/models.
 func TestLoRAConvergesOnMockerFleet(t *testing.T) {
 	e := startFleet(t, true, 4, 0, func(c *frontend.Config) { c.LoRAAdapters = []string{"sql", "chat", "law"} },

@@ -81,9 +81,13 @@ type Candidate struct {
 	TierCredit  map[string]float64 `json:"tier_credit,omitempty"`
 	OnboardMS   float64            `json:"onboard_ms,omitempty"`
 	// LoRATier, for a request naming an adapter, is the worker's LoRA
-	// preference tier: loaded, free-slot or full (lora.go); "" when the
-	// request names none or the worker reports no adapters.
-	LoRATier string `json:"lora_tier,omitempty"`
+	// tier: loaded, free-slot or full (lora.go); "" when the request names
+	// none or the worker reports no adapters. LoRACost is the adapter term
+	// the cost charged the worker (selector lora.go: its load, eviction
+	// and home charges; ms under the time cost, blocks under the block
+	// cost), included in Cost.
+	LoRATier string  `json:"lora_tier,omitempty"`
+	LoRACost float64 `json:"lora_cost,omitempty"`
 	// Groups explains a hybrid worker's device overlap (its joint match
 	// over KV cache groups); absent for workers without groups.
 	Groups *GroupOverlap `json:"groups,omitempty"`
@@ -284,7 +288,7 @@ func (s *Server) explainGroups(out *RouteResponse, j *job, lora, ns string, chos
 
 func (s *Server) candidate(c selector.Breakdown, rc *router.Config) Candidate {
 	out := Candidate{Worker: c.Worker.ID, DPRank: c.Worker.Rank, Credit: c.Credit, Decay: c.Decay,
-		Prefill: c.Prefill, Decode: c.Decode, Requests: c.Requests, Cost: c.Cost, Prob: c.Prob}
+		Prefill: c.Prefill, Decode: c.Decode, Requests: c.Requests, LoRACost: c.LoRA, Cost: c.Cost, Prob: c.Prob}
 	if c.Out != selector.ReasonNone {
 		out.Out = c.Out.String()
 	}

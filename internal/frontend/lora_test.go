@@ -11,8 +11,11 @@ import (
 
 // TestRouteLoRAMixedFleet: on a fleet where workers 1-2 have adapter
 // "sql" loaded (2 with its one slot taken), 3-4 a free slot and 5-6 are
-// full, /route sends requests for "sql" to 1-2, those for "chat" (loaded
-// nowhere) to the rendezvous pick of 1, 3 and 4, and its breakdown names each candidate's LoRA tier.
+// full, /route (untracked: the fleet stays idle) sends requests for "sql"
+// to 1-2 and those for "chat" (loaded nowhere) to its rendezvous home
+// among the free slots 1, 3 and 4; nobody is filtered out, and the
+// breakdown names each candidate's LoRA tier and the adapter term the
+// cost charged it.
 func TestRouteLoRAMixedFleet(t *testing.T) {
 	s := newServer(t, router.PolicyKV)
 	fleet := []router.WorkerInfo{
@@ -33,6 +36,9 @@ func TestRouteLoRAMixedFleet(t *testing.T) {
 		"chat": {"free-slot", "full", "free-slot", "free-slot", "full", "full"},
 	}
 	chat, _ := selector.Rendezvous("chat", []uint64{1, 3, 4})
+	sc := s.rt.Config().Selector
+	L, E := sc.LoRALoad, sc.LoRAEvict
+	term := map[string]float64{"loaded": 0, "free-slot": L, "full": L + E}
 	for lora, tiers := range wantTier {
 		for n := range 4 {
 			rec := do(t, s.Handler(), "POST", "/route", fmt.Sprintf(`{"tokens":[1,2,3,4,5,6,7,8,%d],"lora":%q}`, n, lora))
@@ -41,14 +47,18 @@ func TestRouteLoRAMixedFleet(t *testing.T) {
 				t.Fatalf("/route %s: %d %v %s", lora, rec.Code, err, rec.Body)
 			}
 			if lora == "sql" && rr.Worker != 1 && rr.Worker != 2 || lora == "chat" && rr.Worker != chat {
-				t.Fatalf("%s request %d went to worker %d (chat's rendezvous worker %d)", lora, n, rr.Worker, chat)
+				t.Fatalf("%s request %d went to worker %d (chat's home %d)", lora, n, rr.Worker, chat)
 			}
 			for _, c := range rr.Candidates {
-				if c.LoRATier != tiers[c.Worker-1] {
-					t.Fatalf("%s: worker %d tier %q, want %q", lora, c.Worker, c.LoRATier, tiers[c.Worker-1])
+				if c.LoRATier != tiers[c.Worker-1] || c.Out != "" {
+					t.Fatalf("%s: worker %d tier %q filtered %q, want tier %q", lora, c.Worker, c.LoRATier, c.Out, tiers[c.Worker-1])
 				}
-				if kept := lora == "sql" && c.Worker <= 2 || lora == "chat" && c.Worker == chat; kept != (c.Out == "") {
-					t.Fatalf("%s: worker %d filtered %q", lora, c.Worker, c.Out)
+				want := term[c.LoRATier]
+				if lora == "chat" && c.Worker != chat {
+					want += L // off the home of an adapter loaded nowhere
+				}
+				if c.LoRACost != want {
+					t.Fatalf("%s: worker %d adapter term %v, want %v", lora, c.Worker, c.LoRACost, want)
 				}
 			}
 		}

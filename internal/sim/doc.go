@@ -101,9 +101,9 @@
 // (lora.go): its blocks hash with the adapter's name, each engine holds
 // --max-loras adapters in LRU slots and a request whose adapter is not
 // loaded waits --lora-load-time (a stated constant) for the load; the
-// router learns the loaded adapters as from /v1/models and its LoRA
-// preference places requests (--lora-blind: it never learns). Report:
-// lora_loads per policy and worker.
+// router learns the loaded adapters as from /v1/models and its cost
+// charges each worker the adapter's load (--lora-blind: it never
+// learns). Report: lora_loads per policy and worker.
 //
 // # Study
 //

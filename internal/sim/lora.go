@@ -25,8 +25,11 @@ import (
 // engine LoadTime later (requests for an adapter still loading wait for
 // the same load). The router learns each worker's loaded adapters at
 // once (router.SetWorkerLoRAs: what the frontend reads from the engines'
-// /v1/models), so its LoRA preference (selector LoRATier, rendezvous)
-// places requests as in the live path; Blind keeps them from it.
+// /v1/models), so the adapter term of its cost (selector lora.go: a
+// load where the adapter is not loaded, an eviction where no slot is
+// free, a rendezvous home for an adapter loaded nowhere) places requests
+// as in the live path; Blind keeps them from it. The router's load time
+// is its own estimate (selector DefaultLoRALoad, 14.08 ms), not LoadTime.
 //
 // Not modelled: vLLM's cap on distinct adapters in one batch (an
 // adapter in use is never unloaded there; here its running requests go

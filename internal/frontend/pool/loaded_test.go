@@ -17,7 +17,8 @@ import (
 
 // TestLoadedAdaptersSteerRouting: the adapters each engine lists on GET
 // /v1/models become that worker's loaded set in the router, so a request
-// for one goes to a worker that has it; a worker that announced its
+// for one goes to a worker that has it (on an idle fleet: the others pay
+// its load); a worker that announced its
 // adapters at registration keeps them whatever its /v1/models says.
 func TestLoadedAdaptersSteerRouting(t *testing.T) {
 	answers := map[string]string{
@@ -78,6 +79,11 @@ func TestLoadedAdaptersSteerRouting(t *testing.T) {
 			}
 			if d.Worker.ID != want {
 				t.Fatalf("request %d for %s went to worker %d, want %d", n, i, d.Worker.ID, want)
+			}
+			// Idle again: the adapter's load elsewhere outweighs nothing
+			// else (a queue would, past a load: selector lora.go).
+			if err := rt.Free(d.RequestID, now); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
