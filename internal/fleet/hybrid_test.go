@@ -17,14 +17,16 @@ import (
 	"github.com/kvrouter/kvrouter/mocker"
 )
 
-// TestHybridOverlapIsCached runs a hybrid mocker (sliding-window or Mamba
-// group beside full attention) behind the frontend over NATS (DESIGN.md
-// §13): for every request, the overlap the router credited
+// TestHybridOverlapIsCached runs 2 hybrid mockers (a sliding-window or
+// Mamba group beside full attention) behind the frontend over NATS
+// (DESIGN.md §13): for every request, the overlap the router credited
 // (X-Kvrouter-Overlap-Blocks, the joint match) times the block size is
 // exactly the worker's usage.prompt_tokens_details.cached_tokens, while
 // the /route breakdown shows the full-attention group alone holding more
 // (what a group-blind router credits) on some of them, and /debug/index
-// shows the worker's group blocks.
+// shows the worker's group blocks. Each request is preceded by an
+// untracked /route of the same prompt, which leaves a prediction the
+// router must not credit on a hybrid worker.
 func TestHybridOverlapIsCached(t *testing.T) {
 	for _, h := range []mocker.HybridConfig{
 		// A sliding group of 40 blocks (window 128 tokens = 8 blocks, 16
@@ -40,19 +42,23 @@ func TestHybridOverlapIsCached(t *testing.T) {
 func hybridOverlapIsCached(t *testing.T, h mocker.HybridConfig) {
 	const B = 16
 	var applied atomic.Uint64
-	e := startFleet(t, false, 1, 100, func(c *frontend.Config) {
+	e := startFleet(t, false, 2, 100, func(c *frontend.Config) {
 		c.Events.OnEvent = func(uint64, error) { applied.Add(1) }
+		c.Router.TierChains = true // serve's and up's default
 	}, func(c *fleet.Config) {
 		c.Engine.Hybrid = h
 		c.Engine.MaxNumBatchedTokens = 256
 	})
-	w := e.f.Workers()[0]
-	// synced waits until the router applied every event the worker
-	// published: its index is the worker's cache.
+	// synced waits until the router applied every event the workers
+	// published: its index is their caches.
 	synced := func() {
 		t.Helper()
 		eventplanetest.WaitFor(t, 20*time.Second, "events applied", func() bool {
-			return applied.Load() == w.Server().LoadReport().EventsPublished
+			var published uint64
+			for _, w := range e.f.Workers() {
+				published += w.Server().LoadReport().EventsPublished
+			}
+			return applied.Load() == published
 		})
 	}
 	shared := longPrompt("shared", 200)
