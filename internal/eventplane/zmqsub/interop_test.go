@@ -102,7 +102,7 @@ func ingestInto(t *testing.T, idx indexer.Index, want uint64, useReplay bool, ar
 	counts := map[string]uint64{}
 	sink := zmqsub.SinkFunc(func(ev *kvevents.Event) error { mu.Lock(); defer mu.Unlock(); return idx.Apply(ev) })
 	sub := zmqsub.New(zmqsub.Config{BlockSize: 4, Logger: eventplanetest.Quiet,
-		Sources: []zmqsub.Source{{WorkerID: 7, Endpoint: pub, Replay: replay}},
+		Sources:  []zmqsub.Source{{WorkerID: 7, Endpoint: pub, Replay: replay}},
 		OnIngest: func(_ uint64, reason string, n uint64) { mu.Lock(); defer mu.Unlock(); counts[reason] += n }}, sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
