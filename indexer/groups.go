@@ -409,6 +409,24 @@ func (g *Groups) WorkerGroups(w kvevents.Worker) []GroupBlocks {
 	return out
 }
 
+// Joint reports whether lookups credit worker+rank w its joint match
+// rather than its full-attention overlap: w is hybrid and FullOnly is off.
+// A caller that raises a worker's overlap from elsewhere (the router's
+// predictions of blocks in flight, which know full attention alone) must
+// leave such a worker's as the lookup gave it.
+func (g *Groups) Joint(w kvevents.Worker) bool {
+	if !g.AnyJoint() {
+		return false
+	}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.workers[w] != nil
+}
+
+// AnyJoint reports whether Joint may hold for some worker (one atomic
+// load): a worker turned hybrid and FullOnly is off.
+func (g *Groups) AnyJoint() bool { return !g.cfg.FullOnly && g.hybrid.Load() > 0 }
+
 // HybridWorkers returns the hybrid worker+ranks, sorted.
 func (g *Groups) HybridWorkers() []kvevents.Worker {
 	if g.hybrid.Load() == 0 {

@@ -16,6 +16,7 @@ const (
 	RejectUnknownParent     = "unknown_parent"       // index: the chain's position is undeterminable
 	RejectSelfParent        = "self_parent"
 	RejectBadEvent          = "bad_event"
+	RejectUnknownGroup      = "unknown_group" // a KV cache group kind the router does not model (DESIGN.md §13): skipped, never filed as full attention
 	RejectOther             = "other"
 
 	FaultGap         = "gap"          // a gap opened (then replayed, reordered or resynced)

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"slices"
+
 	"github.com/kvrouter/kvrouter/indexer"
 	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/kvhash"
@@ -18,8 +20,23 @@ func groupsOf(ix indexer.Index) *indexer.Groups {
 
 // Groups returns the device tier's KV cache group overlay (DESIGN.md
 // §13), nil outside PolicyKV or when Options.NewIndex built none.
-func (r *Router) Groups() *indexer.Groups {
-	return groupsOf(r.idx[kvevents.TierDevice])
+func (r *Router) Groups() *indexer.Groups { return r.groups }
+
+// jointGroups returns the device overlay when some worker's lookups
+// credit its joint match (indexer.Groups.Joint), else nil: then the
+// predicted and active credits, which know full attention alone, must
+// not raise that worker's overlap (DESIGN.md §13).
+func (r *Router) jointGroups() *indexer.Groups {
+	if g := r.groups; g != nil && g.AnyJoint() {
+		return g
+	}
+	return nil
+}
+
+// dropJoint removes from o the workers whose lookups credit the joint
+// match (g.Joint), in place.
+func dropJoint(o indexer.Overlaps, g *indexer.Groups) indexer.Overlaps {
+	return slices.DeleteFunc(o, func(x indexer.Overlap) bool { return g.Joint(x.Worker) })
 }
 
 // GroupMatches explains req's device-tier match on each hybrid

@@ -51,6 +51,11 @@ func (r *Router) decideLocked(p *pending, now time.Time, fresh bool) (Decision, 
 	}
 	if r.predict != nil && r.wantsOverlap(req) && len(p.locals) > 0 {
 		r.predicted = r.predict.AppendMatchesSeq(r.predicted[:0], p.ids, now)
+		if g := r.jointGroups(); g != nil {
+			// A prediction knows full attention alone: a hybrid worker
+			// is credited its event-fed joint match (DESIGN.md §13).
+			r.predicted = dropJoint(r.predicted, g)
+		}
 		ov[kvevents.TierDevice] = mergeMax(ov[kvevents.TierDevice], r.predicted, &r.merged)
 	}
 	outBlocks := r.outputBlocks(req)
@@ -130,6 +135,12 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 	// The active prefix of a rank is its prompt blocks minus the new ones
 	// (the active set is prefix-closed): resident while the requests run.
 	active := r.cfg.Policy == PolicyKV && r.cfg.Predict.Active && r.wantsOverlap(&p.req)
+	// A running request holds its full-attention blocks, not a hybrid
+	// worker's windows or state checkpoints: no active credit there.
+	var joint *indexer.Groups
+	if active {
+		joint = r.jointGroups()
+	}
 	ua := r.rankUtilStep(now)
 	r.candStep = ua
 	// G4 is one store for the fleet: every worker can onboard its
@@ -213,7 +224,7 @@ func (r *Router) candidates(p *pending, ov *[kvevents.NumTiers]indexer.Overlaps,
 		// own: merged here, their positions and slices would not fit in
 		// registers beside this loop's, which then spilled every one.
 		od := 0
-		if active {
+		if active && (joint == nil || !joint.Joint(w)) {
 			od = max(0, nids-nb[s])
 		}
 		c.Overlap = [kvevents.NumTiers]int{od, 0, 0, ext}

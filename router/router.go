@@ -116,6 +116,7 @@ type Router struct {
 	rr       [len(hopNames)]rrState // PolicyRoundRobin's position, per hop (each hop its own pool)
 	approx   Approx
 	predict  *indexer.Approx // predicted side index (Config.Predict), PolicyKV only
+	groups   *indexer.Groups // the device index's KV cache group overlay, nil without one
 	feat     featureSet      // Config.EnableFeature resolved (features.go)
 	loads    *loads.Tracker
 	queue    *queue.Fair[*pending]
@@ -215,6 +216,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 				r.idApp[t] = a
 			}
 		}
+		r.groups = groupsOf(r.idx[kvevents.TierDevice])
 	}
 	return r, nil
 }

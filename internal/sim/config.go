@@ -36,14 +36,22 @@ const (
 	// PolicyCacheAware is SGLang router's cache_aware policy (see
 	// CacheAwareConfig), a simulator-only baseline.
 	PolicyCacheAware Policy = "cache-aware"
+	// PolicyKVFullOnly is PolicyKV crediting the full-attention group
+	// alone (router IndexConfig.Groups.FullOnly), what a router that
+	// knows nothing of KV cache groups does (DESIGN.md §13): a
+	// simulator-only baseline for hybrid models. On a model without
+	// groups it is kv, decision for decision (the same random stream), so
+	// it is not in AllPolicies: WithHybridBaseline adds it for a hybrid
+	// model.
+	PolicyKVFullOnly Policy = "kv-full-only"
 )
 
-// ParsePolicy parses one policy name: the router's (router.ParsePolicy)
-// or "cache-aware".
+// ParsePolicy parses one policy name: the router's (router.ParsePolicy),
+// "cache-aware" or "kv-full-only".
 func ParsePolicy(s string) (Policy, error) {
 	s = strings.TrimSpace(s)
-	if Policy(s) == PolicyCacheAware {
-		return PolicyCacheAware, nil
+	if Policy(s) == PolicyCacheAware || Policy(s) == PolicyKVFullOnly {
+		return Policy(s), nil
 	}
 	p, err := router.ParsePolicy(s)
 	if err != nil {
@@ -75,12 +83,23 @@ func ParsePolicies(s string) ([]Policy, error) {
 	return out, nil
 }
 
-func policyList() string {
-	names := make([]string, len(AllPolicies))
-	for i, p := range AllPolicies {
-		names[i] = string(p)
+// WithHybridBaseline returns ps with PolicyKVFullOnly after PolicyKV
+// when ps has kv and not kv-full-only: the default list of a hybrid model,
+// where the two differ (DESIGN.md §13).
+func WithHybridBaseline(ps []Policy) []Policy {
+	i := slices.Index(ps, PolicyKV)
+	if i < 0 || slices.Contains(ps, PolicyKVFullOnly) {
+		return ps
 	}
-	return strings.Join(names, ", ")
+	return slices.Insert(slices.Clone(ps), i+1, PolicyKVFullOnly)
+}
+
+func policyList() string {
+	names := make([]string, 0, len(AllPolicies)+1)
+	for _, p := range AllPolicies {
+		names = append(names, string(p))
+	}
+	return strings.Join(append(names, string(PolicyKVFullOnly)), ", ")
 }
 
 // CacheAwareConfig configures the cache-aware baseline, modelled on the
@@ -289,7 +308,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("sim: no policies"))
 	}
 	for _, p := range c.Policies {
-		if !slices.Contains(AllPolicies, p) {
+		if !slices.Contains(AllPolicies, p) && p != PolicyKVFullOnly {
 			errs = append(errs, fmt.Errorf("sim: unknown policy %q (want %s)", p, policyList()))
 		}
 	}

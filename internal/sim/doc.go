@@ -90,10 +90,11 @@
 //
 // Config.Engine.Hybrid (--model-kind hybrid-swa | hybrid-mamba) makes
 // every engine a hybrid model that reuses the joint hit of its KV cache
-// groups (mocker.HybridConfig). The router's index has no groups yet, so
-// the simulator hands it the full-attention events only (hybrid.go) and
-// kv credits full attention alone; RegretReport's predicted (credited)
-// vs actual (joint) hit rate measures the over-prediction.
+// groups (mocker.HybridConfig). kv credits the joint match (the router's
+// group overlay); kv-full-only, added to the default policies of a hybrid
+// model, credits full attention alone as group-blind routers do.
+// RegretReport's predicted (credited) vs actual (cached) hit rate, kept
+// for kv, kv-full-only and approx, measures each one's over-prediction.
 //
 // # LoRA adapters
 //

@@ -2,61 +2,107 @@ package sim
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/kvrouter/kvrouter/kvevents"
 	"github.com/kvrouter/kvrouter/mocker"
+	"github.com/kvrouter/kvrouter/trace"
 )
 
-// TestHybridOverPredicts: on hybrid engines whose second group is small,
-// the kv policy (crediting full attention alone: the group events never
-// reach its index) credits more blocks than the engines' joint hits
-// deliver, by more than on full-attention engines; nothing is rejected
-// and every request completes.
-func TestHybridOverPredicts(t *testing.T) {
-	recs := conversations(24, 5, 2*time.Second, 3)
-	gap := map[mocker.HybridKind]int64{}
-	for _, h := range []mocker.HybridConfig{
-		{},
-		{Kind: mocker.HybridSWA, GroupFraction: 0.2},
-		{Kind: mocker.HybridMamba, StateInterval: 3, GroupFraction: 0.02},
-	} {
-		cfg := smallConfig(recs, 2)
-		cfg.Engine.NumBlocks = 1200
-		cfg.Engine.Hybrid = h
-		cfg.Policies = []Policy{PolicyKV}
-		rep, err := Run(context.Background(), cfg, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := rep.Policy(PolicyKV)
+// hybridRun runs kv and kv-full-only on 2 engines of model h.
+func hybridRun(t *testing.T, recs []trace.Record, h mocker.HybridConfig, eventDelay time.Duration) (kv, full *PolicyReport) {
+	t.Helper()
+	cfg := smallConfig(recs, 2)
+	cfg.Engine.NumBlocks = 1200
+	cfg.Engine.Hybrid = h
+	cfg.EventDelay = eventDelay
+	cfg.Policies = []Policy{PolicyKV, PolicyKVFullOnly}
+	rep, err := Run(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, full = rep.Policy(PolicyKV), rep.Policy(PolicyKVFullOnly)
+	for _, p := range []*PolicyReport{kv, full} {
 		rg := p.Regret
 		if p.Completed != len(recs) || rg == nil || rep.Model != string(h.Kind) {
-			t.Fatalf("%q: completed %d of %d, regret %v, model %q", h.Kind, p.Completed, len(recs), rg, rep.Model)
+			t.Fatalf("%q %s: completed %d of %d, regret %v, model %q", h.Kind, p.Policy, p.Completed, len(recs), rg, rep.Model)
 		}
 		if rg.Actual != p.HitBlocks {
-			t.Errorf("%q: regret actual %d blocks, report hit blocks %d", h.Kind, rg.Actual, p.HitBlocks)
+			t.Errorf("%q %s: regret actual %d blocks, report hit blocks %d", h.Kind, p.Policy, rg.Actual, p.HitBlocks)
 		}
-		gap[h.Kind] = rg.Chosen - rg.Actual
-		t.Logf("%q: predicted %.4f actual %.4f (chosen %d actual %d)", h.Kind, rg.PredictedHitRate(), rg.ActualHitRate(), rg.Chosen, rg.Actual)
+		t.Logf("%q %s: predicted %.4f actual %.4f (chosen %d actual %d, lost %v) TTFT p50 %.1f ms p99 %.1f ms",
+			h.Kind, p.Policy, rg.PredictedHitRate(), rg.ActualHitRate(), rg.Chosen, rg.Actual, rg.Lost, p.TTFT.P50, p.TTFT.P99)
 	}
-	for _, k := range []mocker.HybridKind{mocker.HybridSWA, mocker.HybridMamba} {
-		if gap[k] <= gap[mocker.HybridNone] {
-			t.Errorf("%s over-predicts by %d blocks, full attention by %d: the joint hit does not show", k, gap[k], gap[mocker.HybridNone])
+	return kv, full
+}
+
+var (
+	smallSWA   = mocker.HybridConfig{Kind: mocker.HybridSWA, GroupFraction: 0.2}
+	smallMamba = mocker.HybridConfig{Kind: mocker.HybridMamba, StateInterval: 3, GroupFraction: 0.02}
+)
+
+// TestHybridJointPredictsExactly: with few requests in flight (nothing
+// evicted between a decision and its admission) and events applied at
+// the end of their pass, kv (crediting the joint match: the group
+// overlay) predicts exactly the blocks the engines hit, while
+// kv-full-only (crediting full attention alone) over-predicts.
+func TestHybridJointPredictsExactly(t *testing.T) {
+	kv, full := hybridRun(t, conversations(4, 5, 4*time.Second, 3), smallMamba, 0)
+	if kv.Regret.Chosen != kv.Regret.Actual {
+		t.Errorf("kv predicted %d blocks, the engines hit %d", kv.Regret.Chosen, kv.Regret.Actual)
+	}
+	if full.Regret.Chosen <= full.Regret.Actual {
+		t.Errorf("kv-full-only predicted %d blocks, the engines hit %d: no over-prediction", full.Regret.Chosen, full.Regret.Actual)
+	}
+}
+
+// TestHybridJointPredicts: on busy hybrid engines whose second group is
+// small, kv over-predicts only by the blocks the engines evicted between
+// decision and admission (a few percent), kv-full-only by several times
+// that; kv's TTFT p50 is not worse.
+func TestHybridJointPredicts(t *testing.T) {
+	recs := conversations(24, 5, 2*time.Second, 3)
+	for _, h := range []mocker.HybridConfig{smallSWA, smallMamba} {
+		kv, full := hybridRun(t, recs, h, DefaultEventDelay)
+		kvGap, fullGap := kv.Regret.Chosen-kv.Regret.Actual, full.Regret.Chosen-full.Regret.Actual
+		if stale := kv.Regret.Lost["stale"]; stale*100 > kv.Regret.Chosen {
+			t.Errorf("%s: kv lost %d of %d credited blocks with no eviction in between", h.Kind, stale, kv.Regret.Chosen)
+		}
+		if fullGap <= 2*max(kvGap, 1) {
+			t.Errorf("%s: kv-full-only over-predicts by %d blocks, kv by %d: the joint rule does not show", h.Kind, fullGap, kvGap)
+		}
+		if kv.TTFT.P50 > full.TTFT.P50 {
+			t.Errorf("%s: kv TTFT p50 %.1f ms, kv-full-only %.1f ms", h.Kind, kv.TTFT.P50, full.TTFT.P50)
 		}
 	}
 }
 
-func TestRouterEventsDropsGroups(t *testing.T) {
-	full := []kvevents.Event{{EventID: 0, Kind: kvevents.KindStored}, {EventID: 1, Kind: kvevents.KindRemoved}}
-	if got := routerEvents(full); &got[0] != &full[0] || len(got) != 2 {
-		t.Errorf("a model without groups: events copied or dropped: %v", got)
+// TestKVFullOnlyIsKVWithoutGroups: on a model without groups kv-full-only
+// decides exactly as kv (same stream, same index): identical reports.
+func TestKVFullOnlyIsKVWithoutGroups(t *testing.T) {
+	kv, full := hybridRun(t, conversations(12, 4, 2*time.Second, 5), mocker.HybridConfig{}, DefaultEventDelay)
+	a, b := *kv, *full
+	a.Policy, b.Policy, a.WallS, b.WallS = "", "", 0, 0
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("kv and kv-full-only differ without groups:\n%+v\n%+v", a, b)
 	}
-	mixed := append(full, kvevents.Event{EventID: 2, Kind: kvevents.KindStored, Group: kvevents.Group{Index: 1, Kind: kvevents.GroupSliding, Window: 128}},
-		kvevents.Event{EventID: 3, Kind: kvevents.KindRemoved, Group: kvevents.Group{Index: 1, Kind: kvevents.GroupState}})
-	if got := routerEvents(mixed); len(got) != 2 || got[0].EventID != 0 || got[1].EventID != 1 {
-		t.Errorf("group events reach the index: %v", got)
+}
+
+func TestWithHybridBaseline(t *testing.T) {
+	for _, c := range []struct{ in, want []Policy }{
+		{AllPolicies, append([]Policy{PolicyKV, PolicyKVFullOnly}, AllPolicies[1:]...)},
+		{[]Policy{PolicyLoad}, []Policy{PolicyLoad}},
+		{[]Policy{PolicyKVFullOnly, PolicyKV}, []Policy{PolicyKVFullOnly, PolicyKV}},
+	} {
+		in := slices.Clone(c.in)
+		if got := WithHybridBaseline(in); !slices.Equal(got, c.want) || !slices.Equal(in, c.in) {
+			t.Errorf("WithHybridBaseline(%v) = %v (input now %v), want %v", c.in, got, in, c.want)
+		}
+	}
+	if p, err := ParsePolicy(" kv-full-only "); err != nil || p != PolicyKVFullOnly {
+		t.Errorf("ParsePolicy: %q, %v", p, err)
 	}
 }
 

@@ -43,6 +43,12 @@ func newPolicy(p Policy, cfg *Config) (policy, error) {
 	if p == PolicyCacheAware {
 		return newCacheAware(cfg.CacheAware, cfg.Workers, cfg.BlockSize, rng(6)), nil
 	}
+	if p == PolicyKVFullOnly {
+		// kv's stream: on a model without groups the two decide alike.
+		c := *cfg
+		c.Router.Index.Groups.FullOnly = true
+		return newRouterPolicy(&c, router.PolicyKV, rng(uint64(router.PolicyKV)+1))
+	}
 	rp, err := router.ParsePolicy(string(p))
 	if err != nil {
 		return nil, fmt.Errorf("%w %q", errNoPolicy, p)
@@ -70,7 +76,8 @@ type routerPolicy struct {
 	// keep keeps the last decision in last (Config.KeepRequests).
 	keep bool
 	last router.Decision
-	// regret tallies the kv policy's regret (regret.go); nil otherwise.
+	// regret tallies the regret of a policy that credits overlap, kv
+	// (and kv-full-only) or approx (regret.go); nil otherwise.
 	regret *regretTally
 	// peer holds the blocks of each routed request's peer-KV hint until
 	// its dispatch (peerhint.go); nil until a hint comes.
@@ -108,7 +115,7 @@ func newRouterPolicy(cfg *Config, mode router.Policy, rng *rand.Rand) (*routerPo
 		}
 	}
 	rp := &routerPolicy{r: r, mode: mode, queue: rc.Queue.Threshold > 0, busyKV: rc.Selector.BusyKVUsage > 0, keep: cfg.KeepRequests}
-	if mode == router.PolicyKV {
+	if mode == router.PolicyKV || mode == router.PolicyApprox {
 		rp.regret = newRegretTally(cfg.Workers)
 	}
 	if rc.TrackOutputBlocks && !cfg.ExactOutput {
@@ -181,7 +188,6 @@ func (rp *routerPolicy) release(now time.Duration) []released {
 }
 
 func (rp *routerPolicy) apply(evs []kvevents.Event) {
-	evs = routerEvents(evs)
 	for k := range evs {
 		// A rejected event is counted by the router (Stats); the
 		// simulation goes on, as a live router would.

@@ -8,7 +8,8 @@ import (
 	"github.com/kvrouter/kvrouter/router"
 )
 
-// RegretReport is the kv policy's regret over a run, in prompt blocks,
+// RegretReport is the regret of a policy that credits overlap (kv,
+// kv-full-only, approx) over a run, in prompt blocks,
 // with the rules of the frontend's counters (docs/operations.md,
 // kvrouter_route_blocks_total and kvrouter_route_lost_blocks_total):
 // Prompt, Reachable and Chosen per routing decision (router.RegretOf);
@@ -91,7 +92,8 @@ func (t *regretTally) answered(i, w, cached, B int) {
 	}
 }
 
-// regretPolicy is a policy that tallies regret (the kv routerPolicy).
+// regretPolicy is a policy that tallies regret (a routerPolicy of kv,
+// kv-full-only or approx).
 type regretPolicy interface {
 	tally() *regretTally
 }

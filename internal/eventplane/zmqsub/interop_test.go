@@ -80,23 +80,30 @@ func startPub(t *testing.T, args ...string) (pub, replay string, stop func()) {
 }
 
 type result struct {
-	hash  uint64
-	stats zmqsub.Stats
-	idx   indexer.Index
+	hash   uint64
+	stats  zmqsub.Stats
+	idx    indexer.Index
+	ingest map[string]uint64 // Config.OnIngest's counts by reason
 }
 
 // ingest runs a Subscriber on one python publisher until want messages
 // were handled (received live or replayed).
 func ingest(t *testing.T, want uint64, useReplay bool, args ...string) result {
+	return ingestInto(t, indexer.NewRadix(indexer.RadixConfig{}), want, useReplay, args...)
+}
+
+// ingestInto is ingest into idx.
+func ingestInto(t *testing.T, idx indexer.Index, want uint64, useReplay bool, args ...string) result {
 	pub, replay := startPublisher(t, args...)
 	if !useReplay {
 		replay = ""
 	}
-	idx := indexer.NewRadix(indexer.RadixConfig{})
 	var mu sync.Mutex
+	counts := map[string]uint64{}
 	sink := zmqsub.SinkFunc(func(ev *kvevents.Event) error { mu.Lock(); defer mu.Unlock(); return idx.Apply(ev) })
 	sub := zmqsub.New(zmqsub.Config{BlockSize: 4, Logger: eventplanetest.Quiet,
-		Sources: []zmqsub.Source{{WorkerID: 7, Endpoint: pub, Replay: replay}}}, sink)
+		Sources:  []zmqsub.Source{{WorkerID: 7, Endpoint: pub, Replay: replay}},
+		OnIngest: func(_ uint64, reason string, n uint64) { mu.Lock(); defer mu.Unlock(); counts[reason] += n }}, sink)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -114,7 +121,7 @@ func ingest(t *testing.T, want uint64, useReplay bool, args ...string) result {
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	return result{hash: eventplanetest.DumpHash(idx.Dump()), stats: sub.Stats(), idx: idx}
+	return result{hash: eventplanetest.DumpHash(idx.Dump()), stats: sub.Stats(), idx: idx, ingest: counts}
 }
 
 func TestLibzmqInterop(t *testing.T) {
@@ -168,5 +175,61 @@ func TestLibzmqBlockSizeRefused(t *testing.T) {
 	}
 	if st := r.idx.Stats(); st.Blocks != 0 {
 		t.Fatalf("index holds %d blocks of a mismatched block size: %v", st.Blocks, r.idx.Dump())
+	}
+}
+
+// TestLibzmqHybridGroups: a hybrid model's events in vLLM's byte layout
+// (group_idx, kv_cache_spec_kind, kv_cache_spec_sliding_window; removes
+// naming the group index alone) published on real libzmq reach the
+// router's group overlay (indexer.Groups, DESIGN.md §13): each group holds
+// its blocks, the joint match is what every group allows, and the events
+// of a kind the router does not model (chunked_local_attention) are
+// counted as unknown_group, never filed as full attention.
+func TestLibzmqHybridGroups(t *testing.T) {
+	needPython(t)
+	g := indexer.NewGroups(indexer.NewRadix(indexer.RadixConfig{}), indexer.GroupsConfig{BlockSize: 4})
+	r := ingestInto(t, g, 6, false, "--hybrid")
+	// 6 batches of 4 stores, and 3 + 2 removes in the last one.
+	if st := r.stats; st.DecodeError != 0 || st.Gaps != 0 || st.UnknownGroup != 6 || st.Events != 6*3+4 {
+		t.Fatalf("stats %+v: want 6 unknown-group stores skipped, 22 events applied", st)
+	}
+	if r.ingest["unknown_group"] != 6 {
+		t.Errorf("OnIngest counts %v: want unknown_group 6", r.ingest)
+	}
+	w := kvevents.Worker{ID: 7}
+	want := []indexer.GroupBlocks{
+		{Group: kvevents.Group{Index: 1, Kind: kvevents.GroupSliding, Window: 5}, Blocks: 11},
+		{Group: kvevents.Group{Index: 2, Kind: kvevents.GroupState}, Blocks: 5},
+	}
+	got := g.WorkerGroups(w)
+	if len(got) != len(want) {
+		t.Fatalf("groups %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Group != want[i].Group || got[i].Blocks != want[i].Blocks {
+			t.Errorf("group %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	toks := make([]uint32, 48)
+	for i := range toks {
+		toks[i] = uint32(1000 + i)
+	}
+	locals := kvhash.LocalHashes(toks, 4, kvhash.Seed("", ""))
+	// Full attention holds blocks 1-11 (block 12 evicted); the window
+	// (ceil(4/4) = 1 block) needs block L, the state group holds the
+	// checkpoints 2, 4, 6, 8, 12 (10 removed) and the window lost block 8:
+	// L = 6.
+	m, ok := g.Explain(w, locals)
+	if !ok || m.Full != 11 || m.Blocks != 6 || g.FindMatches(locals).Get(w) != 6 {
+		t.Fatalf("explain %+v (ok %v), lookup %d: want full 11, joint 6", m, ok, g.FindMatches(locals).Get(w))
+	}
+	full := indexer.NewGroups(indexer.NewRadix(indexer.RadixConfig{}), indexer.GroupsConfig{BlockSize: 4, FullOnly: true})
+	for _, ev := range g.Dump() {
+		if err := full.Apply(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := full.FindMatches(locals).Get(w); got != 11 {
+		t.Errorf("full-only overlap %d, want 11 (full attention alone)", got)
 	}
 }

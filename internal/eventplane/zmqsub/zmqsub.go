@@ -135,6 +135,9 @@ type Stats struct {
 	UnknownPod  uint64 // bind-mode messages of a pod no worker has (held)
 	HoldDropped uint64 // held messages dropped (never resolved within HoldFor, or HoldMax)
 	Mismatch    uint64 // bind-mode messages whose topic model is not the worker's
+	// UnknownGroup counts events of a KV cache group kind the router does
+	// not model (kvevents.BatchInfo.UnknownGroups), skipped.
+	UnknownGroup uint64
 }
 
 // Subscriber ingests ZMQ KV events into a Sink.
@@ -157,7 +160,7 @@ type Subscriber struct {
 
 	st struct {
 		messages, events, blocks, gaps, replayed, resyncs, restarts, decErr, bsErr, sinkErr,
-		unknownPod, holdDropped, mismatch atomic.Uint64
+		unknownPod, holdDropped, mismatch, unknownGroup atomic.Uint64
 	}
 }
 
@@ -273,7 +276,7 @@ func (s *Subscriber) Stats() Stats {
 		Gaps: s.st.gaps.Load(), Replayed: s.st.replayed.Load(),
 		Resyncs: s.st.resyncs.Load(), Restarts: s.st.restarts.Load(), DecodeError: s.st.decErr.Load(),
 		BlockSize: s.st.bsErr.Load(), SinkErrors: s.st.sinkErr.Load(), UnknownPod: s.st.unknownPod.Load(),
-		HoldDropped: s.st.holdDropped.Load(), Mismatch: s.st.mismatch.Load()}
+		HoldDropped: s.st.holdDropped.Load(), Mismatch: s.st.mismatch.Load(), UnknownGroup: s.st.unknownGroup.Load()}
 }
 
 // Run dials every source rank (and binds Config.Binds) and ingests until
@@ -458,7 +461,12 @@ func (s *Subscriber) apply(ps *pubState, w kvevents.Worker, payload []byte) {
 			ps.dec, err = kvevents.NewVLLMDecoder(kvevents.VLLMConfig{BlockSize: s.cfg.BlockSize, WorkerID: w.ID, DPRank: w.Rank})
 		}
 		if err == nil {
-			evs, err = ps.dec.Decode(ps.scratch[:0], payload)
+			var info kvevents.BatchInfo
+			evs, info, err = ps.dec.DecodeBatch(ps.scratch[:0], payload)
+			if n := uint64(info.UnknownGroups); n > 0 {
+				s.st.unknownGroup.Add(n)
+				s.count(w.ID, ordering.RejectUnknownGroup, n)
+			}
 		}
 	}
 	if err != nil {

@@ -21,7 +21,7 @@ func newMetrics() metrics {
 		applied: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_events_applied_total",
 			Help: "KV events applied to the index."}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_events_rejected_total",
-			Help: "KV events refused, by reason (decode, block_size, unknown_pod, unknown_pod_expired, model_mismatch, worker_mismatch, unregistered, unknown_parent, self_parent, bad_event)."}, []string{"reason"}),
+			Help: "KV events refused, by reason (decode, block_size, unknown_pod, unknown_pod_expired, model_mismatch, worker_mismatch, unregistered, unknown_parent, self_parent, bad_event, unknown_group)."}, []string{"reason"}),
 		faults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_event_faults_total",
 			Help: "KV event stream faults by reason: gap (opened), resync (gap given up: worker+rank cleared), restart (publisher started over: cleared), stream_reset (NATS stream started over: index rebuilt)."},
 			[]string{"reason"}),
