@@ -212,6 +212,11 @@ func TestFastCoreDifferential(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(16, 4))
 	texts := []string{benchText("english", 4000), benchText("code", 4000), strings.Repeat(" ", 300) + "x", strings.Repeat("ab", 200)}
+	for _, kind := range []string{"prose", "code"} {
+		// Twice: the second pass takes the word cache's hits.
+		real, _ := realCorpus(kind, 64<<10)
+		texts = append(texts, real, real)
+	}
 	for range 500 {
 		texts = append(texts, randomText(rng, 1+rng.IntN(40)))
 	}

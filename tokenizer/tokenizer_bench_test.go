@@ -113,12 +113,21 @@ func BenchmarkEncodeText(b *testing.B) {
 // benchEncodeText times l.EncodeText(text, false) and reports tokens per
 // CPU-second and per second.
 func benchEncodeText(b *testing.B, l *Local, text string) {
+	benchEncodeTextReset(b, l, text, nil)
+}
+
+// benchEncodeTextReset is benchEncodeText calling reset (if not nil)
+// before every timed encode.
+func benchEncodeTextReset(b *testing.B, l *Local, text string, reset func()) {
 	tokens := len(l.EncodeText(text, false))
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	done := cpuRate(b)
 	for range b.N {
+		if reset != nil {
+			reset()
+		}
 		l.EncodeText(text, false)
 	}
 	done(float64(tokens)*float64(b.N), "tokens/cpu-s")
@@ -247,16 +256,24 @@ func realCorpus(kind string, n int) (text, from string) {
 // (realCorpus, 512 KB each) beside generated text of the same size
 // (benchText's repeated sentences and snippets: text=generated-prose,
 // text=generated-code), in one run, without the segment cache; ByteLevel
-// BPE models beside SentencePiece-style ones on the same text, the latter
-// with their word cache (warm: the text was encoded once before timing)
-// and without it (words=off). The generated text repeats a few pieces, so
-// it flatters every cache and branch predictor; the real figures are the
-// ones to quote.
+// BPE models beside SentencePiece-style ones on the same text, each with
+// its word cache warm (the text was encoded once before timing), cold
+// (words=cold: emptied before every encode, so only the text's own
+// repetitions hit) and off (words=off). The generated text repeats a few
+// pieces, so it flatters every cache and branch predictor; the real
+// figures are the ones to quote. cache=on turns the segment cache on: the
+// whole text is then one cached segment, so it measures a hit (a copy),
+// not encoding.
 func BenchmarkEncodeRealText(b *testing.B) {
 	models := benchModels(b)
 	for _, name := range []string{"llama2", "gemma", "gemma3"} {
 		models[name] = loadFixture(b, name)
 	}
+	var variants []string
+	for _, m := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma", "gemma3"} {
+		variants = append(variants, m, m+"/words=cold", m+"/words=off")
+	}
+	variants = append(variants, "qwen3/cache=on", "llama3/cache=on", DefaultName+"/cache=on")
 	for _, kind := range []string{"prose", "code"} {
 		real, from := realCorpus(kind, realCorpusBytes)
 		if len(real) < 64<<10 {
@@ -266,19 +283,32 @@ func BenchmarkEncodeRealText(b *testing.B) {
 		b.Logf("%s: %s", kind, from)
 		gen := map[string]string{"prose": "english", "code": "code"}[kind]
 		for _, text := range []struct{ name, text string }{{kind, real}, {"generated-" + kind, benchText(gen, len(real))}} {
-			for _, model := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma", "gemma3", "llama2/words=off", "gemma/words=off"} {
-				name, noWords := strings.CutSuffix(model, "/words=off")
+			for _, model := range variants {
+				name, variant, _ := strings.Cut(model, "/")
 				nc := *models[name]
 				nc.cache = nil
-				if sp, ok := nc.core.(*spmCore); ok {
-					cp := *sp
-					cp.words = &wordCache{} // warmed below, by the count
-					if noWords {
-						cp.words = nil
-					}
+				if variant == "cache=on" {
+					nc.cache = newSegmentCache(DefaultCacheBytes)
+				}
+				words := &wordCache{} // warmed below, by the count
+				var reset func()
+				switch variant {
+				case "words=off":
+					words = nil
+				case "words=cold":
+					reset = func() { *words = wordCache{} }
+				}
+				switch c := nc.core.(type) {
+				case *spmCore:
+					cp := *c
+					cp.words = words
+					nc.core = &cp
+				case *fastCore:
+					cp := *c
+					cp.words = words
 					nc.core = &cp
 				}
-				b.Run(fmt.Sprintf("text=%s/model=%s", text.name, model), func(b *testing.B) { benchEncodeText(b, &nc, text.text) })
+				b.Run(fmt.Sprintf("text=%s/model=%s", text.name, model), func(b *testing.B) { benchEncodeTextReset(b, &nc, text.text, reset) })
 			}
 		}
 	}
