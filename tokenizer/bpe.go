@@ -61,8 +61,17 @@ const stopEvery = 1024
 // once stop (nil: never) reports true, so that a huge prompt stops costing
 // CPU when its client is gone.
 func (c *fastCore) appendOrdinaryStop(dst []uint32, text string, stop func() bool) []uint32 {
+	return c.appendMarked(dst, text, stop, nil, 0)
+}
+
+// appendMarked is appendOrdinaryStop that, with marks not nil (and text
+// valid UTF-8), also appends to *marks the points where encoding can resume
+// (prompts.go): after pieces ending at a markable byte, at least
+// markEvery bytes apart, at offset base+end with the ids' length there.
+func (c *fastCore) appendMarked(dst []uint32, text string, stop func() bool, marks *[]pieceMark, base int) []uint32 {
 	text = validUTF8(text)
 	var parts []part
+	last := 0
 	for i, n := 0, 0; i < len(text); n++ {
 		if stop != nil && n%stopEvery == stopEvery-1 && stop() {
 			return dst
@@ -72,23 +81,21 @@ func (c *fastCore) appendOrdinaryStop(dst []uint32, text string, stop func() boo
 		i = j
 		if id, ok := c.ranks.get(piece); ok {
 			dst = append(dst, id)
-			continue
-		}
-		if len(piece) >= longPiece {
+		} else if len(piece) >= longPiece {
 			dst = c.mergeHeap(dst, piece, stop)
-			continue
-		}
-		if c.words == nil || len(piece) > maxCachedWord {
+		} else if c.words == nil || len(piece) > maxCachedWord {
 			dst, parts = c.mergeScan(dst, piece, parts)
-			continue
-		}
-		if ids, ok := c.words.get(piece); ok {
+		} else if ids, ok := c.words.get(piece); ok {
 			dst = append(dst, ids...)
-			continue
+		} else {
+			at := len(dst)
+			dst, parts = c.mergeScan(dst, piece, parts)
+			c.words.put(piece, dst[at:])
 		}
-		at := len(dst)
-		dst, parts = c.mergeScan(dst, piece, parts)
-		c.words.put(piece, dst[at:])
+		if marks != nil && j-last >= markEvery && markable(text, j) {
+			*marks = append(*marks, pieceMark{off: base + j, n: len(dst)})
+			last = j
+		}
 	}
 	return dst
 }

@@ -235,7 +235,7 @@ func TestFastCoreDifferential(t *testing.T) {
 // means (the codec's regexp2/v2 engine cut " \n \n" in two and dropped
 // U+007F); " \n \n" is one cl100k token.
 func TestDefaultRegexSemantics(t *testing.T) {
-	d, err := Default(Options{CacheBytes: -1})
+	d, err := Default(Options{CacheBytes: -1, PromptCacheEntries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func BenchmarkEncodeText(b *testing.B) {
 			text := benchText(kind, 72_000) // ~16k tokens
 			l := models[model]
 			nc := *l
-			nc.cache = nil
+			nc.cache, nc.prompts = nil, nil
 			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
@@ -145,6 +145,7 @@ func BenchmarkEncodeChat(b *testing.B) {
 			for _, cache := range []bool{false, true} {
 				l := models[model]
 				lc := *l
+				lc.prompts = nil // BenchmarkEncodeExtended measures it
 				if cache {
 					lc.cache = newSegmentCache(DefaultCacheBytes)
 				} else {
@@ -286,7 +287,7 @@ func BenchmarkEncodeRealText(b *testing.B) {
 			for _, model := range variants {
 				name, variant, _ := strings.Cut(model, "/")
 				nc := *models[name]
-				nc.cache = nil
+				nc.cache, nc.prompts = nil, nil
 				if variant == "cache=on" {
 					nc.cache = newSegmentCache(DefaultCacheBytes)
 				}
@@ -327,5 +328,70 @@ func TestRealCorpus(t *testing.T) {
 	code, from := realCorpus("code", realCorpusBytes)
 	if len(code) < realCorpusBytes-utf8.UTFMax || !strings.HasPrefix(code, "// Copyright") || !strings.Contains(code, "func ") {
 		t.Errorf("code: %s; %d bytes, starts %q", from, len(code), code[:min(len(code), 40)])
+	}
+}
+
+// BenchmarkEncodeExtended: a multi-turn chat of real text (~32k tokens,
+// the rendered template) extended by one assistant reply and one user
+// turn, as the next request of the conversation: encoded in full
+// (prompts=off; segment cache off too) beside encoded with the prompt
+// cache holding the previous request only (prompts=on: it resumes after
+// the shared prefix). tokens/op is the new prompt's length.
+func BenchmarkEncodeExtended(b *testing.B) {
+	models := benchModels(b)
+	prose, _ := realCorpus("prose", realCorpusBytes)
+	code, _ := realCorpus("code", realCorpusBytes)
+	if len(prose) < 256<<10 || len(code) < 64<<10 {
+		b.Skip("no real corpus on this machine")
+	}
+	msgs := []Message{{Role: "system", Content: "You are a careful assistant."}}
+	for i, at := 0, 0; at < 140_000; i++ {
+		role, src := "user", prose
+		if i%2 == 1 {
+			role, src = "assistant", code
+		}
+		n := 4000
+		msgs = append(msgs, Message{Role: role, Content: strings.ToValidUTF8(src[at:at+n], "")})
+		at += n
+	}
+	if msgs[len(msgs)-1].Role == "assistant" {
+		msgs = msgs[:len(msgs)-1]
+	}
+	next := append(msgs[:len(msgs):len(msgs)],
+		Message{Role: "assistant", Content: strings.ToValidUTF8(code[200_000:201_500], "")},
+		Message{Role: "user", Content: strings.ToValidUTF8(prose[300_000:300_600], "")})
+	for _, model := range []string{"qwen3", "llama3", DefaultName} {
+		l := *models[model]
+		l.cache, l.prompts = nil, nil
+		prev, err := l.ApplyChatTemplate(msgs, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, err := l.ApplyChatTemplate(next, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		warm := l
+		warm.prompts = newPromptCache(DefaultPromptCacheEntries, DefaultPromptCacheBytes)
+		warm.EncodeText(prev, false)
+		entry := warm.prompts.recent[0]
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("model=%s/prompts=%s", model, map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+				lc := l
+				tokens := len(lc.EncodeText(text, false))
+				b.ReportAllocs()
+				b.ResetTimer()
+				done := cpuRate(b)
+				for range b.N {
+					if on { // the cache holds the previous request only
+						lc.prompts = newPromptCache(DefaultPromptCacheEntries, DefaultPromptCacheBytes)
+						lc.prompts.recent = []*promptEntry{entry}
+					}
+					lc.EncodeText(text, false)
+				}
+				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
+				b.ReportMetric(float64(tokens), "tokens/op")
+			})
+		}
 	}
 }
