@@ -173,11 +173,15 @@ func FuzzPromptCache(f *testing.F) {
 	f.Add(strings.Repeat("hello world ", 40), "  \n\n x", uint16(300))
 	f.Add(strings.Repeat("a <|im_end|>\n<|im_start|>b  ", 30), "<|im_end|> 'll", uint16(500))
 	f.Add(strings.Repeat("x\u00a0 \u3000y ", 60), "\u0085z", uint16(333))
+	f.Add(strings.Repeat("cafe caf\u00e9 ab12 ", 30), "\u0301e\u0301 x", uint16(400))
 	d, err := Default(Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
 	models := []*Local{synthTokenizer(f, Options{MinCacheSegment: 1}), d}
+	if q := tryFixture(f, "qwen3"); q != nil {
+		models = append(models, q) // NFC normalizer
+	}
 	f.Fuzz(func(t *testing.T, a, b string, cut uint16) {
 		for _, l := range models {
 			lc, ref := promptPair(l, 4, 1<<20)
@@ -228,7 +232,7 @@ func TestPromptCacheBounds(t *testing.T) {
 
 // tryFixture is loadFixture, or nil when the fixture was not fetched
 // (the tests that need it report that).
-func tryFixture(t *testing.T, model string) *Local {
+func tryFixture(t testing.TB, model string) *Local {
 	if _, err := os.Stat(filepath.Join(fixtureDir(), model, "tokenizer.json")); err != nil {
 		return nil
 	}
