@@ -193,6 +193,11 @@ func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool)
 			end = m.segEnd
 		}
 		if piece != nil && l.resumable(text, piece.off, end) {
+			for _, mk := range from.marks { // the segment's marks, up to piece
+				if mk.off > pos && mk.off <= piece.off {
+					rec.marks = append(rec.marks, mk)
+				}
+			}
 			ids = append(ids[:0], from.ids[:piece.n]...)
 			reused = len(ids)
 			ids = l.encodeSegment(ids, text[piece.off:end], stop, rec, piece.off)
@@ -227,7 +232,7 @@ func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool)
 // (k bytes in common): the ids up to the last added token whose match
 // read only shared bytes, and returns where encoding goes on and the last
 // piece mark of the next segment that only shared bytes decide (nil: none).
-// It copies from's marks before that point into rec.
+// It copies from's matches and marks up to pos into rec.
 func (l *Local) resume(ids []uint32, rec, from *promptEntry, k int, text string) ([]uint32, int, *pieceMark) {
 	pos, nm := 0, 0
 	for nm < len(from.matches) && from.matches[nm].extent <= k {
@@ -257,13 +262,6 @@ func (l *Local) resume(ids []uint32, rec, from *promptEntry, k int, text string)
 			continue
 		}
 		piece = mk
-	}
-	if piece != nil {
-		for i := range from.marks { // the marks inside the segment, up to piece
-			if mk := from.marks[i]; mk.off > pos && mk.off <= piece.off {
-				rec.marks = append(rec.marks, mk)
-			}
-		}
 	}
 	return ids, pos, piece
 }

@@ -159,6 +159,12 @@ func TestPromptCacheExtend(t *testing.T) {
 					t.Fatalf("text %d (%d bytes, valid UTF-8 %v): %s", i, len(text), utf8.ValidString(text), firstDiff(got, want))
 				}
 			}
+			for _, e := range lc.prompts.recent { // resume points in text order
+				if !slices.IsSortedFunc(e.marks, func(a, b pieceMark) int { return a.off - b.off }) ||
+					!slices.IsSortedFunc(e.matches, func(a, b matchMark) int { return a.next - b.next }) {
+					t.Errorf("entry of %d bytes: marks or matches out of order", len(e.text))
+				}
+			}
 			st := lc.PromptCacheStats()
 			if _, pieces := lc.core.(*fastCore); pieces && st.Hits < 50 || st.Entries > 4 || st.Bytes > 1<<20 {
 				t.Errorf("stats %+v: want >= 50 hits within 4 entries and 1 MiB", st)
