@@ -172,11 +172,28 @@ func (l *Local) encodeText(text string, addSpecialTokens bool, stop func() bool)
 		from *promptEntry // cached prompt to resume from
 		k    int          // bytes it shares with text
 	)
-	if l.prompts != nil && len(text) >= l.prompts.minReuse && utf8.ValidString(text) {
-		rec = &promptEntry{text: text, addSpecial: addSpecialTokens}
+	if l.prompts != nil && len(text) >= l.prompts.minReuse {
 		from, k = l.prompts.best(text, addSpecialTokens)
+		// Cached texts are valid UTF-8: only the rest needs checking, from
+		// a rune start before k (text[:v] is then from's, whole runes).
+		v := 0
+		if from != nil {
+			v = max(0, k-utf8.UTFMax)
+			for v > 0 && !utf8.RuneStart(text[v]) {
+				v--
+			}
+		}
+		if utf8.ValidString(text[v:]) {
+			rec = &promptEntry{text: text, addSpecial: addSpecialTokens}
+		} else {
+			from = nil
+		}
 	}
-	ids := make([]uint32, 0, len(text)/3+len(l.prefix)+len(l.suffix)+4)
+	size := len(text)/3 + len(l.prefix) + len(l.suffix) + 4
+	if from != nil {
+		size = len(from.ids) + (len(text)-k)/2 + len(l.suffix) + 4
+	}
+	ids := make([]uint32, 0, size)
 	if addSpecialTokens {
 		ids = append(ids, l.prefix...)
 	}
