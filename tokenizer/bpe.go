@@ -12,9 +12,19 @@ import (
 // ids as the tiktoken-go core on the same ranks and pattern
 // (TestFastCoreDifferential), without the backtracking regex.
 type fastCore struct {
-	ranks map[string]uint32 // raw token bytes -> id
-	bytes [][]byte          // id -> raw bytes (vocab only)
-	split splitter
+	ranks *tokenTable // raw token bytes -> id
+	bytes [][]byte    // id -> raw bytes (vocab only)
+	// byteID is the id of each single byte (0 if it is no token, as a
+	// failed lookup gave before); pair2 the id of each two-byte token by
+	// its bytes (math.MaxUint32: none). Dense, so the merge loop's
+	// commonest lookups hit lines already in cache.
+	byteID [256]uint32
+	pair2  []uint32
+	split  splitter
+	// words memoizes the ids of pieces that are not tokens themselves (nil:
+	// off), as for SentencePiece-style models: real text repeats them, and a
+	// hit replaces the merge loop's lookups of every pair.
+	words *wordCache
 }
 
 func newFastCore(ranks map[string]int, split splitter) *fastCore {
@@ -22,10 +32,19 @@ func newFastCore(ranks map[string]int, split splitter) *fastCore {
 	for _, id := range ranks {
 		maxID = max(maxID, id)
 	}
-	c := &fastCore{ranks: make(map[string]uint32, len(ranks)), bytes: make([][]byte, maxID+1), split: split}
+	c := &fastCore{ranks: newTokenTable(ranks), bytes: make([][]byte, maxID+1), split: split, words: &wordCache{}}
+	c.pair2 = make([]uint32, 1<<16)
+	for i := range c.pair2 {
+		c.pair2[i] = math.MaxUint32
+	}
 	for s, id := range ranks {
-		c.ranks[s] = uint32(id)
 		c.bytes[id] = []byte(s)
+		switch len(s) {
+		case 1:
+			c.byteID[s[0]] = uint32(id)
+		case 2:
+			c.pair2[uint16(s[0])<<8|uint16(s[1])] = uint32(id)
+		}
 	}
 	return c
 }
@@ -42,8 +61,17 @@ const stopEvery = 1024
 // once stop (nil: never) reports true, so that a huge prompt stops costing
 // CPU when its client is gone.
 func (c *fastCore) appendOrdinaryStop(dst []uint32, text string, stop func() bool) []uint32 {
+	return c.appendMarked(dst, text, stop, nil, 0)
+}
+
+// appendMarked is appendOrdinaryStop that, with marks not nil (and text
+// valid UTF-8), also appends to *marks the points where encoding can resume
+// (prompts.go): after pieces ending at a markable byte, at least
+// markEvery bytes apart, at offset base+end with the ids' length there.
+func (c *fastCore) appendMarked(dst []uint32, text string, stop func() bool, marks *[]pieceMark, base int) []uint32 {
 	text = validUTF8(text)
 	var parts []part
+	last := 0
 	for i, n := 0, 0; i < len(text); n++ {
 		if stop != nil && n%stopEvery == stopEvery-1 && stop() {
 			return dst
@@ -51,24 +79,32 @@ func (c *fastCore) appendOrdinaryStop(dst []uint32, text string, stop func() boo
 		j := c.split(text, i)
 		piece := text[i:j]
 		i = j
-		if id, ok := c.ranks[piece]; ok {
+		if id, ok := c.ranks.get(piece); ok {
 			dst = append(dst, id)
-			continue
-		}
-		if len(piece) >= longPiece {
+		} else if len(piece) >= longPiece {
 			dst = c.mergeHeap(dst, piece, stop)
-			continue
+		} else if c.words == nil || len(piece) > maxCachedWord {
+			dst, parts = c.mergeScan(dst, piece, parts)
+		} else if ids, ok := c.words.get(piece); ok {
+			dst = append(dst, ids...)
+		} else {
+			at := len(dst)
+			dst, parts = c.mergeScan(dst, piece, parts)
+			c.words.put(piece, dst[at:])
 		}
-		dst, parts = c.mergeScan(dst, piece, parts)
+		if marks != nil && j-last >= markEvery && markable(text, j) {
+			*marks = append(*marks, pieceMark{off: base + j, n: len(dst)})
+			last = j
+		}
 	}
 	return dst
 }
 
-// part is a boundary of the piece being merged: its byte offset and the rank
-// of the pair starting there (math.MaxUint32: none).
+// part is a token of the piece being merged: its byte offset, its id and
+// the rank of the pair starting there (math.MaxUint32: none).
 type part struct {
-	off  int
-	rank uint32
+	off      int32
+	id, rank uint32
 }
 
 // longPiece is the piece length (bytes) from which merge switches from the
@@ -86,22 +122,26 @@ func (c *fastCore) merge(dst []uint32, piece string, scratch []part) ([]uint32, 
 }
 
 // mergeScan is tiktoken's reference byte_pair_merge: quadratic in the
-// piece length.
+// piece length. A part's id is its last merge's rank (ranks are ids), and
+// byte pairs are ranked from a dense table, so only merged pairs of three
+// or more bytes go to the hash table.
 func (c *fastCore) mergeScan(dst []uint32, piece string, scratch []part) ([]uint32, []part) {
 	parts := scratch[:0]
-	for i := 0; i <= len(piece); i++ {
-		parts = append(parts, part{off: i, rank: math.MaxUint32})
+	for i := 0; i < len(piece); i++ {
+		r := uint32(math.MaxUint32)
+		if i+1 < len(piece) {
+			r = c.pair2[uint16(piece[i])<<8|uint16(piece[i+1])]
+		}
+		parts = append(parts, part{off: int32(i), id: c.byteID[piece[i]], rank: r})
 	}
-	rank := func(i, skip int) uint32 {
-		if i+skip+2 < len(parts) {
-			if r, ok := c.ranks[piece[parts[i].off:parts[i+skip+2].off]]; ok {
+	parts = append(parts, part{off: int32(len(piece)), rank: math.MaxUint32})
+	rank := func(i int) uint32 { // of parts i and i+1 merged with part i+2
+		if i+3 < len(parts) {
+			if r, ok := c.ranks.get(piece[parts[i].off:parts[i+3].off]); ok {
 				return r
 			}
 		}
 		return math.MaxUint32
-	}
-	for i := 0; i+2 < len(parts); i++ {
-		parts[i].rank = rank(i, 0)
 	}
 	for len(parts) > 1 {
 		best, bi := uint32(math.MaxUint32), -1
@@ -113,14 +153,15 @@ func (c *fastCore) mergeScan(dst []uint32, piece string, scratch []part) ([]uint
 		if bi < 0 {
 			break
 		}
-		parts[bi].rank = rank(bi, 1)
+		parts[bi].id = best
+		parts[bi].rank = rank(bi)
 		if bi > 0 {
-			parts[bi-1].rank = rank(bi-1, 1)
+			parts[bi-1].rank = rank(bi - 1)
 		}
 		parts = append(parts[:bi+1], parts[bi+2:]...)
 	}
 	for i := 0; i+1 < len(parts); i++ {
-		dst = append(dst, c.ranks[piece[parts[i].off:parts[i+1].off]])
+		dst = append(dst, parts[i].id)
 	}
 	return dst, parts
 }
@@ -144,7 +185,7 @@ func (c *fastCore) mergeHeap(dst []uint32, piece string, stop func() bool) []uin
 			return
 		}
 		end := next[j]
-		if r, ok := c.ranks[piece[i:end]]; ok {
+		if r, ok := c.ranks.get(piece[i:end]); ok {
 			h = append(h, pair{rank: r, at: i, gen: gen[i], genR: gen[j]})
 		}
 	}
@@ -178,7 +219,8 @@ func (c *fastCore) mergeHeap(dst []uint32, piece string, stop func() bool) []uin
 		}
 	}
 	for i := 0; i < n; i = int(next[i]) {
-		dst = append(dst, c.ranks[piece[i:next[i]]])
+		id, _ := c.ranks.get(piece[i:next[i]])
+		dst = append(dst, id)
 	}
 	return dst
 }

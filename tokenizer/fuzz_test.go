@@ -23,7 +23,7 @@ func FuzzEncode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, l := range []*Local{synth, def} {
 			nc := *l
-			nc.cache = nil
+			nc.cache, nc.prompts = nil, nil
 			ids := l.EncodeText(text, false)
 			if again := nc.EncodeText(text, false); !slices.Equal(ids, again) {
 				t.Fatalf("%s: cached %v != uncached %v", l.Name(), ids, again)

@@ -132,6 +132,7 @@ func fromJSON(tokenizerJSON, configJSON []byte, opts Options, regexOnly bool) (*
 	}
 	l := newLocal(name, c, added, norm, opts)
 	l.decodeStrip, l.decodeMeta = decodeStrip, decodeMeta
+	l.nfc = typeOf(f.Normalizer) == "NFC"
 	if l.prefix, l.suffix, err = parsePostProcessor(f.PostProcessor, addedIDs, vocab); err != nil {
 		return nil, err
 	}

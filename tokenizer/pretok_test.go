@@ -212,6 +212,11 @@ func TestFastCoreDifferential(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(16, 4))
 	texts := []string{benchText("english", 4000), benchText("code", 4000), strings.Repeat(" ", 300) + "x", strings.Repeat("ab", 200)}
+	for _, kind := range []string{"prose", "code"} {
+		// Twice: the second pass takes the word cache's hits.
+		real, _ := realCorpus(kind, 64<<10)
+		texts = append(texts, real, real)
+	}
 	for range 500 {
 		texts = append(texts, randomText(rng, 1+rng.IntN(40)))
 	}
@@ -230,7 +235,7 @@ func TestFastCoreDifferential(t *testing.T) {
 // means (the codec's regexp2/v2 engine cut " \n \n" in two and dropped
 // U+007F); " \n \n" is one cl100k token.
 func TestDefaultRegexSemantics(t *testing.T) {
-	d, err := Default(Options{CacheBytes: -1})
+	d, err := Default(Options{CacheBytes: -1, PromptCacheEntries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ type matcher struct {
 	isFirst   [256]bool // byte b starts some token
 	byID      map[uint32]string
 	byContent map[string]uint32
+	maxLen    int // longest token, bytes
 }
 
 func newMatcher(toks []addedToken) *matcher {
@@ -38,6 +39,7 @@ func newMatcher(toks []addedToken) *matcher {
 			continue
 		}
 		m.toks = append(m.toks, t)
+		m.maxLen = max(m.maxLen, len(t.content))
 		m.byID[t.id] = t.content
 		m.byContent[t.content] = t.id
 	}

@@ -104,7 +104,7 @@ func BenchmarkEncodeText(b *testing.B) {
 			text := benchText(kind, 72_000) // ~16k tokens
 			l := models[model]
 			nc := *l
-			nc.cache = nil
+			nc.cache, nc.prompts = nil, nil
 			b.Run(fmt.Sprintf("model=%s/text=%s", model, kind), func(b *testing.B) { benchEncodeText(b, &nc, text) })
 		}
 	}
@@ -113,12 +113,21 @@ func BenchmarkEncodeText(b *testing.B) {
 // benchEncodeText times l.EncodeText(text, false) and reports tokens per
 // CPU-second and per second.
 func benchEncodeText(b *testing.B, l *Local, text string) {
+	benchEncodeTextReset(b, l, text, nil)
+}
+
+// benchEncodeTextReset is benchEncodeText calling reset (if not nil)
+// before every timed encode.
+func benchEncodeTextReset(b *testing.B, l *Local, text string, reset func()) {
 	tokens := len(l.EncodeText(text, false))
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	done := cpuRate(b)
 	for range b.N {
+		if reset != nil {
+			reset()
+		}
 		l.EncodeText(text, false)
 	}
 	done(float64(tokens)*float64(b.N), "tokens/cpu-s")
@@ -136,6 +145,7 @@ func BenchmarkEncodeChat(b *testing.B) {
 			for _, cache := range []bool{false, true} {
 				l := models[model]
 				lc := *l
+				lc.prompts = nil // BenchmarkEncodeExtended measures it
 				if cache {
 					lc.cache = newSegmentCache(DefaultCacheBytes)
 				} else {
@@ -247,16 +257,24 @@ func realCorpus(kind string, n int) (text, from string) {
 // (realCorpus, 512 KB each) beside generated text of the same size
 // (benchText's repeated sentences and snippets: text=generated-prose,
 // text=generated-code), in one run, without the segment cache; ByteLevel
-// BPE models beside SentencePiece-style ones on the same text, the latter
-// with their word cache (warm: the text was encoded once before timing)
-// and without it (words=off). The generated text repeats a few pieces, so
-// it flatters every cache and branch predictor; the real figures are the
-// ones to quote.
+// BPE models beside SentencePiece-style ones on the same text, each with
+// its word cache warm (the text was encoded once before timing), cold
+// (words=cold: emptied before every encode, so only the text's own
+// repetitions hit) and off (words=off). The generated text repeats a few
+// pieces, so it flatters every cache and branch predictor; the real
+// figures are the ones to quote. cache=on turns the segment cache on: the
+// whole text is then one cached segment, so it measures a hit (a copy),
+// not encoding.
 func BenchmarkEncodeRealText(b *testing.B) {
 	models := benchModels(b)
 	for _, name := range []string{"llama2", "gemma", "gemma3"} {
 		models[name] = loadFixture(b, name)
 	}
+	var variants []string
+	for _, m := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma", "gemma3"} {
+		variants = append(variants, m, m+"/words=cold", m+"/words=off")
+	}
+	variants = append(variants, "qwen3/cache=on", "llama3/cache=on", DefaultName+"/cache=on")
 	for _, kind := range []string{"prose", "code"} {
 		real, from := realCorpus(kind, realCorpusBytes)
 		if len(real) < 64<<10 {
@@ -266,19 +284,32 @@ func BenchmarkEncodeRealText(b *testing.B) {
 		b.Logf("%s: %s", kind, from)
 		gen := map[string]string{"prose": "english", "code": "code"}[kind]
 		for _, text := range []struct{ name, text string }{{kind, real}, {"generated-" + kind, benchText(gen, len(real))}} {
-			for _, model := range []string{"qwen3", "llama3", DefaultName, "llama2", "gemma", "gemma3", "llama2/words=off", "gemma/words=off"} {
-				name, noWords := strings.CutSuffix(model, "/words=off")
+			for _, model := range variants {
+				name, variant, _ := strings.Cut(model, "/")
 				nc := *models[name]
-				nc.cache = nil
-				if sp, ok := nc.core.(*spmCore); ok {
-					cp := *sp
-					cp.words = &wordCache{} // warmed below, by the count
-					if noWords {
-						cp.words = nil
-					}
+				nc.cache, nc.prompts = nil, nil
+				if variant == "cache=on" {
+					nc.cache = newSegmentCache(DefaultCacheBytes)
+				}
+				words := &wordCache{} // warmed below, by the count
+				var reset func()
+				switch variant {
+				case "words=off":
+					words = nil
+				case "words=cold":
+					reset = func() { *words = wordCache{} }
+				}
+				switch c := nc.core.(type) {
+				case *spmCore:
+					cp := *c
+					cp.words = words
+					nc.core = &cp
+				case *fastCore:
+					cp := *c
+					cp.words = words
 					nc.core = &cp
 				}
-				b.Run(fmt.Sprintf("text=%s/model=%s", text.name, model), func(b *testing.B) { benchEncodeText(b, &nc, text.text) })
+				b.Run(fmt.Sprintf("text=%s/model=%s", text.name, model), func(b *testing.B) { benchEncodeTextReset(b, &nc, text.text, reset) })
 			}
 		}
 	}
@@ -297,5 +328,70 @@ func TestRealCorpus(t *testing.T) {
 	code, from := realCorpus("code", realCorpusBytes)
 	if len(code) < realCorpusBytes-utf8.UTFMax || !strings.HasPrefix(code, "// Copyright") || !strings.Contains(code, "func ") {
 		t.Errorf("code: %s; %d bytes, starts %q", from, len(code), code[:min(len(code), 40)])
+	}
+}
+
+// BenchmarkEncodeExtended: a multi-turn chat of real text (~32k tokens,
+// the rendered template) extended by one assistant reply and one user
+// turn, as the next request of the conversation: encoded in full
+// (prompts=off; segment cache off too) beside encoded with the prompt
+// cache holding the previous request only (prompts=on: it resumes after
+// the shared prefix). tokens/op is the new prompt's length.
+func BenchmarkEncodeExtended(b *testing.B) {
+	models := benchModels(b)
+	prose, _ := realCorpus("prose", realCorpusBytes)
+	code, _ := realCorpus("code", realCorpusBytes)
+	if len(prose) < 256<<10 || len(code) < 64<<10 {
+		b.Skip("no real corpus on this machine")
+	}
+	msgs := []Message{{Role: "system", Content: "You are a careful assistant."}}
+	for i, at := 0, 0; at < 140_000; i++ {
+		role, src := "user", prose
+		if i%2 == 1 {
+			role, src = "assistant", code
+		}
+		n := 4000
+		msgs = append(msgs, Message{Role: role, Content: strings.ToValidUTF8(src[at:at+n], "")})
+		at += n
+	}
+	if msgs[len(msgs)-1].Role == "assistant" {
+		msgs = msgs[:len(msgs)-1]
+	}
+	next := append(msgs[:len(msgs):len(msgs)],
+		Message{Role: "assistant", Content: strings.ToValidUTF8(code[200_000:201_500], "")},
+		Message{Role: "user", Content: strings.ToValidUTF8(prose[300_000:300_600], "")})
+	for _, model := range []string{"qwen3", "llama3", DefaultName} {
+		l := *models[model]
+		l.cache, l.prompts = nil, nil
+		prev, err := l.ApplyChatTemplate(msgs, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, err := l.ApplyChatTemplate(next, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		warm := l
+		warm.prompts = newPromptCache(DefaultPromptCacheEntries, DefaultPromptCacheBytes)
+		warm.EncodeText(prev, false)
+		entry := warm.prompts.recent[0]
+		for _, on := range []bool{false, true} {
+			b.Run(fmt.Sprintf("model=%s/prompts=%s", model, map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+				lc := l
+				tokens := len(lc.EncodeText(text, false))
+				b.ReportAllocs()
+				b.ResetTimer()
+				done := cpuRate(b)
+				for range b.N {
+					if on { // the cache holds the previous request only
+						lc.prompts = newPromptCache(DefaultPromptCacheEntries, DefaultPromptCacheBytes)
+						lc.prompts.recent = []*promptEntry{entry}
+					}
+					lc.EncodeText(text, false)
+				}
+				done(float64(tokens)*float64(b.N), "tokens/cpu-s")
+				b.ReportMetric(float64(tokens), "tokens/op")
+			})
+		}
 	}
 }

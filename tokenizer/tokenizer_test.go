@@ -202,7 +202,7 @@ func TestCacheExact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for name, l := range models {
 		nc := *l
-		nc.cache = nil
+		nc.cache, nc.prompts = nil, nil
 		for i := 0; i < 400; i++ {
 			var b strings.Builder
 			for j := rng.IntN(30); j >= 0; j-- {

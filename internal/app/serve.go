@@ -150,6 +150,9 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if s.fe, err = frontend.New(fc); err != nil {
 		return nil, err
 	}
+	if err := registerPromptCache(s.fe.Registry(), fc.Tokenizer); err != nil {
+		return nil, err
+	}
 	s.gate = newMemberGate(s.fe, func(id uint64) bool { return s.members.Has(id) || slices.Contains(cfg.SharedStores, id) }, s.fe.CountIngest)
 	s.members = discovery.NewFleet(fc.Router.BlockSize, s.fe, log)
 	s.members.OnRefused = s.fe.CountWorkerRefused
