@@ -148,6 +148,9 @@ type Tracker struct {
 	// (one sequential compare instead of a node read per block).
 	last     []int32
 	lastHash []uint64
+
+	// books numbers the Adds, marking the nodes each booked (node.seen).
+	books uint32
 }
 
 // New returns an empty Tracker.
@@ -225,6 +228,7 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	created := 0
 	k := sharedPrefix(e.Blocks, lastHash[:len(last)]) // the blocks shared with the last Add's, from the first
 	copy(rn, last[:k])
+	t.index.warm(e.Blocks[k:])
 	// Past the shared prefix no block equals the cached one at its
 	// position (a sequence hash names its whole prefix), and one that did
 	// would find the same node in the index.
@@ -240,8 +244,9 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		rn[i] = ni
 	}
 	// unheld: nodes without a live holder before.
-	unheld := bookUnheld(t.nodes, rn, s)
-	held, more := bookHeld(t.nodes, rn[unheld:], s)
+	t.books++
+	unheld := bookUnheld(t.nodes, rn, s, t.books)
+	held, more := bookHeld(t.nodes, rn[unheld:], s, t.books)
 	unheld += more
 	held += unheld
 	revived := unheld - created // the new nodes were not dead
