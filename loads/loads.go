@@ -134,6 +134,7 @@ type Tracker struct {
 	freeNodes []int32
 	dead      int     // nodes in index without holders
 	deadList  []int32 // every dead node (and some revived ones), for collect
+	swept     int     // deadList[:swept] visited by the collection under way (0: none)
 
 	reqs  map[string]*request
 	spare []*request // released requests, for reuse
@@ -350,7 +351,9 @@ func (t *Tracker) release(r *request) {
 	t.check(s)
 	r.e = Entry{}
 	t.spare = append(t.spare, r)
-	t.collect()
+	// Twice the blocks released: the dead list shrinks while a
+	// collection is under way.
+	t.collect(2 * len(r.nodes))
 }
 
 // Sweep releases every request without progress for longer than

@@ -194,26 +194,41 @@ func (t *Tracker) nodeOf(h uint64) (int32, bool) {
 const minDead = 1024
 
 // collect drops dead nodes from the index once they outnumber the live ones
-// (amortized O(1) per released block).
-func (t *Tracker) collect() {
-	if t.dead < minDead || 2*t.dead < t.index.len() {
+// (amortized O(1) per released block). A collection visits the dead list
+// a few items per released block (budget, from each release), not all at
+// once: all at once it was the tail of Free under the router's lock (some
+// 10k dead nodes, ~1 ms, at 32 prompts in flight). Dead nodes hold no
+// load, so when they leave the index changes no answer.
+func (t *Tracker) collect(budget int) {
+	if t.swept == 0 && (t.dead < minDead || 2*t.dead < t.index.len()) {
 		return
 	}
-	for _, ni := range t.deadList {
+	end := min(len(t.deadList), t.swept+max(budget, collectMin))
+	freed := false
+	for _, ni := range t.deadList[t.swept:end] {
 		nd := &t.nodes[ni]
 		nd.listed = false
 		if nd.first.refs == 0 { // not revived since it died
 			t.index.del(nd.hash)
 			nd.free = true
 			t.freeNodes = append(t.freeNodes, ni)
+			t.dead--
+			freed = true
 		}
 	}
-	t.deadList = t.deadList[:0]
-	t.dead = 0
-	// Freed nodes may be reused for other blocks: Add's cache of nodes
-	// by position no longer holds.
-	t.last, t.lastHash = t.last[:0], t.lastHash[:0]
+	t.swept = end
+	if end == len(t.deadList) {
+		t.deadList, t.swept = t.deadList[:0], 0
+	}
+	if freed {
+		// Freed nodes may be reused for other blocks: Add's cache of
+		// nodes by position no longer holds.
+		t.last, t.lastHash = t.last[:0], t.lastHash[:0]
+	}
 }
+
+// collectMin is the fewest dead-list items a collection step visits.
+const collectMin = 256
 
 // releaseBlocks drops one reference of slot s on each node of rn (a
 // released request's) and returns how many nodes s stopped holding
