@@ -3,12 +3,9 @@ package router
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/kvrouter/kvrouter/internal/cputime"
 )
 
 // BenchmarkRouteLive is BenchmarkRouteOverhead on live state: the same
@@ -39,7 +36,6 @@ func BenchmarkRouteLive(b *testing.B) {
 				}
 				ids, lat, cands := overheadBuffers(b, w)
 				flat := make([]time.Duration, 0, cap(lat))
-				cpu := make([]time.Duration, 0, cap(lat))
 				ctx := context.Background()
 				now := time.Unix(0, 0)
 				free := func(i int) {
@@ -51,44 +47,24 @@ func BenchmarkRouteLive(b *testing.B) {
 						flat = append(flat, d)
 					}
 				}
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				b.ReportAllocs()
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				gcs := ms.NumGC
-				b.ResetTimer()
+				clk := routeClock{lat: lat, cpu: make([]time.Duration, 0, cap(lat)), every: cpuEvery}
+				clk.start(b)
 				for i := range b.N {
 					now = now.Add(20 * time.Microsecond)
-					withCPU := i%cpuEvery == cpuEvery-1
-					var c0 time.Duration
-					cok := false
-					if withCPU {
-						c0, cok = cputime.Thread()
-					}
-					t0 := time.Now()
-					if _, err := r.Route(ctx, Request{ID: ids[i%len(ids)], Tokens: prompts[i%len(prompts)], Candidates: cands}, now); err != nil {
-						b.Fatal(err)
-					}
-					d := time.Since(t0)
-					if withCPU {
-						if c1, _ := cputime.Thread(); cok && len(cpu) < cap(cpu) {
-							cpu = append(cpu, c1-c0)
+					clk.time(i, func() {
+						if _, err := r.Route(ctx, Request{ID: ids[i%len(ids)], Tokens: prompts[i%len(prompts)], Candidates: cands}, now); err != nil {
+							b.Fatal(err)
 						}
-					} else if len(lat) < cap(lat) {
-						lat = append(lat, d)
-					}
+					})
 					if i >= inflight {
 						free(i - inflight)
 					}
 				}
-				b.StopTimer()
-				runtime.ReadMemStats(&ms)
+				clk.stop(b)
 				for i := max(0, b.N-inflight); i < b.N; i++ {
 					free(i)
 				}
-				b.ReportMetric(float64(ms.NumGC-gcs), "GCs")
-				reportTail(b, lat, cpu)
+				clk.report(b)
 				q := func(p float64) float64 {
 					slices.Sort(flat)
 					return float64(flat[int(p*float64(len(flat)-1))].Nanoseconds())
