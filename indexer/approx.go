@@ -64,6 +64,17 @@ type Approx struct {
 	// maxExp of the last event that may have broken the closure.
 	maxExp, chaos int64
 	low           int
+	// inversions counts the adjacent generations in the queue whose
+	// expiries are out of order (approxgen.go): at 0 the head's expiry is
+	// the earliest held, so a lookup before it sees every member alive
+	// and need not read their expiries (allAliveAt).
+	inversions int
+	// order lists the used slots in worker order and pos is each slot's
+	// place in it (-1: unused), rebuilt under the write lock when
+	// orderStale (approxclosed.go).
+	order      []uint32
+	pos        []int32
+	orderStale bool
 
 	// last caches the entries of the blocks of recent Inserts, by
 	// position in the prompt: consecutive prompts often share a prefix (a
@@ -185,6 +196,10 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, t, exp int64
 	backwards := !keepLater && exp < a.maxExp
 	a.maxExp = max(a.maxExp, exp)
 	slot := a.slots.acquire(w)
+	if !a.slotKnown(slot) {
+		a.slotsChanged()
+	}
+	defer a.rebuildOrder() // before the unlock (defers run last first)
 	for int(slot) >= len(a.counts) {
 		a.counts = append(a.counts, 0)
 	}
@@ -358,6 +373,7 @@ func (a *Approx) drop(ei uint32, j int) {
 	a.counts[mb.slot]--
 	if a.counts[mb.slot] == 0 {
 		a.slots.release(mb.slot)
+		a.slotsChanged()
 	}
 	if len(e.members) == 0 {
 		a.m.del(e.seq)
@@ -453,6 +469,7 @@ func (a *Approx) RemoveWorker(id uint64) {
 	if len(slots) == 0 {
 		return
 	}
+	defer a.rebuildOrder()
 	for ei := range a.entries {
 		for _, s := range slots {
 			if j, ok := a.entries[ei].find(s); ok {

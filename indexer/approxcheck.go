@@ -18,9 +18,10 @@ func (a *Approx) check() error {
 		return fmt.Errorf("approx: no sentinel generation")
 	}
 	queued := make(map[uint32]int) // generation -> pairs found in its list
-	listed, n := 0, 0
+	listed, n, inv := 0, 0, 0
 	for prev, gi := uint32(0), a.gens[0].next; gi != 0; prev, gi = gi, a.gens[gi].next {
 		gp := &a.gens[gi]
+		inv += a.inverted(prev, gi)
 		if gp.prev != prev {
 			return fmt.Errorf("approx: generation %d: prev %d, want %d", gi, gp.prev, prev)
 		}
@@ -65,6 +66,9 @@ func (a *Approx) check() error {
 	}
 	if listed != a.blocks {
 		return fmt.Errorf("approx: %d queued pairs, %d blocks", listed, a.blocks)
+	}
+	if inv != a.inversions {
+		return fmt.Errorf("approx: %d generations out of expiry order, counted %d", inv, a.inversions)
 	}
 	free := 0
 	for gi := a.freeGen; gi != 0; gi = a.gens[gi].next {

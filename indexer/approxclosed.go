@@ -56,13 +56,19 @@ func (a *Approx) lowMoved(old, exp int64) {
 }
 
 // aliveAt returns the members of the block with sequence hash seq and how
-// many of them are unexpired at t.
-func (a *Approx) aliveAt(seq uint64, t int64) ([]amember, int) {
+// many of them are unexpired at t; all of them when all (allAliveAt).
+func (a *Approx) aliveAt(seq uint64, t int64, all bool) ([]amember, int) {
 	ei, ok := a.m.get(seq)
 	if !ok {
 		return nil, 0
 	}
 	ms := a.entries[ei].members
+	if all {
+		// Blocks near a prompt's root have many holders (a shared
+		// prefix booked on most of the fleet): counting their expiries
+		// was most of a lookup.
+		return ms, len(ms)
+	}
 	n := 0
 	for i := range ms {
 		if ms[i].exp > t {
@@ -70,6 +76,36 @@ func (a *Approx) aliveAt(seq uint64, t int64) ([]amember, int) {
 		}
 	}
 	return ms, n
+}
+
+// bySlotMax is the number of workers up to which appendMatchesClosed
+// orders its result through a table on the stack.
+const bySlotMax = 256
+
+// slotsChanged notes that slot was acquired or released: the worker
+// order (order, pos) is rebuilt before the write lock is let go.
+func (a *Approx) slotsChanged() { a.orderStale = true }
+
+// slotKnown reports whether slot has its place in the worker order.
+func (a *Approx) slotKnown(slot uint32) bool {
+	return int(slot) < len(a.pos) && a.pos[slot] >= 0 && a.order[a.pos[slot]] == slot
+}
+
+// rebuildOrder recomputes the worker order of the used slots if a slot
+// changed (O(slots log slots), when a worker first books or leaves).
+func (a *Approx) rebuildOrder() {
+	if !a.orderStale {
+		return
+	}
+	a.order = a.slots.sorted()
+	a.pos = slices.Grow(a.pos[:0], len(a.slots.names))[:len(a.slots.names)]
+	for i := range a.pos {
+		a.pos[i] = -1
+	}
+	for i, slot := range a.order {
+		a.pos[slot] = int32(i)
+	}
+	a.orderStale = false
 }
 
 // appendMatchesClosed is appendMatches of the sequence hashes seqs at t
@@ -81,13 +117,20 @@ func (a *Approx) appendMatchesClosed(dst Overlaps, seqs []uint64, t int64) Overl
 	if n == 0 {
 		return dst
 	}
-	cur, c := a.aliveAt(seqs[0], t)
+	all := a.allAliveAt(t)
+	// With few slots, each worker's overlap goes to its place in worker
+	// order (a.pos) and they are appended in that order: the search
+	// finds them deepest-last, and sorting them by worker was a fifth of
+	// a lookup over 64 workers.
+	var depth [bySlotMax]int32
+	bySlot := !a.orderStale && len(a.order) <= bySlotMax
+	cur, c := a.aliveAt(seqs[0], t, all)
 	for lo := 0; c > 0; {
 		// Find the last block hi-1 >= lo still held by all c workers
 		// alive at lo: gallop, then bisect (lo has c, hi fewer or is n).
 		hi, next, nc := n, []amember(nil), 0
 		for step := 1; lo+step < n; step *= 2 {
-			ms, k := a.aliveAt(seqs[lo+step], t)
+			ms, k := a.aliveAt(seqs[lo+step], t, all)
 			if k != c {
 				hi, next, nc = lo+step, ms, k
 				break
@@ -96,7 +139,7 @@ func (a *Approx) appendMatchesClosed(dst Overlaps, seqs []uint64, t int64) Overl
 		}
 		for hi-lo > 1 {
 			mid := int(uint(lo+hi) >> 1)
-			if ms, k := a.aliveAt(seqs[mid], t); k == c {
+			if ms, k := a.aliveAt(seqs[mid], t, all); k == c {
 				lo, cur = mid, ms
 			} else {
 				hi, next, nc = mid, ms, k
@@ -115,14 +158,26 @@ func (a *Approx) appendMatchesClosed(dst Overlaps, seqs []uint64, t int64) Overl
 			if hi < n && j < len(next) && next[j].slot == m.slot && next[j].exp > t {
 				continue
 			}
-			dst = append(dst, Overlap{Worker: a.slots.names[m.slot], Blocks: lo + 1})
+			if bySlot {
+				depth[a.pos[m.slot]] = int32(lo + 1)
+			} else {
+				dst = append(dst, Overlap{Worker: a.slots.names[m.slot], Blocks: lo + 1})
+			}
 		}
 		if hi == n {
 			break
 		}
 		lo, cur, c = hi, next, nc
 	}
-	sortOverlaps(dst[base:])
+	if bySlot {
+		for i, d := range depth[:len(a.order)] {
+			if d > 0 {
+				dst = append(dst, Overlap{Worker: a.slots.names[a.order[i]], Blocks: int(d)})
+			}
+		}
+	} else {
+		sortOverlaps(dst[base:])
+	}
 	if invariants.Enabled {
 		want := a.appendMatchesWalk(nil, seqs, true, t)
 		if !slices.Equal(dst[base:], want) {

@@ -75,15 +75,34 @@ func (a *Approx) newGen(exp int64, slot uint32, n int, byExp bool) uint32 {
 		after = a.gens[after].prev
 	}
 	gp.prev, gp.next = after, a.gens[after].next
+	a.inversions += a.inverted(after, gi) + a.inverted(gi, gp.next) - a.inverted(after, gp.next)
 	a.gens[gp.next].prev = gi
 	a.gens[after].next = gi
 	return gi
+}
+
+// inverted is 1 if queued generations x before y (0: the sentinel, in
+// order with all) expire out of order, else 0.
+func (a *Approx) inverted(x, y uint32) int {
+	if x != 0 && y != 0 && a.gens[x].exp > a.gens[y].exp {
+		return 1
+	}
+	return 0
+}
+
+// allAliveAt reports whether every pair held is unexpired at t: the
+// queue is in expiry order and its head expires after t. A lookup then
+// counts a block's holders without reading their expiries (aliveAt).
+func (a *Approx) allAliveAt(t int64) bool {
+	head := a.gens[0].next
+	return a.inversions == 0 && (head == 0 || a.gens[head].exp > t)
 }
 
 // dropGen unqueues generation gi (holding no pair) and frees it, keeping
 // its list's memory for reuse.
 func (a *Approx) dropGen(gi uint32) {
 	gp := &a.gens[gi]
+	a.inversions += a.inverted(gp.prev, gp.next) - a.inverted(gp.prev, gi) - a.inverted(gi, gp.next)
 	a.gens[gp.prev].next = gp.next
 	a.gens[gp.next].prev = gp.prev
 	gp.ents, gp.lo = gp.ents[:0], 0

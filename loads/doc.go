@@ -27,9 +27,10 @@
 // Because every active set is prefix-closed, the holders of seq[i+1] are a
 // subset of those of seq[i], so NewBlocksBySlot answers for all workers with
 // one walk down the prompt that stops at the first block nobody holds.
-// Released requests and blocks nobody holds are kept for reuse (blocks are
-// collected once they outnumber the live ones), so steady-state Add and Free
-// do not allocate and Free does no hash lookups.
+// Released requests and blocks nobody holds are kept for reuse (once they
+// outnumber the live ones, blocks are collected a few per Free, so no Free
+// pays for a whole collection), so steady-state Add and Free do not
+// allocate and Free does no hash lookups.
 //
 // Replicas (DESIGN.md §9): an Entry carries its Origin, "" for this router
 // and another replica's id for a booking learnt through load sync. Remote

@@ -134,6 +134,7 @@ type Tracker struct {
 	freeNodes []int32
 	dead      int     // nodes in index without holders
 	deadList  []int32 // every dead node (and some revived ones), for collect
+	swept     int     // deadList[:swept] visited by the collection under way (0: none)
 
 	reqs  map[string]*request
 	spare []*request // released requests, for reuse
@@ -148,6 +149,9 @@ type Tracker struct {
 	// (one sequential compare instead of a node read per block).
 	last     []int32
 	lastHash []uint64
+
+	// books numbers the Adds, marking the nodes each booked (node.seen).
+	books uint32
 }
 
 // New returns an empty Tracker.
@@ -225,6 +229,7 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 	created := 0
 	k := sharedPrefix(e.Blocks, lastHash[:len(last)]) // the blocks shared with the last Add's, from the first
 	copy(rn, last[:k])
+	t.index.warm(e.Blocks[k:])
 	// Past the shared prefix no block equals the cached one at its
 	// position (a sequence hash names its whole prefix), and one that did
 	// would find the same node in the index.
@@ -240,8 +245,9 @@ func (t *Tracker) Add(e Entry, now time.Time) error {
 		rn[i] = ni
 	}
 	// unheld: nodes without a live holder before.
-	unheld := bookUnheld(t.nodes, rn, s)
-	held, more := bookHeld(t.nodes, rn[unheld:], s)
+	t.books++
+	unheld := bookUnheld(t.nodes, rn, s, t.books)
+	held, more := bookHeld(t.nodes, rn[unheld:], s, t.books)
 	unheld += more
 	held += unheld
 	revived := unheld - created // the new nodes were not dead
@@ -345,7 +351,9 @@ func (t *Tracker) release(r *request) {
 	t.check(s)
 	r.e = Entry{}
 	t.spare = append(t.spare, r)
-	t.collect()
+	// Twice the blocks released: the dead list shrinks while a
+	// collection is under way.
+	t.collect(2 * len(r.nodes))
 }
 
 // Sweep releases every request without progress for longer than

@@ -19,6 +19,9 @@ type node struct {
 	rest   []holder // the other live holders, unordered
 	listed bool     // in Tracker.deadList
 	free   bool     // out of the index, in Tracker.freeNodes
+	// seen is the serial of the last Add that booked it (bookHeld),
+	// in the padding after the flags.
+	seen uint32
 }
 
 // count is the number of live holders.
@@ -106,32 +109,59 @@ func equalRun(a, b []uint64) bool {
 // registers: with bookHeld's calls in the same loop the index and counts
 // went through the stack, each block waiting for the previous one's
 // store.
-func bookUnheld(nodes []node, rn []int32, s int32) int {
+func bookUnheld(nodes []node, rn []int32, s int32, ser uint32) int {
 	for i, ni := range rn {
 		nd := &nodes[ni]
 		if nd.first.refs != 0 {
 			return i
 		}
 		nd.first = holder{slot: s, refs: 1}
+		nd.seen = ser
 	}
 	return len(rn)
 }
 
 // bookHeld books slot s on the nodes rn and returns how many gained s as a
 // new holder beside a live one (held) and how many had no live holder
-// (unheld).
-func bookHeld(nodes []node, rn []int32, s int32) (held, unheld int) {
-	for _, ni := range rn {
-		nd := &nodes[ni]
+// (unheld). ser is this Add's serial (Tracker.books), which bookUnheld
+// left on the nodes it booked.
+//
+// s's active set is prefix-closed, so the blocks of rn it held before
+// this Add are a prefix of rn: once a node lacks s, so do all later ones
+// that this Add has not booked yet, and their holders need not be
+// searched (a prefix that many workers hold made that search most of an
+// Add). A node booked earlier in this Add (a chain naming one node
+// twice) is searched as before: its seen is ser. A stale seen equal to
+// ser (the serial wrapped) only costs that search.
+func bookHeld(nodes []node, rn []int32, s int32, ser uint32) (held, unheld int) {
+	i := 0
+	for ; i < len(rn); i++ {
+		nd := &nodes[rn[i]]
 		if nd.first.refs == 0 {
 			nd.first = holder{slot: s, refs: 1}
 			unheld++
 		} else if hd := nd.find(s); hd != nil {
 			hd.refs++
 		} else {
+			break
+		}
+		nd.seen = ser
+	}
+	for ; i < len(rn); i++ {
+		nd := &nodes[rn[i]]
+		if nd.first.refs == 0 {
+			nd.first = holder{slot: s, refs: 1}
+			unheld++
+		} else if nd.seen != ser {
+			nd.add(s)
+			held++
+		} else if hd := nd.find(s); hd != nil {
+			hd.refs++
+		} else {
 			nd.add(s)
 			held++
 		}
+		nd.seen = ser
 	}
 	return held, unheld
 }
@@ -164,26 +194,41 @@ func (t *Tracker) nodeOf(h uint64) (int32, bool) {
 const minDead = 1024
 
 // collect drops dead nodes from the index once they outnumber the live ones
-// (amortized O(1) per released block).
-func (t *Tracker) collect() {
-	if t.dead < minDead || 2*t.dead < t.index.len() {
+// (amortized O(1) per released block). A collection visits the dead list
+// a few items per released block (budget, from each release), not all at
+// once: all at once it was the tail of Free under the router's lock (some
+// 10k dead nodes, ~1 ms, at 32 prompts in flight). Dead nodes hold no
+// load, so when they leave the index changes no answer.
+func (t *Tracker) collect(budget int) {
+	if t.swept == 0 && (t.dead < minDead || 2*t.dead < t.index.len()) {
 		return
 	}
-	for _, ni := range t.deadList {
+	end := min(len(t.deadList), t.swept+max(budget, collectMin))
+	freed := false
+	for _, ni := range t.deadList[t.swept:end] {
 		nd := &t.nodes[ni]
 		nd.listed = false
 		if nd.first.refs == 0 { // not revived since it died
 			t.index.del(nd.hash)
 			nd.free = true
 			t.freeNodes = append(t.freeNodes, ni)
+			t.dead--
+			freed = true
 		}
 	}
-	t.deadList = t.deadList[:0]
-	t.dead = 0
-	// Freed nodes may be reused for other blocks: Add's cache of nodes
-	// by position no longer holds.
-	t.last, t.lastHash = t.last[:0], t.lastHash[:0]
+	t.swept = end
+	if end == len(t.deadList) {
+		t.deadList, t.swept = t.deadList[:0], 0
+	}
+	if freed {
+		// Freed nodes may be reused for other blocks: Add's cache of
+		// nodes by position no longer holds.
+		t.last, t.lastHash = t.last[:0], t.lastHash[:0]
+	}
 }
+
+// collectMin is the fewest dead-list items a collection step visits.
+const collectMin = 256
 
 // releaseBlocks drops one reference of slot s on each node of rn (a
 // released request's) and returns how many nodes s stopped holding

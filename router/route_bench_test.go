@@ -44,48 +44,77 @@ func BenchmarkRouteOverhead(b *testing.B) {
 			ids, lat, cands := overheadBuffers(b, w)
 			ctx := context.Background()
 			now := time.Unix(0, 0)
-			cpu := make([]time.Duration, 0, cap(lat))
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			gcs := ms.NumGC
-			b.ResetTimer()
+			clk := routeClock{lat: lat, cpu: make([]time.Duration, 0, cap(lat)), every: cpuEvery}
+			clk.start(b)
 			for i := range b.N {
 				id := ids[i%len(ids)]
 				now = now.Add(20 * time.Microsecond)
-				withCPU := i%cpuEvery == cpuEvery-1
-				var c0, c1 time.Duration
-				cok := false
-				if withCPU {
-					c0, cok = cputime.Thread()
-				}
-				t0 := time.Now()
-				if _, err := r.Route(ctx, Request{ID: id, Tokens: toks, Candidates: cands}, now); err != nil {
-					b.Fatal(err)
-				}
-				d := time.Since(t0)
-				if withCPU {
-					c1, _ = cputime.Thread()
-					if cok && len(cpu) < cap(cpu) {
-						cpu = append(cpu, c1-c0)
+				clk.time(i, func() {
+					if _, err := r.Route(ctx, Request{ID: id, Tokens: toks, Candidates: cands}, now); err != nil {
+						b.Fatal(err)
 					}
-				} else if len(lat) < cap(lat) {
-					lat = append(lat, d)
-				}
+				})
 				if err := r.Free(id, now); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.StopTimer()
-			runtime.ReadMemStats(&ms)
-			b.ReportMetric(float64(ms.NumGC-gcs), "GCs")
-			reportTail(b, lat, cpu)
+			clk.stop(b)
+			clk.report(b)
 			b.ReportMetric(float64(len(toks))*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
 }
+
+// routeClock times routes for the overhead benchmarks: each on the wall
+// clock, but one in every on its thread's CPU clock instead (see
+// BenchmarkRouteOverhead), the goroutine locked to its thread.
+type routeClock struct {
+	lat, cpu []time.Duration
+	every    int
+	gcs      uint32
+}
+
+// start locks the thread, notes the GC count and resets the timer.
+func (c *routeClock) start(b *testing.B) {
+	runtime.LockOSThread()
+	b.ReportAllocs()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	c.gcs = ms.NumGC
+	b.ResetTimer()
+}
+
+// time runs route (the i-th) and records its time.
+func (c *routeClock) time(i int, route func()) {
+	withCPU := i%c.every == c.every-1
+	var c0 time.Duration
+	cok := false
+	if withCPU {
+		c0, cok = cputime.Thread()
+	}
+	t0 := time.Now()
+	route()
+	d := time.Since(t0)
+	if withCPU {
+		if c1, _ := cputime.Thread(); cok && len(c.cpu) < cap(c.cpu) {
+			c.cpu = append(c.cpu, c1-c0)
+		}
+	} else if len(c.lat) < cap(c.lat) {
+		c.lat = append(c.lat, d)
+	}
+}
+
+// stop stops the timer and reports the GCs since start.
+func (c *routeClock) stop(b *testing.B) {
+	b.StopTimer()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.NumGC-c.gcs), "GCs")
+	runtime.UnlockOSThread()
+}
+
+// report reports the timed routes' quantiles.
+func (c *routeClock) report(b *testing.B) { reportTail(b, c.lat, c.cpu) }
 
 // overheadBuffers returns the overhead benchmarks' request ids (1024,
 // reused in turn), room for b.N latencies (at most 2^20) and the caller's
