@@ -346,6 +346,8 @@ const warmSpan = 32
 // overlaps their cache misses, where storeBlocks' probes each wait for the
 // previous block's (the tables are far larger than the caches on a real
 // trace: the misses were most of a Stored event's cost).
+// NB: prefetch instructions in place of these loads, a chunk ahead, were
+// no faster (docs/experiments/indexer-write-mlp.md).
 func (f *Flash) warmStore(table *htable, blocks []kvevents.Block, seq uint64, chained bool) uint64 {
 	var seqs, homes [warmSpan]uint64
 	var sink uint64

@@ -36,7 +36,9 @@ import (
 // with the stop filter took a callgrind replay of BenchmarkApply flash
 // 3234M -> 2978M instructions. The measurements and the alternatives left
 // out (a cuckoo table, one table shared by the workers, load 13/16,
-// tombstones) are in docs/experiments/indexer-htable.md.
+// tombstones) are in docs/experiments/indexer-htable.md; plain linear
+// probing and buckets with overflow counts, which move fewer slots but
+// probe more, in indexer-write-mlp.md.
 type htable struct {
 	s []hslot
 	n int
