@@ -22,7 +22,7 @@ func TestREADMEFlagsAndDefaults(t *testing.T) {
 			"unpaced": "false", "compare": "", "charts": "", "json": "false", "speedup-ratio": "4", "workers": "4",
 			"speedup-ratios": "[]"}},
 		{"bench frontend", newBenchFrontendCmd, map[string]string{"rate": "1000", "prompt-tokens": "256", "max-tokens": "16",
-			"floor": "false", "rounds": "0", "seed": "1", "interleave": "false"}},
+			"floor": "false", "rounds": "0", "seed": "1", "interleave": "true"}},
 		{"bench index", newBenchIndexCmd, map[string]string{"trace": "conversation"}},
 	} {
 		if err := clihelp.CheckDefaults(tc.cmd(), tc.flags); err != nil {
