@@ -32,9 +32,9 @@ type metrics struct {
 	authFailures  prometheus.Counter
 	limitRejects  *prometheus.CounterVec
 	swept         prometheus.Counter
-	predict       *predictMetrics        // predicted vs reported hits (predict.go)
-	regret        *regretMetrics         // lost prefix blocks by cause (regret.go)
-	peerHints     *prometheus.CounterVec // outcome (peerhint.go)
+	predict       *predictMetrics  // predicted vs reported hits (predict.go)
+	regret        *regretMetrics   // lost prefix blocks by cause (regret.go)
+	peerHints     *peerHintMetrics // outcome (peerhint.go)
 	// The hot path's children of requests, outcomes and decisions,
 	// resolved once (children.go).
 	requestsBy  *children[endpointStatus, prometheus.Counter]

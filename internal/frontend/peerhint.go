@@ -41,15 +41,21 @@ const (
 	peerPulled = "pulled" // the hinted worker's answer reported pulling KV
 )
 
-func newPeerHintMetrics(reg *prometheus.Registry) *prometheus.CounterVec {
+// peerHintMetrics are kvrouter_peer_hints_total's three outcomes,
+// resolved once (the label set is fixed).
+type peerHintMetrics struct {
+	vec                  *prometheus.CounterVec
+	sent, unsent, pulled prometheus.Counter
+}
+
+func newPeerHintMetrics(reg *prometheus.Registry) *peerHintMetrics {
 	m := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_peer_hints_total",
 		Help: "Peer-KV hints (--enable-feature=peer-kv-hints) by outcome: sent (attached to a request sent to a worker), unsent (the decision had one, the request went without: peer gone or body not rewritable), pulled (the worker's answer reported a KV pull in the trailer X-Kvrouter-Kv-Transfer-Seconds: kvrouter mockers do, vLLM does not)."},
 		[]string{"outcome"})
-	for _, o := range []string{peerSent, peerUnsent, peerPulled} {
-		m.WithLabelValues(o) // exported at 0 before the first hint
-	}
 	reg.MustRegister(m)
-	return m
+	// Resolving the children exports them at 0 before the first hint.
+	return &peerHintMetrics{vec: m, sent: m.WithLabelValues(peerSent),
+		unsent: m.WithLabelValues(peerUnsent), pulled: m.WithLabelValues(peerPulled)}
 }
 
 // notePulled counts a hinted request's answer that reported a KV pull;
@@ -60,7 +66,7 @@ func (s *Server) notePulled(h *selector.PeerHint, resp *http.Response) {
 	}
 	v, err := strconv.ParseFloat(resp.Trailer.Get(oai.TrailerKVTransfer), 64)
 	if err == nil && v > 0 && !math.IsInf(v, 0) {
-		s.m.peerHints.WithLabelValues(peerPulled).Inc()
+		s.m.peerHints.pulled.Inc()
 	}
 }
 
@@ -92,12 +98,12 @@ func (s *Server) withPeerHint(hdr http.Header, body []byte, wk *Worker, h *selec
 	host, port, err := net.SplitHostPort(ep)
 	n, perr := strconv.Atoi(port)
 	if ep == "" || err != nil || perr != nil {
-		s.m.peerHints.WithLabelValues(peerUnsent).Inc()
+		s.m.peerHints.unsent.Inc()
 		return body
 	}
 	if wk.BootstrapPort != 0 {
 		hdr.Set(HeaderKVSource, ep)
-		s.m.peerHints.WithLabelValues(peerSent).Inc()
+		s.m.peerHints.sent.Inc()
 		return body
 	}
 	engine := "peer-w" + strconv.FormatUint(h.Peer.ID, 10)
@@ -110,10 +116,10 @@ func (s *Server) withPeerHint(hdr http.Header, body []byte, wk *Worker, h *selec
 	b, err := oai.SetFields(body, map[string]any{"kv_transfer_params": p})
 	if err != nil {
 		s.log.Warn("peer hint not attached", "worker", wk.ID, "err", err)
-		s.m.peerHints.WithLabelValues(peerUnsent).Inc()
+		s.m.peerHints.unsent.Inc()
 		return body
 	}
 	hdr.Set(HeaderKVSource, ep)
-	s.m.peerHints.WithLabelValues(peerSent).Inc()
+	s.m.peerHints.sent.Inc()
 	return b
 }

@@ -123,7 +123,7 @@ func TestPeerHintMetric(t *testing.T) {
 			t.Fatalf("prompt has %d blocks; want a longer one", n)
 		}
 	}
-	count := func(o string) float64 { return testutil.ToFloat64(s.m.peerHints.WithLabelValues(o)) }
+	count := func(o string) float64 { return testutil.ToFloat64(s.m.peerHints.vec.WithLabelValues(o)) }
 	ask := func(pin string, text string) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"prompt": text, "max_tokens": 1})
