@@ -425,7 +425,11 @@ func (g *Groups) Joint(w kvevents.Worker) bool {
 
 // AnyJoint reports whether Joint may hold for some worker (one atomic
 // load): a worker turned hybrid and FullOnly is off.
-func (g *Groups) AnyJoint() bool { return !g.cfg.FullOnly && g.hybrid.Load() > 0 }
+func (g *Groups) AnyJoint() bool { return !g.cfg.FullOnly && g.HasHybrid() }
+
+// HasHybrid reports whether some worker+rank has sent a non-full group's
+// event (one atomic load).
+func (g *Groups) HasHybrid() bool { return g.hybrid.Load() > 0 }
 
 // HybridWorkers returns the hybrid worker+ranks, sorted.
 func (g *Groups) HybridWorkers() []kvevents.Worker {

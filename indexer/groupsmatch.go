@@ -141,24 +141,40 @@ type JointMatch struct {
 // own figure; ok is false when w is not hybrid (its match is the inner
 // index's). It runs its own inner lookup: for explaining, not routing.
 func (g *Groups) Explain(w kvevents.Worker, locals []uint64) (m JointMatch, ok bool) {
+	m, ok = g.ExplainEach(locals, []kvevents.Worker{w})[w]
+	return m, ok
+}
+
+// ExplainEach is Explain for each hybrid worker+rank among ws, with one
+// inner lookup and one prefix-id chain for all of them; nil when none of
+// ws is hybrid.
+func (g *Groups) ExplainEach(locals []uint64, ws []kvevents.Worker) map[kvevents.Worker]JointMatch {
 	if g.hybrid.Load() == 0 {
-		return m, false
+		return nil
 	}
-	full := AppendMatches(g.inner, nil, locals).Get(w)
+	full := AppendMatches(g.inner, nil, locals)
 	ids := kvhash.AppendPrefixIDs(nil, locals)
+	var out map[kvevents.Worker]JointMatch
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	hw := g.workers[w]
-	if hw == nil {
-		return m, false
-	}
-	m = JointMatch{Full: full, Blocks: hw.joint(full, ids, g.cfg.BlockSize), Limit: -1}
-	for i, s := range hw.groups {
-		x := s.own(full, ids, g.cfg.BlockSize)
-		m.Groups = append(m.Groups, GroupMatch{Group: s.g, Blocks: x})
-		if m.Blocks < full && (m.Limit < 0 || x < m.Groups[m.Limit].Blocks) {
-			m.Limit = i
+	for _, w := range ws {
+		hw := g.workers[w]
+		if hw == nil {
+			continue
 		}
+		if out == nil {
+			out = make(map[kvevents.Worker]JointMatch)
+		}
+		f := full.Get(w)
+		m := JointMatch{Full: f, Blocks: hw.joint(f, ids, g.cfg.BlockSize), Limit: -1}
+		for i, s := range hw.groups {
+			x := s.own(f, ids, g.cfg.BlockSize)
+			m.Groups = append(m.Groups, GroupMatch{Group: s.g, Blocks: x})
+			if m.Blocks < f && (m.Limit < 0 || x < m.Groups[m.Limit].Blocks) {
+				m.Limit = i
+			}
+		}
+		out[w] = m
 	}
-	return m, true
+	return out
 }

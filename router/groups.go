@@ -43,11 +43,11 @@ func dropJoint(o indexer.Overlaps, g *indexer.Groups) indexer.Overlaps {
 // worker+rank among ws (DESIGN.md §13): full attention's overlap, the
 // joint match the cost credited and each group's own figure. Workers
 // without groups are absent; the result is nil when none of ws is hybrid.
-// It hashes the prompt and looks it up again: for explaining a decision
-// (the /route breakdown), not on the routing path.
+// It hashes the prompt and looks it up again, once for all of ws: for
+// explaining a decision (the /route breakdown), not on the routing path.
 func (r *Router) GroupMatches(req *Request, ws []kvevents.Worker) map[kvevents.Worker]indexer.JointMatch {
 	g := r.Groups()
-	if g == nil || len(g.HybridWorkers()) == 0 {
+	if g == nil || !g.HasHybrid() {
 		return nil
 	}
 	locals := req.Locals
@@ -57,14 +57,5 @@ func (r *Router) GroupMatches(req *Request, ws []kvevents.Worker) map[kvevents.W
 			locals = kvhash.SaltLocals(locals, req.CacheSalt)
 		}
 	}
-	var out map[kvevents.Worker]indexer.JointMatch
-	for _, w := range ws {
-		if m, ok := g.Explain(w, locals); ok {
-			if out == nil {
-				out = map[kvevents.Worker]indexer.JointMatch{}
-			}
-			out[w] = m
-		}
-	}
-	return out
+	return g.ExplainEach(locals, ws)
 }
