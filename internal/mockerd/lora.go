@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/kvrouter/kvrouter/internal/oai"
+	"github.com/kvrouter/kvrouter/mocker"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,17 +26,16 @@ const MaxLoRAName = 1024
 // router.MaxWorkerLoRAs adapters per worker).
 const MaxLoRASlots = 1024
 
-// loraSlots is the loaded adapters, least recently used first. Safe for
-// concurrent use.
+// loraSlots is the engine's adapter slots (mocker.LoRASlots; loads are
+// instant here). Safe for concurrent use.
 type loraSlots struct {
-	mu     sync.Mutex
-	max    int
-	loaded []string
-	loads  prometheus.Counter
+	mu    sync.Mutex
+	slots mocker.LoRASlots
+	loads prometheus.Counter
 }
 
 func newLoRASlots(max int, reg prometheus.Registerer) *loraSlots {
-	l := &loraSlots{max: max, loads: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_mocker_lora_loads_total",
+	l := &loraSlots{slots: mocker.LoRASlots{Max: max}, loads: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_mocker_lora_loads_total",
 		Help: "LoRA adapters loaded into a slot (first use, or again after being unloaded for another)."})}
 	reg.MustRegister(l.loads)
 	return l
@@ -45,22 +45,17 @@ func newLoRASlots(max int, reg prometheus.Registerer) *loraSlots {
 // adapter when every slot is taken) if it is not loaded.
 func (l *loraSlots) use(name string) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := slices.Index(l.loaded, name); i >= 0 {
-		l.loaded = append(slices.Delete(l.loaded, i, i+1), name)
-		return
+	_, loaded := l.slots.Use(name, 0, 0)
+	l.mu.Unlock()
+	if loaded {
+		l.loads.Inc()
 	}
-	if len(l.loaded) == l.max {
-		l.loaded = slices.Delete(l.loaded, 0, 1)
-	}
-	l.loaded = append(l.loaded, name)
-	l.loads.Inc()
 }
 
 // list returns the loaded adapters, sorted.
 func (l *loraSlots) list() []string {
 	l.mu.Lock()
-	out := slices.Clone(l.loaded)
+	out := l.slots.Loaded()
 	l.mu.Unlock()
 	slices.Sort(out)
 	return out

@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -120,13 +119,6 @@ func adapterOf(x uint64, n int) int {
 	return int(x % uint64(n))
 }
 
-// loraSlots is one engine's loaded adapters, least recently used first,
-// and when each load lands.
-type loraSlots struct {
-	loaded []int
-	ready  []time.Duration // ready[k]: when loaded[k] is usable
-}
-
 // loraAware is a policy told where adapters are loaded.
 type loraAware interface {
 	loras(w int, loaded []string)
@@ -143,27 +135,14 @@ func (rp *routerPolicy) loras(w int, loaded []string) {
 // loading already, unloading the least recently used adapter if every
 // slot is taken).
 func (f *fleet) useLoRA(i, w int) time.Duration {
-	a := f.p.reqs[i].lora
-	s := &f.ws[w].lora
-	if k := slices.Index(s.loaded, a); k >= 0 {
-		at := s.ready[k]
-		s.loaded = append(slices.Delete(s.loaded, k, k+1), a)
-		s.ready = append(slices.Delete(s.ready, k, k+1), at)
-		return max(at, f.now)
+	at, loaded := f.ws[w].lora.Use(loraName(f.p.reqs[i].lora), f.now, f.cfg.LoRA.LoadTime)
+	if !loaded {
+		return at
 	}
-	if len(s.loaded) == f.cfg.LoRA.MaxLoRAs {
-		s.loaded, s.ready = slices.Delete(s.loaded, 0, 1), slices.Delete(s.ready, 0, 1)
-	}
-	at := f.now + f.cfg.LoRA.LoadTime
-	s.loaded, s.ready = append(s.loaded, a), append(s.ready, at)
 	f.rep.LoRALoads++
 	f.ws[w].stats.LoRALoads++
 	if la, ok := f.pol.(loraAware); ok && !f.cfg.LoRA.Blind {
-		names := make([]string, len(s.loaded))
-		for k, a := range s.loaded {
-			names[k] = loraName(a)
-		}
-		la.loras(w, names)
+		la.loras(w, f.ws[w].lora.Loaded())
 	}
 	return at
 }

@@ -190,7 +190,7 @@ type worker struct {
 	// offloadAt is when an evOffload is scheduled (valid if offloadSet).
 	offloadAt  time.Duration
 	offloadSet bool
-	lora       loraSlots // loaded adapters (Config.LoRA, lora.go)
+	lora       mocker.LoRASlots // loaded adapters (Config.LoRA, lora.go)
 	stats      WorkerReport
 }
 
@@ -274,6 +274,7 @@ func simulate(ctx context.Context, cfg *Config, p *prepared, v variant, progress
 		ec.Worker.ID = uint64(w)
 		ec.Tiers = tiers
 		f.ws[w].eng = mocker.New(ec)
+		f.ws[w].lora.Max = cfg.LoRA.MaxLoRAs
 	}
 	if f.pol, err = newPolicy(pol, cfg); err != nil {
 		return nil, err
