@@ -152,10 +152,6 @@ func sortOverlaps(o Overlaps) {
 // the entries only, callers add per-map overheads.
 func mapBytes(n int, kv uintptr) int64 { return int64(n) * int64(kv+1) * 8 / 5 }
 
-// roundAlloc rounds an object size up to the allocator's size class
-// (approximately: classes are 16-byte multiples up to 128 bytes).
-func roundAlloc(size uintptr) int64 { return int64((size + 15) &^ 15) }
-
 const ptrSize = unsafe.Sizeof(uintptr(0))
 
 // dumpBlock is one held block of one worker, as Dump sees it.

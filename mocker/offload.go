@@ -88,10 +88,6 @@ func (p *pipeline) nextTime(flushAfter time.Duration) (time.Duration, bool) {
 	return t, ok
 }
 
-func (p *pipeline) empty() bool {
-	return len(p.queued) == 0 && len(p.open) == 0 && len(p.inflight) == 0
-}
-
 // enqueue offers blk to level li's pipeline after the policy screen, at
 // time at; it may go once ready (its producing pass ended).
 func (e *Engine) enqueue(li int, blk tierBlock, uses int32, at, ready time.Duration, evicted bool, producer *seq) {

@@ -60,14 +60,6 @@ func (s *store) lruPush(b *tierBlock) {
 // has reports whether the tier holds h.
 func (s *store) has(h uint64) bool { _, ok := s.byHash[h]; return ok }
 
-// touch marks h recently used (a hit).
-func (s *store) touch(h uint64) {
-	if b, ok := s.byHash[h]; ok && b.pins == 0 {
-		s.lruRemove(b)
-		s.lruPush(b)
-	}
-}
-
 // pin protects h against eviction; false when absent.
 func (s *store) pin(h uint64) bool {
 	b, ok := s.byHash[h]

@@ -107,19 +107,10 @@ type part struct {
 	id, rank uint32
 }
 
-// longPiece is the piece length (bytes) from which merge switches from the
+// longPiece is the piece length (bytes) from which encoding switches from the
 // quadratic scan (fastest for words) to the heap (n log n), so that a long
 // run of letters or spaces cannot make a prompt cost seconds.
 const longPiece = 128
-
-// merge appends the ids of a piece that is not itself a token. scratch is
-// reused across pieces.
-func (c *fastCore) merge(dst []uint32, piece string, scratch []part) ([]uint32, []part) {
-	if len(piece) >= longPiece {
-		return c.mergeHeap(dst, piece, nil), scratch
-	}
-	return c.mergeScan(dst, piece, scratch)
-}
 
 // mergeScan is tiktoken's reference byte_pair_merge: quadratic in the
 // piece length. A part's id is its last merge's rank (ranks are ids), and

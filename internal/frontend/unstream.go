@@ -60,7 +60,6 @@ func foldable(m map[string]json.RawMessage) bool {
 type unstreamer struct {
 	chat    bool
 	id      string
-	object  string
 	created int64
 	model   string
 	usage   json.RawMessage
