@@ -245,3 +245,48 @@ func TestDeferredSameDecisions(t *testing.T) {
 		t.Fatalf("predicted indexes differ: %+v / %+v, %+v / %+v", def.predict.Stats(), sync.predict.Stats(), defR.predict.Stats(), syncR.predict.Stats())
 	}
 }
+
+// TestDeferredConcurrent: routes and FreeLaters from several goroutines
+// while another settles (run with -race); at the end every request is
+// freed and nothing is pending.
+func TestDeferredConcurrent(t *testing.T) {
+	def := settleRouters(t, settleConfig(), Options{Deferred: true})[0]
+	kick, done := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		for range kick {
+			def.Settle()
+		}
+	}()
+	prompts := sharingPrompts(rand.New(rand.NewPCG(2, 4)), 16)
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			now := time.Unix(100, 0)
+			for i := range 200 {
+				id := fmt.Sprint(g, "-", i)
+				if _, err := def.Route(context.Background(), Request{ID: id, Locals: prompts[(g+i)%len(prompts)]}, now); err != nil {
+					errs <- err
+					return
+				}
+				def.FreeLater(id, now.Add(time.Millisecond))
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(kick)
+	<-done
+	def.Settle()
+	if st, ss := def.Stats(), def.SettleStats(); st.Active != 0 || st.Routed != 800 || ss.Unsettled != 0 {
+		t.Fatalf("%+v %+v: want 800 routed, none active or pending", st, ss)
+	}
+}
