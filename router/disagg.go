@@ -248,7 +248,7 @@ const defaultBatchedTokens = 8192
 
 // HasPrefillPool reports whether any worker has RolePrefill.
 func (r *Router) HasPrefillPool() bool {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	return r.hasPrefillLocked()
 }
@@ -268,7 +268,7 @@ func (r *Router) Disaggregate(req *Request, now time.Time) (Plan, error) {
 	if r.cfg.Policy == PolicyKV && c.Policy != DisaggAlways && c.Policy != DisaggPrefillLoad {
 		r.lookupKV(p)
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if !r.hasPrefillLocked() {
 		return Plan{Reason: "no-prefill-pool"}, nil

@@ -15,6 +15,7 @@
 //	d, err := r.Route(ctx, req, now)          // pick a worker; d.Queued: wait for Release
 //	r.PrefillDone(req.ID, now)                // first output token
 //	r.Free(req.ID, now)                       // finished, error or cancel (Fail: dispatch failed)
+//	r.Settle()                                // Options.Deferred or FreeLater: off the request path
 //	r.Sweep(now)                              // periodically: stale requests, idle sessions
 //	r.SetWorkerTiming(1, fit.Timing())        // a worker's fitted timing model (selector.TimingFit)
 //	for _, rel := range r.Release(now) { ... } // after capacity frees, when the queue is on
@@ -100,6 +101,18 @@
 // other and with ApplyEvent (indexes are safe for concurrent use); only
 // Release looks up under the lock. ApplyEvent takes the lock only to
 // count. Events callbacks run after the lock is released.
+//
+// Deferred bookkeeping (settle.go): with Options.Deferred, Route returns
+// once it has decided, its booking (the load tracker's Add, the predicted
+// index's insert) appended to a backlog; FreeLater queues an end likewise.
+// Settle applies the backlog in order, and so does every call that reads
+// load or predictions (Route first of all) before it reads: decisions are
+// the same as with immediate booking (TestDeferredSameDecisions). A shell calls Settle
+// from a goroutine woken after each route and end, off the request path;
+// a route that comes first settles the backlog itself
+// (SettleStats.RouteSettled). Calls that touch neither (SetWorkerTiming,
+// UpdateWorkerMetrics, ...) do not settle. FreeLater drops an unknown id
+// silently, and its BookFree booking is reported by the next Settle.
 //
 // # Allocations
 //

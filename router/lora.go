@@ -11,7 +11,7 @@ import (
 // for a worker not added, ErrBadWorker beyond MaxWorkerLoRAs. The slice is
 // copied: candidates share the stored one, never written after.
 func (r *Router) SetWorkerLoRAs(id uint64, loaded []string) error {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	ws := r.workers[id]
 	if ws == nil {

@@ -41,18 +41,7 @@ func TestPredictAtEndSameDecisions(t *testing.T) {
 	atEnd, atRoute, off := mk(cfg), mk(cfg), mk(noPredict)
 	atRoute.predictAtEnd = false
 	rng := rand.New(rand.NewPCG(1, 2))
-	var prompts [][]uint64
-	for p := range 30 {
-		var l []uint64
-		if p > 0 && rng.IntN(3) > 0 {
-			o := prompts[rng.IntN(len(prompts))]
-			l = append(l, o[:rng.IntN(len(o)+1)]...)
-		}
-		for len(l) < 2+rng.IntN(30) {
-			l = append(l, rng.Uint64()|1)
-		}
-		prompts = append(prompts, l)
-	}
+	prompts := sharingPrompts(rng, 30)
 	type act struct {
 		id  string
 		end time.Time
@@ -115,4 +104,22 @@ func TestPredictAtEndSameDecisions(t *testing.T) {
 	if !recorded {
 		t.Fatal("no ended booking reached the predicted index")
 	}
+}
+
+// sharingPrompts returns n random prompts (block hashes), about two in
+// three starting with a prefix of an earlier one.
+func sharingPrompts(rng *rand.Rand, n int) [][]uint64 {
+	var prompts [][]uint64
+	for p := range n {
+		var l []uint64
+		if p > 0 && rng.IntN(3) > 0 {
+			o := prompts[rng.IntN(len(prompts))]
+			l = append(l, o[:rng.IntN(len(o)+1)]...)
+		}
+		for len(l) < 2+rng.IntN(30) {
+			l = append(l, rng.Uint64()|1)
+		}
+		prompts = append(prompts, l)
+	}
+	return prompts
 }

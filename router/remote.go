@@ -86,7 +86,7 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 		return fmt.Errorf("%w: remote booking without origin", ErrBadRequest)
 	}
 	key := remoteKey(origin, b.ID)
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	switch b.Kind {
 	case BookRoute:
@@ -133,7 +133,7 @@ func (r *Router) ApplyRemote(origin string, b Booking, now time.Time) error {
 // DropOrigin releases every booking of replica origin (its heartbeats
 // stopped: DESIGN.md §9) and returns how many it released.
 func (r *Router) DropOrigin(origin string) int {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return len(r.loads.RemoveOrigin(origin))
 }
@@ -142,7 +142,7 @@ func (r *Router) DropOrigin(origin string) int {
 // router's part and each remote replica's (loads.Tracker.Breakdown), for a
 // debug view. It walks every active request: not for the routing path.
 func (r *Router) LoadBreakdown() []loads.WorkerLoad {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return r.loads.Breakdown()
 }

@@ -371,8 +371,19 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		computed = p.isl - cached
 	}
 	e := loads.Entry{ID: p.req.ID, Worker: c.Worker, Blocks: p.ids, PrefillTokens: computed, OutputBlocks: outBlocks}
-	if err := r.loads.Add(e, now); err != nil {
-		return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
+	predict := r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd
+	if r.deferBook {
+		// Settled before anything reads the tracker or the predicted
+		// index again (settle.go); e is well formed and its id not
+		// active (decideLocked), so Add cannot fail.
+		r.deferBooking(e, predict, now)
+	} else {
+		if err := r.loads.Add(e, now); err != nil {
+			return Decision{}, dispatched, fmt.Errorf("router: request %q: %w", p.req.ID, err)
+		}
+		if predict {
+			r.predict.InsertSeq(c.Worker, p.ids, now)
+		}
 	}
 	r.bookLoads(c, now)
 	if r.cfg.Policy == PolicyApprox && len(p.locals) > 0 {
@@ -381,9 +392,6 @@ func (r *Router) commitLocked(p *pending, c *selector.Candidate, bs []selector.B
 		} else {
 			r.approx.Insert(c.Worker, p.locals, now)
 		}
-	}
-	if r.predict != nil && len(p.locals) > 0 && !r.predictAtEnd {
-		r.predict.InsertSeq(c.Worker, p.ids, now)
 	}
 	if r.cfg.Affinity.Enabled && p.req.Session != "" {
 		r.aff.Bind(p.req.Session, c.Worker, now)
@@ -421,7 +429,7 @@ func (r *Router) Release(now time.Time) []Released {
 	var out []Released
 	var reqs []Request
 	var books []Booking
-	r.mu.Lock()
+	r.lock()
 	for r.queue.Len() > 0 {
 		head, _, _ := r.queue.Peek()
 		p := head.Value

@@ -132,10 +132,16 @@ func overheadBuffers(b *testing.B, w int) ([]string, []time.Duration, []selector
 // bs) whose device caches hold prefixes of one n-block prompt, worker i
 // holding (i*37 mod n) blocks, and returns it with the prompt.
 func overheadRouter(b *testing.B, w, n, bs int) (*Router, []uint32) {
+	return overheadRouterWith(b, w, n, bs, Options{})
+}
+
+// overheadRouterWith is overheadRouter with opts (its Rand set here).
+func overheadRouterWith(b *testing.B, w, n, bs int, opts Options) (*Router, []uint32) {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.BlockSize = bs
-	r, err := New(cfg, Options{Rand: rand.New(rand.NewPCG(16, 6))})
+	opts.Rand = rand.New(rand.NewPCG(16, 6))
+	r, err := New(cfg, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,6 +35,12 @@ type Options struct {
 	Approx Approx
 	// Events are optional callbacks.
 	Events Events
+	// Deferred makes Route return its decision before booking it: the
+	// booking waits (settle.go) until Settle or the next call that takes
+	// the router's lock, which applies it before reading any state, so
+	// decisions are the same as without. A shell sets it and calls Settle
+	// off the request path. Default false: Route books before returning.
+	Deferred bool
 }
 
 var _ Approx = (*indexer.Approx)(nil)
@@ -151,6 +157,13 @@ type Router struct {
 	// predictAtEnd: a local booking reaches predict when it ends
 	// (predictend.go), not when it is routed.
 	predictAtEnd bool
+
+	// Deferred bookkeeping (settle.go): Route books later (Options.Deferred).
+	deferred     bool
+	deferBook    bool    // the decision under way books later (Route only)
+	backlog      []later // deferred operations, in order
+	routeSettled uint64  // SettleStats.RouteSettled
+	outbox       []Booking
 }
 
 // New validates cfg and builds a router.
@@ -194,6 +207,7 @@ func New(cfg Config, opts Options) (*Router, error) {
 		workers:  make(map[uint64]*workerState),
 		sessions: make(map[string]string),
 		feat:     features(&cfg),
+		deferred: opts.Deferred,
 	}
 	if cfg.Policy == PolicyKV && cfg.Predict.TTL > 0 {
 		pc := cfg.Index.Approx
@@ -298,7 +312,7 @@ func (r *Router) AddWorker(info WorkerInfo) error {
 	info.BlockSize = r.cfg.BlockSize
 	info.Labels = cloneLabels(info.Labels)
 	info.LoRAs = slices.Clone(info.LoRAs)
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	ws := &workerState{info: info, metrics: make([]Metrics, info.DPSize), hasMet: make([]bool, info.DPSize)}
 	if old := r.workers[info.ID]; old != nil {
@@ -353,7 +367,7 @@ func (r *Router) RemoveWorker(id uint64) []string {
 		}
 		r.dropView(id)
 	}
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.approx != nil {
 		r.approx.RemoveWorker(id)
@@ -381,7 +395,7 @@ func (r *Router) UpdateWorkerMetrics(w kvevents.Worker, m Metrics) error {
 	if m.KVUsage < 0 || m.KVUsage > 1 || m.KVUsage != m.KVUsage {
 		return fmt.Errorf("%w: kv usage %v of w%s not in [0, 1]", ErrBadWorker, m.KVUsage, w)
 	}
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	ws := r.workers[w.ID]
 	if ws == nil || int(w.Rank) >= ws.info.DPSize {
@@ -393,7 +407,7 @@ func (r *Router) UpdateWorkerMetrics(w kvevents.Worker, m Metrics) error {
 
 // Workers returns the workers' infos sorted by id.
 func (r *Router) Workers() []WorkerInfo {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	out := make([]WorkerInfo, 0, len(r.workers))
 	for _, ws := range r.workers {
@@ -415,14 +429,14 @@ func cmpU64(a, b uint64) int {
 
 // Load returns the tracked load of a worker+rank.
 func (r *Router) Load(w kvevents.Worker) loads.Load {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	return r.loads.Load(w)
 }
 
 // Pending returns the number of queued requests.
 func (r *Router) Pending() int {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if r.queue == nil {
 		return 0
@@ -432,7 +446,7 @@ func (r *Router) Pending() int {
 
 // Stats returns a snapshot of the counters.
 func (r *Router) Stats() Stats {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	s := r.stats
 	s.Workers = len(r.workers)
@@ -447,7 +461,7 @@ func (r *Router) Stats() Stats {
 
 // AffinityStats returns the session table's size.
 func (r *Router) AffinityStats() AffinityStats {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	return AffinityStats{Sessions: r.aff.Len(), Bytes: r.aff.Bytes(), Evicted: r.aff.Evicted()}
 }
@@ -455,7 +469,7 @@ func (r *Router) AffinityStats() AffinityStats {
 // PrefillDone records the first output token of request id at now: its
 // prefill tokens leave the prefill load.
 func (r *Router) PrefillDone(id string, now time.Time) error {
-	r.mu.Lock()
+	r.lock()
 	err := r.loads.PrefillDone(id, now)
 	w, book := r.localWorker(id)
 	r.mu.Unlock()
@@ -470,7 +484,7 @@ func (r *Router) PrefillDone(id string, now time.Time) error {
 
 // Touch records progress of request id at now (keeps Sweep away).
 func (r *Router) Touch(id string, now time.Time) error {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	if err := r.loads.Touch(id, now); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
@@ -478,64 +492,12 @@ func (r *Router) Touch(id string, now time.Time) error {
 	return nil
 }
 
-// Free releases request id (finished, failed or cancelled), or removes it
-// from the queue if it is still waiting.
-func (r *Router) Free(id string, now time.Time) error {
-	r.mu.Lock()
-	if e, inPrefill, ok := r.loads.Request(id); ok && !inPrefill {
-		r.fin.observe(r.loads.Slot(e.Worker), now) // a completion
-	}
-	w, book := r.localWorker(id)
-	err := r.freeLocked(id, now)
-	r.mu.Unlock()
-	if book && err == nil {
-		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: w})
-	}
-	return err
-}
-
-func (r *Router) freeLocked(id string, now time.Time) error {
-	if r.queue != nil {
-		if it, _, ok := r.queue.Remove(id); ok {
-			putPending(it.Value)
-			return nil
-		}
-	}
-	r.predictEnded(id, now)
-	if err := r.loads.Free(id); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnknownRequest, err)
-	}
-	if len(r.sessions) > 0 {
-		delete(r.sessions, id)
-	}
-	return nil
-}
-
-// Fail releases request id because dispatching it to its worker failed,
-// and drops its session binding so the next request of the session routes
-// afresh.
-func (r *Router) Fail(id string, now time.Time) error {
-	r.mu.Lock()
-	e, _, ok := r.loads.Request(id)
-	if s := r.sessions[id]; ok && s != "" {
-		if w, bound := r.aff.Get(s, now); bound && w == e.Worker {
-			r.aff.Drop(s)
-		}
-	}
-	err := r.freeLocked(id, now)
-	r.mu.Unlock()
-	if ok && err == nil && r.events.OnBooking != nil {
-		r.events.OnBooking(Booking{Kind: BookFree, ID: id, Worker: e.Worker})
-	}
-	return err
-}
-
 // Sweep releases requests without progress for the stale limit and expired
 // session bindings, and returns the released request ids, sorted. Remote
 // bookings (ApplyRemote) are swept alike but neither returned nor
 // reported: they are not this router's requests.
 func (r *Router) Sweep(now time.Time) []string {
-	r.mu.Lock()
+	r.lock()
 	ids := r.loads.Sweep(now)
 	r.stats.Swept += uint64(len(ids))
 	ids = localIDs(ids)
@@ -558,7 +520,7 @@ func (r *Router) Sweep(now time.Time) []string {
 // String prints the router's whole state: workers with their load, the
 // active requests, the queue and the session bindings. For tests.
 func (r *Router) String() string {
-	r.mu.Lock()
+	r.lock()
 	defer r.mu.Unlock()
 	var b strings.Builder
 	for _, w := range r.ranks {
@@ -690,7 +652,13 @@ func (r *Router) Route(ctx context.Context, req Request, now time.Time) (Decisio
 	}
 
 	r.mu.Lock()
+	if len(r.backlog) > 0 {
+		r.routeSettled++
+		r.settleLocked()
+	}
+	r.deferBook = r.deferred
 	d, queued, err := r.routeLocked(p, now, true)
+	r.deferBook = false
 	var pendingN int
 	if queued {
 		pendingN = r.queue.Len()

@@ -33,7 +33,7 @@ type TenantStats struct {
 // QueueTenants returns the fair queue's tenant table (zero when the queue
 // is off).
 func (r *Router) QueueTenants() TenantStats {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	if r.queue == nil {
 		return TenantStats{}

@@ -15,7 +15,7 @@ func (r *Router) SetWorkerTiming(id uint64, t selector.Timing) error {
 	if err := t.Validate(); err != nil {
 		return fmt.Errorf("%w: worker %d: %w", ErrBadWorker, id, err)
 	}
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	ws := r.workers[id]
 	if ws == nil {
@@ -33,7 +33,7 @@ func (r *Router) SetWorkerTiming(id uint64, t selector.Timing) error {
 // WorkerTiming returns worker id's own timing model and true, or false
 // when it has none (it uses Config.Selector.Timing).
 func (r *Router) WorkerTiming(id uint64) (selector.Timing, bool) {
-	r.mu.Lock()
+	r.mu.Lock() // no load or prediction read: needs no settle
 	defer r.mu.Unlock()
 	if ws := r.workers[id]; ws != nil && ws.timing != nil {
 		return *ws.timing, true

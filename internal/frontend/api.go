@@ -314,6 +314,7 @@ func (s *Server) routeSalted(r *http.Request, j *job, lora, ns string, hop route
 		_ = s.rt.Free(j.id, time.Now())
 		return d, fmt.Errorf("frontend: /route cannot wait in the queue: %w", selector.ErrAllOverloaded)
 	}
+	s.kickSettle() // the booking (settle.go)
 	return d, err
 }
 

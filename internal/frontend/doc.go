@@ -90,7 +90,13 @@
 // routing to free and what it teaches); a disaggregated request's prefill
 // hop books a hold (hold.go: released once, by whichever side ends it).
 //
+// The router books each decision and ends each flight off the request
+// path (settle.go): router.Options.Deferred and FreeLater, applied by
+// Run's settler goroutine, woken after each route and each end; a route
+// that comes before it settles the rest itself (kvrouter_route_settled_total).
+//
 // A Server is safe for concurrent use. New starts nothing; Run starts the
-// background loops (worker load polling, stale sweep, queue release) and
+// background loops (worker load polling, stale sweep, queue release, the
+// settler, which settles what is pending once more as it stops) and
 // RunIndex the index writers; internal/app's serve runtime runs both.
 package frontend

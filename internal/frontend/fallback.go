@@ -76,6 +76,7 @@ func (p *Picked) ServedBy(worker uint64, now time.Time) (bool, error) {
 		_ = s.rt.Free(p.ID, now)
 		err = fmt.Errorf("frontend: worker %d busy: request queued", worker)
 	}
+	s.kickSettle() // the booking (settle.go)
 	// Its TTFT includes the failed attempt: no timing-fit observation.
 	p.f.fit = nil
 	if err != nil {

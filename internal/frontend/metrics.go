@@ -98,6 +98,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			func() float64 { return float64(s.rt.Stats().Active) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kvrouter_workers", Help: "Workers in routing."},
 			func() float64 { return float64(s.rt.Stats().Workers) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvrouter_route_settled_total",
+			Help: "Routes that found the router's deferred bookkeeping unsettled and applied it first (counted in their kvrouter_route_seconds)."},
+			func() float64 { return float64(s.rt.SettleStats().RouteSettled) }),
 		newIndexCollector(s),
 		newSessionGauge(s),
 	)

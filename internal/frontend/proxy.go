@@ -395,7 +395,7 @@ func (s *Server) place(ctx context.Context, j *job, tried []uint64) (*flight, er
 	if err != nil { // cands not given back: a queued route may still fill it
 		return nil, err
 	}
-	f.init(j, &f.dec, s.fits.begin(&f.dec, time.Now()), s.rt, s.flights)
+	f.init(j, &f.dec, s.fits.begin(&f.dec, time.Now()), laterTracker{s}, s.flights)
 	f.dlog, f.cands = s.dlog, cands
 	return f, nil
 }
@@ -403,7 +403,7 @@ func (s *Server) place(ctx context.Context, j *job, tried []uint64) (*flight, er
 // newFlight starts the flight of j, routed by d (fit: its timing-fit
 // sample, nil none).
 func (s *Server) newFlight(j *job, d *router.Decision, fit *fitObs) *flight {
-	f := newFlight(j, d, fit, s.rt, s.flights)
+	f := newFlight(j, d, fit, laterTracker{s}, s.flights)
 	f.dlog = s.dlog
 	return f
 }
@@ -463,6 +463,7 @@ func (s *Server) routeHop(ctx context.Context, j *job, id string, hop router.Hop
 		s.tm.routed(j.tenant, time.Time{}, err)
 		if err == nil {
 			s.m.route.Observe(time.Since(t0).Seconds())
+			s.kickSettle() // the booking (settle.go)
 		}
 		return d, err
 	}

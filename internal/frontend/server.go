@@ -84,6 +84,7 @@ type Server struct {
 	waitMu  sync.Mutex
 	waiters map[string]chan router.Released
 	kick    chan struct{} // cap 1: try Release now
+	settle  chan struct{} // cap 1: settle the router's bookkeeping now (settle.go)
 
 	draining atomic.Bool
 	handler  http.Handler
@@ -112,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		prefix:  strconv.FormatUint(seed%100000, 36),
 		waiters: make(map[string]chan router.Released),
 		kick:    make(chan struct{}, 1),
+		settle:  make(chan struct{}, 1),
 
 		preds:    newPredictionTracker(),
 		removals: &removalEpochs{},
@@ -149,6 +151,8 @@ func New(cfg Config) (*Server, error) {
 			ix = indexer.NewGroups(ix, cfg.Router.GroupsConfig())
 			return s.sink.Writer(t, ix, cfg.Router.Index.Concurrent)
 		},
+		// Bookings and ends are settled off the request path (settle.go).
+		Deferred: true,
 		Events: router.Events{
 			OnRoute:   s.m.onRoute,
 			OnReject:  s.m.onReject,
@@ -188,16 +192,17 @@ func (s *Server) Router() *router.Router { return s.rt }
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Run runs the background loops (load polling, stale sweep, queue release)
-// until ctx is done.
+// Run runs the background loops (load polling, stale sweep, queue release,
+// the router's deferred bookkeeping) until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if s.cfg.LoadPollInterval > 0 {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.pool.Run(ctx) }()
 	}
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); s.releaseLoop(ctx) }()
+	go func() { defer wg.Done(); s.settleLoop(ctx) }()
 	t := time.NewTicker(s.cfg.SweepInterval)
 	defer t.Stop()
 	for {
