@@ -262,7 +262,7 @@ func (a *Approx) insert(w kvevents.Worker, hs []uint64, isSeq bool, t, exp int64
 				// (the pair's expiry did not change).
 				continue
 			}
-			// lowMoved, on the local count.
+			// low follows the pair's expiry across the chaos line.
 			if mb.exp <= chaos {
 				low--
 			}

@@ -45,16 +45,6 @@ func (a *Approx) pruneChaos(last int64) {
 	}
 }
 
-// lowMoved updates low for a held pair whose expiry moves from old to exp.
-func (a *Approx) lowMoved(old, exp int64) {
-	if old <= a.chaos {
-		a.low--
-	}
-	if exp <= a.chaos {
-		a.low++
-	}
-}
-
 // aliveAt returns the members of the block with sequence hash seq and how
 // many of them are unexpired at t; all of them when all (allAliveAt).
 func (a *Approx) aliveAt(seq uint64, t int64, all bool) ([]amember, int) {
