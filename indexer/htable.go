@@ -38,7 +38,8 @@ import (
 // out (a cuckoo table, one table shared by the workers, load 13/16,
 // tombstones) are in docs/experiments/indexer-htable.md; plain linear
 // probing and buckets with overflow counts, which move fewer slots but
-// probe more, in indexer-write-mlp.md.
+// probe more, and buckets in Robin Hood order, whose moves span as many
+// lines, in indexer-write-mlp.md.
 type htable struct {
 	s []hslot
 	n int
