@@ -184,13 +184,6 @@ func (f *Flash) freeBlock(off uint32, c int) {
 	f.freeB[c] = append(f.freeB[c], off)
 }
 
-func (e *fentry) size() int {
-	if e == nil {
-		return 0
-	}
-	return int(e.count())
-}
-
 // findMember returns the index of slot in ms (sorted by slot), or where
 // it would go. A loop of its own: slices.BinarySearchFunc called its
 // comparison through a function value at each step, ~300 instructions for
