@@ -16,11 +16,12 @@ type metrics struct {
 	decisions     *prometheus.CounterVec // worker
 	rejects       *prometheus.CounterVec // reason
 	overlap       prometheus.Histogram
-	promptBlocks  prometheus.Counter
-	overlapBlocks prometheus.Counter
-	promptTokens  prometheus.Counter
-	cachedTokens  prometheus.Counter // router's view
-	workerCached  prometheus.Counter // from worker usage
+	counts        *routeCounts // what the four below and regret's routing kinds read
+	promptBlocks  prometheus.CounterFunc
+	overlapBlocks prometheus.CounterFunc
+	promptTokens  prometheus.CounterFunc
+	cachedTokens  prometheus.CounterFunc // router's view
+	workerCached  prometheus.Counter     // from worker usage
 	workerPrompt  prometheus.Counter
 	cost          prometheus.Histogram
 	ttft          prometheus.Histogram
@@ -44,7 +45,9 @@ type metrics struct {
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	lat := prometheus.ExponentialBuckets(0.0005, 2, 18)
+	counts := new(routeCounts)
 	m := &metrics{
+		counts: counts,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_requests_total",
 			Help: "Client requests by endpoint and HTTP status."}, []string{"endpoint", "code"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_proxied_total",
@@ -55,13 +58,13 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Help: "Requests the router could not place, by reason."}, []string{"reason"}),
 		overlap: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kvrouter_route_overlap_blocks",
 			Help: "Device overlap of the chosen worker, in blocks.", Buckets: prometheus.ExponentialBucketsRange(1, 4096, 13)}),
-		promptBlocks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_prompt_blocks_total",
+		promptBlocks: counterOf(&counts.promptBlocks, prometheus.CounterOpts{Name: "kvrouter_prompt_blocks_total",
 			Help: "Full prompt blocks routed."}),
-		overlapBlocks: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_overlap_blocks_total",
+		overlapBlocks: counterOf(&counts.overlapBlocks, prometheus.CounterOpts{Name: "kvrouter_overlap_blocks_total",
 			Help: "Prompt blocks found on the chosen worker (hit rate = this / kvrouter_prompt_blocks_total)."}),
-		promptTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_prompt_tokens_total",
+		promptTokens: counterOf(&counts.promptTokens, prometheus.CounterOpts{Name: "kvrouter_prompt_tokens_total",
 			Help: "Prompt tokens routed."}),
-		cachedTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_cached_tokens_total",
+		cachedTokens: counterOf(&counts.cachedTokens, prometheus.CounterOpts{Name: "kvrouter_cached_tokens_total",
 			Help: "Prompt tokens the router expected the chosen worker to hold."}),
 		workerCached: prometheus.NewCounter(prometheus.CounterOpts{Name: "kvrouter_worker_cached_tokens_total",
 			Help: "Cached prompt tokens reported by workers in usage (streamed requests with include_usage)."}),
@@ -106,7 +109,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	)
 	registerRuntime(reg)
 	m.predict = newPredictMetrics(reg)
-	m.regret = newRegretMetrics(reg)
+	m.regret = newRegretMetrics(reg, counts)
 	m.peerHints = newPeerHintMetrics(reg)
 	m.requestsBy = newChildren(func(k endpointStatus) prometheus.Counter { return m.requests.WithLabelValues(k.endpoint, k.status) })
 	m.outcomesBy = labelCounters(m.outcomes)
@@ -122,12 +125,13 @@ func (m *metrics) request(endpoint, status string) {
 func (m *metrics) onRoute(req *router.Request, d *router.Decision) {
 	m.decisionsBy.get(d.Worker.ID).Inc()
 	m.overlap.Observe(float64(d.Overlap[kvevents.TierDevice]))
-	m.promptBlocks.Add(float64(d.Blocks))
-	m.overlapBlocks.Add(float64(min(d.Overlap[kvevents.TierDevice], d.Blocks)))
-	m.promptTokens.Add(float64(d.ISL))
-	m.cachedTokens.Add(float64(d.CachedTokens))
+	c := m.counts
+	addCount(&c.promptBlocks, d.Blocks)
+	addCount(&c.overlapBlocks, min(d.Overlap[kvevents.TierDevice], d.Blocks))
+	addCount(&c.promptTokens, d.ISL)
+	addCount(&c.cachedTokens, d.CachedTokens)
 	m.cost.Observe(d.Cost)
-	m.regret.routed(d)
+	m.regret.routed(c, d)
 }
 
 func (m *metrics) onReject(req *router.Request, err error) {

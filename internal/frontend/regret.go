@@ -28,37 +28,51 @@ const (
 // regretMetrics are the regret counters, each series resolved once so a
 // decision costs no label lookup.
 type regretMetrics struct {
-	blocks *prometheus.CounterVec // kind: prompt, reachable, chosen, actual
+	blocks *prometheus.Desc       // kvrouter_route_blocks_total, kind: prompt, reachable, chosen, actual
 	lost   *prometheus.CounterVec // cause
 
-	prompt, reachable, chosen, actual prometheus.Counter
-	byCause                           [router.NumCauses]prometheus.Counter
-	stale, evicted                    prometheus.Counter
+	counts  *routeCounts  // the routing kinds (routecounts.go)
+	actual  atomic.Uint64 // the answered kind
+	byCause [router.NumCauses]prometheus.Counter
+	stale   prometheus.Counter
+	evicted prometheus.Counter
 }
 
-func newRegretMetrics(reg prometheus.Registerer) *regretMetrics {
-	m := &regretMetrics{
-		blocks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_blocks_total",
-			Help: "Prompt blocks per routing decision by kind: prompt (full blocks), reachable (deepest prefix any candidate held), chosen (the chosen worker's), actual (cached blocks the engine reported, requests with usage only)."}, []string{"kind"}),
+func newRegretMetrics(reg prometheus.Registerer, counts *routeCounts) *regretMetrics {
+	m := &regretMetrics{counts: counts,
+		blocks: prometheus.NewDesc("kvrouter_route_blocks_total",
+			"Prompt blocks per routing decision by kind: prompt (full blocks), reachable (deepest prefix any candidate held), chosen (the chosen worker's), actual (cached blocks the engine reported, requests with usage only).", []string{"kind"}, nil),
 		lost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kvrouter_route_lost_blocks_total",
 			Help: "Prefix blocks lost by cause: reachable - chosen at the decision (load, temperature, busy, filter, queue, affinity), chosen - actual at the answer (stale, evicted_after_route)."}, []string{"cause"}),
 	}
-	m.prompt, m.reachable = m.blocks.WithLabelValues("prompt"), m.blocks.WithLabelValues("reachable")
-	m.chosen, m.actual = m.blocks.WithLabelValues("chosen"), m.blocks.WithLabelValues("actual")
 	for c := router.CauseNone + 1; c < router.NumCauses; c++ {
 		m.byCause[c] = m.lost.WithLabelValues(c.String())
 	}
 	m.stale, m.evicted = m.lost.WithLabelValues(LostStale), m.lost.WithLabelValues(LostEvictedAfterRoute)
-	reg.MustRegister(m.blocks, m.lost)
+	reg.MustRegister(m, m.lost)
 	return m
 }
 
-// routed counts one decision's blocks and its routing loss.
-func (m *regretMetrics) routed(d *router.Decision) {
+// Describe and Collect export kvrouter_route_blocks_total, read from the
+// packed counters at scrape time.
+func (m *regretMetrics) Describe(ch chan<- *prometheus.Desc) { ch <- m.blocks }
+
+func (m *regretMetrics) Collect(ch chan<- prometheus.Metric) {
+	c := m.counts
+	for _, k := range [...]struct {
+		kind string
+		v    *atomic.Uint64
+	}{{"prompt", &c.prompt}, {"reachable", &c.reachable}, {"chosen", &c.chosen}, {"actual", &m.actual}} {
+		ch <- prometheus.MustNewConstMetric(m.blocks, prometheus.CounterValue, float64(k.v.Load()), k.kind)
+	}
+}
+
+// routed counts one decision's blocks and its routing loss into c.
+func (m *regretMetrics) routed(c *routeCounts, d *router.Decision) {
 	rg := router.RegretOf(d)
-	m.prompt.Add(float64(rg.Prompt))
-	m.reachable.Add(float64(rg.Reachable))
-	m.chosen.Add(float64(rg.Chosen))
+	addCount(&c.prompt, rg.Prompt)
+	addCount(&c.reachable, rg.Reachable)
+	addCount(&c.chosen, rg.Chosen)
 	if rg.Lost > 0 && rg.Cause > router.CauseNone && rg.Cause < router.NumCauses {
 		m.byCause[rg.Cause].Add(float64(rg.Lost))
 	}
@@ -70,7 +84,7 @@ func (m *regretMetrics) routed(d *router.Decision) {
 // worker's removal epoch moved since the decision, else stale.
 func (m *regretMetrics) answered(chosen, cachedTokens, blockSize int, evicted bool) {
 	actual := max(0, cachedTokens) / max(1, blockSize)
-	m.actual.Add(float64(actual))
+	addCount(&m.actual, actual)
 	if miss := chosen - actual; miss > 0 {
 		if evicted {
 			m.evicted.Add(float64(miss))
