@@ -40,7 +40,42 @@ func TestPredictAtEndSameDecisions(t *testing.T) {
 	}
 	atEnd, atRoute, off := mk(cfg), mk(cfg), mk(noPredict)
 	atRoute.predictAtEnd = false
-	rng := rand.New(rand.NewPCG(1, 2))
+	differ, recorded := false, false
+	routers := []*Router{atEnd, atRoute, off}
+	end := func(r *Router, id string, fail bool, now time.Time) error {
+		if fail {
+			return r.Fail(id, now)
+		}
+		return r.Free(id, now)
+	}
+	before := func(time.Time) { recorded = recorded || atEnd.predict.Stats().Blocks > 0 }
+	randomWorkload(t, rand.New(rand.NewPCG(1, 2)), routers, cfg.Predict.TTL, end, before, func(i int, ds []Decision, errs []error) {
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("request %d: %v / %v", i, errs[0], errs[1])
+		}
+		if !reflect.DeepEqual(ds[0], ds[1]) {
+			t.Fatalf("request %d: recorded at the end\n%+v\nrecorded when routed\n%+v", i, ds[0], ds[1])
+		}
+		differ = differ || ds[2].Worker != ds[0].Worker || ds[2].Overlap != ds[0].Overlap
+	})
+	if !differ {
+		t.Fatal("no decision depends on the predicted index: the test shows nothing")
+	}
+	if !recorded {
+		t.Fatal("no ended booking reached the predicted index")
+	}
+}
+
+// randomWorkload routes 3000 requests of one random workload on rs:
+// 30 prompts sharing prefixes (sharingPrompts), arrivals 0-40 ms apart,
+// each request ending from at once to twice ttl later (one in five a
+// failure), ended on every router by end; half of them pass their
+// prefill. before runs ahead of each request's routes; check gets every
+// router's decision and error for request i.
+func randomWorkload(t *testing.T, rng *rand.Rand, rs []*Router, ttl time.Duration,
+	end func(r *Router, id string, fail bool, now time.Time) error,
+	before func(now time.Time), check func(i int, ds []Decision, errs []error)) {
+	t.Helper()
 	prompts := sharingPrompts(rng, 30)
 	type act struct {
 		id  string
@@ -49,10 +84,9 @@ func TestPredictAtEndSameDecisions(t *testing.T) {
 	var active []act
 	now := time.Unix(100, 0)
 	ctx := context.Background()
-	differ, recorded := false, false
+	ds, errs := make([]Decision, len(rs)), make([]error, len(rs))
 	for i := range 3000 {
 		now = now.Add(time.Duration(rng.IntN(40)) * time.Millisecond)
-		// End the requests whose time came (some fail).
 		k := 0
 		for _, a := range active {
 			if a.end.After(now) {
@@ -61,48 +95,28 @@ func TestPredictAtEndSameDecisions(t *testing.T) {
 				continue
 			}
 			fail := rng.IntN(5) == 0
-			for _, r := range []*Router{atEnd, atRoute, off} {
-				var err error
-				if fail {
-					err = r.Fail(a.id, now)
-				} else {
-					err = r.Free(a.id, now)
-				}
-				if err != nil {
+			for _, r := range rs {
+				if err := end(r, a.id, fail, now); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
 		active = active[:k]
-		recorded = recorded || atEnd.predict.Stats().Blocks > 0
+		before(now)
 		id := fmt.Sprint("r", i)
 		req := Request{ID: id, Locals: prompts[rng.IntN(len(prompts))], OutputTokens: 16}
-		d1, err1 := atEnd.Route(ctx, req, now)
-		d2, err2 := atRoute.Route(ctx, req, now)
-		d3, _ := off.Route(ctx, req, now)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("request %d: %v / %v", i, err1, err2)
+		for j, r := range rs {
+			ds[j], errs[j] = r.Route(ctx, req, now)
 		}
-		if !reflect.DeepEqual(d1, d2) {
-			t.Fatalf("request %d: recorded at the end\n%+v\nrecorded when routed\n%+v", i, d1, d2)
-		}
-		differ = differ || d3.Worker != d1.Worker || d3.Overlap != d1.Overlap
+		check(i, ds, errs)
 		if rng.IntN(2) == 0 {
-			for _, r := range []*Router{atEnd, atRoute, off} {
+			for _, r := range rs {
 				if err := r.PrefillDone(id, now); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		// From at once to twice the TTL.
-		dur := time.Duration(rng.IntN(int(2 * cfg.Predict.TTL)))
-		active = append(active, act{id: id, end: now.Add(dur)})
-	}
-	if !differ {
-		t.Fatal("no decision depends on the predicted index: the test shows nothing")
-	}
-	if !recorded {
-		t.Fatal("no ended booking reached the predicted index")
+		active = append(active, act{id: id, end: now.Add(time.Duration(rng.IntN(int(2 * ttl))))})
 	}
 }
 

@@ -174,67 +174,33 @@ func TestDeferredSameDecisions(t *testing.T) {
 	rs := settleRouters(t, cfg, Options{}, Options{Deferred: true}, Options{}, Options{Deferred: true})
 	sync, def, syncR, defR := rs[0], rs[1], rs[2], rs[3]
 	syncR.predictAtEnd, defR.predictAtEnd = false, false
-	rng := rand.New(rand.NewPCG(5, 8))
-	prompts := sharingPrompts(rng, 30)
-	type act struct {
-		id  string
-		end time.Time
-	}
-	var active []act
-	now := time.Unix(100, 0)
-	ctx := context.Background()
-	for i := range 3000 {
-		now = now.Add(time.Duration(rng.IntN(40)) * time.Millisecond)
-		k := 0
-		for _, a := range active {
-			if a.end.After(now) {
-				active[k] = a
-				k++
-				continue
-			}
-			fail := rng.IntN(5) == 0
-			for _, r := range rs {
-				var err error
-				switch {
-				case fail:
-					err = r.Fail(a.id, now)
-				case r.deferred:
-					r.FreeLater(a.id, now)
-				default:
-					err = r.Free(a.id, now)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+	end := func(r *Router, id string, fail bool, now time.Time) error {
+		switch {
+		case fail:
+			return r.Fail(id, now)
+		case r.deferred:
+			r.FreeLater(id, now)
+			return nil
 		}
-		active = active[:k]
+		return r.Free(id, now)
+	}
+	rng := rand.New(rand.NewPCG(5, 8))
+	before := func(time.Time) {
 		if rng.IntN(4) == 0 {
 			def.Settle()
 			defR.Settle()
 		}
-		id := fmt.Sprint("r", i)
-		req := Request{ID: id, Locals: prompts[rng.IntN(len(prompts))], OutputTokens: 16}
-		var ds [4]Decision
-		for j, r := range rs {
-			d, err := r.Route(ctx, req, now)
+	}
+	randomWorkload(t, rng, rs, cfg.Predict.TTL, end, before, func(i int, ds []Decision, errs []error) {
+		for j, err := range errs {
 			if err != nil {
 				t.Fatalf("request %d, router %d: %v", i, j, err)
 			}
-			ds[j] = d
 		}
 		if !reflect.DeepEqual(ds[0], ds[1]) || !reflect.DeepEqual(ds[2], ds[3]) {
 			t.Fatalf("request %d: deferred decisions differ:\n%+v\n%+v\n%+v\n%+v", i, ds[0], ds[1], ds[2], ds[3])
 		}
-		if rng.IntN(2) == 0 {
-			for _, r := range rs {
-				if err := r.PrefillDone(id, now); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		active = append(active, act{id: id, end: now.Add(time.Duration(rng.IntN(int(2 * cfg.Predict.TTL))))})
-	}
+	})
 	if st := def.SettleStats(); st.RouteSettled < 1000 {
 		t.Fatalf("%+v: too few routes found work pending for the test to show anything", st)
 	}
