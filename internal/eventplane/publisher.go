@@ -326,6 +326,11 @@ func (r *runState) step(drain bool) error {
 	if err := r.send(now); err != nil {
 		return err
 	}
+	// The counters first: a Flush caller answered below reads Stats at once.
+	st := b.Stats()
+	p.events.Store(st.Events)
+	p.messages.Store(st.Messages)
+	p.retries.Store(st.Retries)
 	r.waiters = slices.DeleteFunc(r.waiters, func(w flushWaiter) bool {
 		if b.Flushed(w.mark) {
 			w.done <- nil
@@ -333,10 +338,6 @@ func (r *runState) step(drain bool) error {
 		}
 		return false
 	})
-	st := b.Stats()
-	p.events.Store(st.Events)
-	p.messages.Store(st.Messages)
-	p.retries.Store(st.Retries)
 	return nil
 }
 
